@@ -1,0 +1,26 @@
+"""Clocks. Every time check reads an injected clock, so tests can fix "now"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+__all__ = ["Clock", "fixed_clock", "system_clock"]
+
+#: Returns an aware datetime. Date-based checks use its own offset ("--now" carries one).
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def fixed_clock(moment: datetime) -> Clock:
+    """A clock that always returns ``moment`` (which must carry an offset)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("a fixed clock needs an aware datetime (with an offset)")
+
+    def clock() -> datetime:
+        return moment
+
+    return clock
