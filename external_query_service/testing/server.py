@@ -1,0 +1,189 @@
+"""A loopback HTTP server for tests and benchmarks: routes by Host header and path.
+
+Each site name a test uses (``news-a.test``) is mapped to 127.0.0.1 through
+``[network] resolve``, so one server on one port plays many sites while the network
+guard stays on. Responses can be delayed, dripped, or produced by a function.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+__all__ = ["LoopbackServer", "RecordedRequest", "Reply"]
+
+ANY_HOST = "*"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    host: str  # Host header without port
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+
+
+@dataclass
+class Reply:
+    """What a route answers. ``chunks`` streams instead of ``body`` (optionally dripped)."""
+
+    status: int = 200
+    body: bytes | str = b""
+    content_type: str | None = "text/html; charset=utf-8"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # before the status line
+    chunks: Iterable[bytes] | None = None
+    chunk_delay_s: float = 0.0
+    #: Send this Content-Length instead of the real one (None: the real one, or none when
+    #: streaming ``chunks``).
+    content_length: int | None = None
+
+    def body_bytes(self) -> bytes:
+        return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
+
+
+Handler = Callable[[RecordedRequest], Reply]
+
+
+def json_reply(data: Any, status: int = 200, **kwargs: Any) -> Reply:
+    import json
+
+    return Reply(
+        status=status,
+        body=json.dumps(data, ensure_ascii=False).encode("utf-8"),
+        content_type="application/json",
+        **kwargs,
+    )
+
+
+class LoopbackServer:
+    """``with LoopbackServer() as server: server.route("/x", Reply(...))``."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._routes: dict[tuple[str, str], Handler] = {}
+        self._lock = threading.Lock()
+        self.requests: list[RecordedRequest] = []
+        self._httpd = ThreadingHTTPServer((host, 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- routes -------------------------------------------------------------------------
+    def route(self, path: str, reply: Reply | Handler, *, host: str = ANY_HOST) -> None:
+        """Answer ``path`` (without query) on ``host`` (a site name, or any host)."""
+        handler: Handler = reply if callable(reply) else (lambda _request, r=reply: r)
+        with self._lock:
+            self._routes[(host.lower(), path)] = handler
+
+    def requests_to(self, path: str, *, host: str | None = None) -> list[RecordedRequest]:
+        with self._lock:
+            return [
+                r
+                for r in self.requests
+                if r.path == path and (host is None or r.host == host.lower())
+            ]
+
+    # -- addresses ----------------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        return str(self._httpd.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def url(self, path: str = "/", *, host: str | None = None) -> str:
+        return f"http://{host or self.address}:{self.port}{path}"
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> LoopbackServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- internals ----------------------------------------------------------------------
+    def _find(self, host: str, path: str) -> Handler | None:
+        with self._lock:
+            return self._routes.get((host, path)) or self._routes.get((ANY_HOST, path))
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def _serve(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+                request = RecordedRequest(
+                    method=method,
+                    host=host,
+                    path=parts.path,
+                    query=parse_qs(parts.query),
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                )
+                server._record(request)
+                handler = server._find(host, parts.path)
+                reply = handler(request) if handler else Reply(404, b"not found", "text/plain")
+                try:
+                    self._write(reply)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _write(self, reply: Reply) -> None:
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                self.send_response(reply.status)
+                if reply.content_type:
+                    self.send_header("Content-Type", reply.content_type)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                if reply.chunks is None:
+                    body = reply.body_bytes()
+                    length = reply.content_length if reply.content_length is not None else len(body)
+                    self.send_header("Content-Length", str(length))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if reply.content_length is not None:
+                    self.send_header("Content-Length", str(reply.content_length))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                for chunk in reply.chunks:
+                    if reply.chunk_delay_s:
+                        time.sleep(reply.chunk_delay_s)
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+
+        return _Handler
