@@ -90,10 +90,6 @@ class NetworkSettings(_Section):
             checked[host.lower().rstrip(".")] = address
         return checked
 
-    def address_allowed_by_config(self, address: str) -> bool:
-        ip = ipaddress.ip_address(address)
-        return any(ip in net for net in self.allowed_networks if net.version == ip.version)
-
 
 class AdapterSettings(_Section):
     kind: str = Field(min_length=1)
@@ -184,7 +180,10 @@ class Settings(_Section):
     def with_adapter(self, adapter: AdapterSettings) -> Settings:
         """A copy with one more adapter (ids stay unique)."""
         return Settings.model_validate(
-            {**self.model_dump(), "adapters": [*self.model_dump()["adapters"], adapter.model_dump()]}
+            {
+                **self.model_dump(),
+                "adapters": [*self.model_dump()["adapters"], adapter.model_dump()],
+            }
         )
 
     def with_docs(self, root: str | Path, *, adapter_id: str = "docs") -> Settings:

@@ -1,0 +1,22 @@
+"""Built-in adapters. Each is registered like a third-party one (entry points)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .base import Adapter
+
+__all__ = ["builtin_adapters"]
+
+
+def builtin_adapters() -> dict[str, type[Adapter]]:
+    from .frankfurter import FrankfurterAdapter
+    from .local_docs import LocalDocsAdapter
+    from .open_meteo import OpenMeteoAdapter
+    from .searxng import SearxngAdapter
+
+    return {
+        cls.kind: cls
+        for cls in (SearxngAdapter, OpenMeteoAdapter, FrankfurterAdapter, LocalDocsAdapter)
+    }

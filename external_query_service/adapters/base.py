@@ -24,7 +24,7 @@ from ..models import (
     ProviderType,
     Readiness,
 )
-from ..settings import AdapterSettings, NetworkSettings
+from ..settings import AdapterSettings, NetworkSettings, SourceSettings
 from ..store import EvidenceStore
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class AdapterRuntime:
     endpoint: EndpointFactory
     store: EvidenceStore
     clock: Clock
+    #: Source policy, so search adapters do not fetch hosts the verifier would reject.
+    sources: SourceSettings = field(default_factory=SourceSettings)
 
 
 @dataclass(frozen=True)

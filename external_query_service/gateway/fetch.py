@@ -1,15 +1,48 @@
 """The safe fetcher: the one way any URL that comes from outside is fetched.
 
-(Contract stub; the implementation lands with the fetcher slice.)
+``SafeFetcher`` fetches pages named by search results (and their redirects) under the
+network policy of ``network.py``; ``TrustedEndpoint`` calls one adapter's configured API
+origin and nothing else; ``HttpRuntime`` owns both for a service. Bodies are bounded
+(raw and decoded), every fetch has a total deadline, and only ``FetchError``s escape.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import ssl
+import string
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
+import httpx
 from pydantic import JsonValue
 
-__all__ = ["ApiResponse", "FetchedPage"]
+from ..errors import (
+    BlockedDestination,
+    ContentTooLarge,
+    FetchDeadlineExceeded,
+    FetchError,
+    TooManyRedirects,
+    UnsafeURL,
+    UnsupportedContent,
+    UpstreamStatus,
+)
+from ..settings import NetworkSettings
+from ..store import sha256_digest
+from .network import Resolver, guarded_client, normalise_host
+
+__all__ = [
+    "ApiResponse",
+    "FetchedPage",
+    "HttpRuntime",
+    "SafeFetcher",
+    "TrustedEndpoint",
+    "check_url",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +68,504 @@ class ApiResponse:
     status: int
     data: JsonValue
     raw_digest: str
+
+
+# --------------------------------------------------------------------------------------
+# Implementation. ``SafeFetcher`` for every URL from outside, ``TrustedEndpoint`` for an
+# adapter's own configured API origin, ``HttpRuntime`` owning both for a service.
+
+#: Longer URLs are refused before parsing; real pages stay far below this.
+MAX_URL_LENGTH = 2048
+#: Fetches in flight per event loop, and per host among them.
+GLOBAL_FETCHES = 8
+PER_HOST_FETCHES = 2
+#: Largest piece one decompression step may produce, so a bomb never lands at once.
+DECODE_CHUNK = 64 * 1024
+
+PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
+#: SearXNG's limiter rejects an Accept without text/html (APIS.md §1).
+API_ACCEPT = "application/json, text/html;q=0.9"
+#: Set by hand: httpx would advertise every decoder it has (br, zstd), and we only
+#: decode what we can bound.
+ACCEPT_ENCODING = "gzip, deflate"
+ACCEPT_LANGUAGE = "zh-CN,zh;q=0.9,en;q=0.8"
+DEFAULT_ACCEPT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_HOST_CHARACTERS = frozenset(string.ascii_letters + string.digits + ".-_:")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_T = TypeVar("_T")
+
+
+def check_url(url: str) -> httpx.URL:
+    """The URL gate: parse with httpx's own parser, allow only what we will connect to.
+
+    http/https only, no userinfo, a plain host, at most ``MAX_URL_LENGTH`` characters.
+    Anything else raises ``UnsafeURL`` with the reason in ``detail``; never another error.
+    Addresses and ports are judged later, at connect time, by the network guard.
+    """
+    if len(url) > MAX_URL_LENGTH:
+        raise UnsafeURL(url[:200] + "…", f"URL longer than {MAX_URL_LENGTH} characters")
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise UnsafeURL(url, f"invalid URL: {exc}") from None
+    if parsed.scheme not in _DEFAULT_PORTS:
+        raise UnsafeURL(url, f"scheme {parsed.scheme or '(none)'!r} is not http or https")
+    if parsed.userinfo:
+        raise UnsafeURL(url, "credentials in the URL are not allowed")
+    host = parsed.raw_host.decode("ascii", errors="replace")
+    if not host or not set(host) <= _HOST_CHARACTERS:
+        raise UnsafeURL(url, f"host {host!r} is not a plain host name or address")
+    return parsed
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int]:
+    port = url.port or _DEFAULT_PORTS[url.scheme]
+    return (url.scheme, normalise_host(url.raw_host.decode("ascii")), port)
+
+
+def _verifying_context() -> ssl.SSLContext:
+    """Certificates checked against certifi's roots; SSL_CERT_FILE and friends ignored."""
+    return httpx.create_ssl_context(verify=True, trust_env=False)
+
+
+def _headers(network: NetworkSettings, accept: str) -> dict[str, str]:
+    return {
+        "User-Agent": network.user_agent,
+        "Accept": accept,
+        "Accept-Encoding": ACCEPT_ENCODING,
+        "Accept-Language": ACCEPT_LANGUAGE,
+    }
+
+
+class _PerLoop(Generic[_T]):
+    """One object per running event loop, created lazily inside that loop.
+
+    An httpx client (and an asyncio semaphore) must not cross event loops (httpx#2473);
+    objects of loops that have closed are forgotten.
+    """
+
+    def __init__(self, factory: Callable[[], _T]) -> None:
+        self._factory = factory
+        self._items: dict[asyncio.AbstractEventLoop, _T] = {}
+
+    def get(self) -> _T:
+        loop = asyncio.get_running_loop()
+        self._forget_closed()
+        item = self._items.get(loop)
+        if item is None:
+            item = self._items[loop] = self._factory()
+        return item
+
+    def pop_current(self) -> _T | None:
+        self._forget_closed()
+        return self._items.pop(asyncio.get_running_loop(), None)
+
+    def _forget_closed(self) -> None:
+        for loop in [loop for loop in self._items if loop.is_closed()]:
+            del self._items[loop]
+
+
+class _HostSlots:
+    """At most ``limit`` fetches per host at once; idle hosts are dropped from the table."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, host: str) -> AsyncIterator[None]:
+        semaphore, users = self._slots.get(host, (asyncio.Semaphore(self._limit), 0))
+        self._slots[host] = (semaphore, users + 1)
+        try:
+            async with semaphore:
+                yield
+        finally:
+            semaphore, users = self._slots[host]
+            if users == 1:
+                del self._slots[host]
+            else:
+                self._slots[host] = (semaphore, users - 1)
+
+
+@dataclass
+class _FetchLoopState:
+    client: httpx.AsyncClient
+    slots: asyncio.Semaphore
+    hosts: _HostSlots
+
+
+class _BoundedDecoder:
+    """Undo one Content-Encoding layer without ever producing more than DECODE_CHUNK at once.
+
+    httpx's own decoders call ``decompress(data)`` without a bound (a 64 KiB read can
+    become 64 MiB), so bodies are read raw and decoded here.
+    """
+
+    def __init__(self, coding: str | None) -> None:
+        self._coding = coding
+        self._raw_fallback = coding == "deflate"
+        self._zlib: Any = None
+        if coding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._zlib is None:
+            if data:
+                yield data
+            return
+        pending = data
+        while pending or not self._zlib.eof:
+            try:
+                out = self._zlib.decompress(pending, DECODE_CHUNK)
+            except zlib.error:
+                if not self._raw_fallback:
+                    raise
+                # "deflate" sent as a raw stream without the zlib wrapper (common).
+                self._raw_fallback = False
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = self._zlib.decompress(pending, DECODE_CHUNK)
+            self._raw_fallback = False
+            if out:
+                yield out
+            pending = self._zlib.unconsumed_tail
+            if not pending and len(out) < DECODE_CHUNK:
+                break  # input used up and nothing held back inside zlib
+
+    @property
+    def complete(self) -> bool:
+        return self._zlib is None or bool(self._zlib.eof)
+
+
+def _content_coding(response: httpx.Response, url: str) -> str | None:
+    codings = [
+        item.strip().lower()
+        for item in response.headers.get_list("content-encoding", split_commas=True)
+        if item.strip() and item.strip().lower() != "identity"
+    ]
+    if len(codings) > 1:
+        raise UnsupportedContent(url, f"more than one content coding: {', '.join(codings)}")
+    if codings and codings[0] not in ("gzip", "x-gzip", "deflate"):
+        raise UnsupportedContent(url, f"content coding {codings[0]!r} is not read")
+    return codings[0] if codings else None
+
+
+async def _read_body(response: httpx.Response, url: str, cap: int) -> bytes:
+    """The body after Content-Encoding, raw and decoded bytes both capped at ``cap``."""
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > cap:
+        raise ContentTooLarge(url, f"declared {declared} bytes, cap {cap}")
+    decoder = _BoundedDecoder(_content_coding(response, url))
+    parts: list[bytes] = []
+    raw_total = decoded_total = 0
+    try:
+        async for chunk in response.aiter_raw():
+            raw_total += len(chunk)
+            if raw_total > cap:
+                raise ContentTooLarge(url, f"more than {cap} bytes received")
+            for piece in decoder.feed(chunk):
+                decoded_total += len(piece)
+                if decoded_total > cap:
+                    raise ContentTooLarge(url, f"more than {cap} bytes after decoding")
+                parts.append(piece)
+    except zlib.error as exc:
+        raise FetchError(url, f"bad compressed body: {exc}", reason="decoding_failed") from None
+    if not decoder.complete:
+        raise FetchError(url, "compressed body ends early", reason="decoding_failed")
+    return b"".join(parts)
+
+
+def _media_type(response: httpx.Response) -> tuple[str, str | None]:
+    header = response.headers.get("content-type", "")
+    media, _, params = header.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip("\"'"):
+            charset = value.strip().strip("\"'").lower()
+    return media.strip().lower(), charset
+
+
+def _connected_address(response: httpx.Response) -> str | None:
+    stream = response.extensions.get("network_stream")
+    if stream is None:
+        return None
+    address = stream.get_extra_info("server_addr")
+    return str(address[0]) if isinstance(address, tuple) and address else None
+
+
+@contextlib.contextmanager
+def _mapped_errors(url: str, hop: str | None = None) -> Iterator[None]:
+    """Let callers see only ``FetchError``s, about the URL they asked for."""
+    where = f" (redirect hop {hop})" if hop is not None else ""
+    try:
+        yield
+    except UpstreamStatus:
+        raise
+    except FetchError as exc:
+        if exc.url == url:
+            raise
+        detail = f"{exc.detail}{where}"
+        if isinstance(exc, UnsafeURL | BlockedDestination):
+            raise type(exc)(url, detail) from None
+        if type(exc) is FetchError:
+            raise FetchError(url, detail, reason=exc.reason) from None
+        raise
+    except httpx.TimeoutException as exc:
+        raise FetchDeadlineExceeded(url, f"{type(exc).__name__}{where}") from None
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise UnsafeURL(url, f"{exc}{where}") from None
+    except httpx.ConnectError as exc:
+        raise FetchError(url, f"{exc}{where}", reason="connect_failed") from None
+    except httpx.RemoteProtocolError as exc:
+        raise FetchError(url, f"{exc}{where}", reason="protocol_error") from None
+    except (httpx.HTTPError, httpx.StreamError, OSError) as exc:
+        raise FetchError(
+            url, f"{type(exc).__name__}: {exc}{where}", reason="transport_error"
+        ) from None
+
+
+@contextlib.asynccontextmanager
+async def _deadline(url: str, seconds: float) -> AsyncIterator[None]:
+    """One deadline over connect, redirects and the whole body (httpx's read timeout is
+    per read, so a slow drip would never trip it)."""
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            yield
+    except TimeoutError:
+        if scope.expired():
+            raise FetchDeadlineExceeded(url, f"no complete response within {seconds}s") from None
+        raise
+
+
+class SafeFetcher:
+    """The one way a URL that came from outside (search results, redirects) is fetched.
+
+    Every URL and redirect hop passes the URL gate and, at connect time, the address
+    policy (``network.py``). Redirects are followed by hand, at most
+    ``network.max_redirects`` hops. Bodies: only ``accept_types``, at most
+    ``network.max_page_bytes`` raw and decoded, within ``network.timeout_s`` in total.
+    A non-2xx final answer raises ``UpstreamStatus``. Only ``FetchError``s escape.
+
+    Safe to use from several event loops one after another (one client per loop);
+    ``aclose()`` closes the client of the running loop.
+    """
+
+    def __init__(
+        self,
+        network: NetworkSettings,
+        *,
+        resolver: Resolver | None = None,
+        accept_types: frozenset[str] = DEFAULT_ACCEPT_TYPES,
+    ) -> None:
+        self._network = network
+        self._resolver = resolver
+        self._accept_types = frozenset(item.lower() for item in accept_types)
+        self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
+        self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
+
+    def _new_state(self) -> _FetchLoopState:
+        self._ssl_context = self._ssl_context or _verifying_context()
+        client = guarded_client(
+            self._network,
+            headers=_headers(self._network, PAGE_ACCEPT),
+            resolver=self._resolver,
+            max_connections=2 * GLOBAL_FETCHES,
+            ssl_context=self._ssl_context,
+        )
+        return _FetchLoopState(
+            client, asyncio.Semaphore(GLOBAL_FETCHES), _HostSlots(PER_HOST_FETCHES)
+        )
+
+    async def fetch(self, url: str) -> FetchedPage:
+        start = check_url(url)
+        state = self._loops.get()
+        # The deadline starts once a slot is held: waiting for one is not the page's fault.
+        async with (
+            state.slots,
+            state.hosts.hold(_origin(start)[1]),
+            _deadline(url, self._network.timeout_s),
+        ):
+            return await self._follow(state.client, url, start)
+
+    async def _follow(self, client: httpx.AsyncClient, url: str, start: httpx.URL) -> FetchedPage:
+        current = start
+        redirects: list[str] = []
+        while True:
+            with _mapped_errors(url, str(current) if redirects else None):
+                async with client.stream("GET", current) as response:
+                    if response.status_code in _REDIRECT_STATUSES:
+                        location = response.headers.get("location")
+                        if not location:
+                            raise UpstreamStatus(
+                                url, response.status_code, "redirect without Location"
+                            )
+                        if len(redirects) >= self._network.max_redirects:
+                            raise TooManyRedirects(
+                                url, f"more than {self._network.max_redirects} redirects"
+                            )
+                        try:
+                            target = current.join(location)
+                        except httpx.InvalidURL as exc:
+                            raise UnsafeURL(url, f"bad redirect {location!r}: {exc}") from None
+                        try:
+                            current = check_url(str(target))
+                        except UnsafeURL as exc:
+                            raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
+                        redirects.append(str(current))
+                        continue
+                    return await self._page(response, url, redirects)
+
+    async def _page(self, response: httpx.Response, url: str, redirects: list[str]) -> FetchedPage:
+        if not 200 <= response.status_code < 300:
+            raise UpstreamStatus(url, response.status_code)
+        content_type, charset = _media_type(response)
+        if content_type not in self._accept_types:
+            raise UnsupportedContent(url, f"content type {content_type or '(none)'!r}")
+        connected = _connected_address(response)  # before the body: the socket closes after it
+        body = await _read_body(response, url, self._network.max_page_bytes)
+        return FetchedPage(
+            url=url,
+            final_url=str(response.url),
+            status=response.status_code,
+            content_type=content_type,
+            charset=charset,
+            body=body,
+            raw_digest=sha256_digest(body),
+            redirects=tuple(redirects),
+            connected_address=connected,
+        )
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (a later fetch opens a new one)."""
+        state = self._loops.pop_current()
+        if state is not None:
+            await state.client.aclose()
+
+
+class TrustedEndpoint:
+    """An adapter's own API origin: trusted at exactly (scheme, host, port) of ``base_url``.
+
+    That origin skips the address policy (a self-hosted SearXNG on 127.0.0.1 works
+    without ``allowed_networks``); any other origin is refused with ``UnsafeURL``.
+    ``path`` joins onto the base path (``http://h:1/v1`` + ``latest`` → ``/v1/latest``).
+    No redirects are followed (3xx → ``UpstreamStatus``); non-2xx → ``UpstreamStatus``;
+    a body that is not UTF-8 JSON → ``FetchError(reason="invalid_json")``. Bodies are
+    bounded and the deadline is the fetcher's.
+    """
+
+    def __init__(
+        self, base_url: str, network: NetworkSettings, *, resolver: Resolver | None = None
+    ) -> None:
+        base = check_url(base_url)
+        self._base_url = base_url
+        self._base = base.copy_with(query=None, fragment=None)
+        self._origin = _origin(base)
+        self._network = network
+        self._resolver = resolver
+        self._ssl_context: ssl.SSLContext | None = None
+        self._loops: _PerLoop[httpx.AsyncClient] = _PerLoop(self._new_client)
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    def _new_client(self) -> httpx.AsyncClient:
+        _, host, port = self._origin
+        self._ssl_context = self._ssl_context or _verifying_context()
+        return guarded_client(
+            self._network,
+            headers=_headers(self._network, API_ACCEPT),
+            resolver=self._resolver,
+            trusted_origins=[(host, port)],
+            max_connections=4,
+            ssl_context=self._ssl_context,
+        )
+
+    def url_for(self, path: str) -> httpx.URL:
+        """The URL ``path`` names under the base URL; ``UnsafeURL`` if off the origin."""
+        try:
+            is_absolute = httpx.URL(path).is_absolute_url
+        except httpx.InvalidURL as exc:
+            raise UnsafeURL(path, f"invalid path: {exc}") from None
+        if is_absolute:
+            target = check_url(path)
+        else:
+            joined = (
+                self._base.path.rstrip("/") + "/" + path.lstrip("/") if path else self._base.path
+            )
+            try:
+                target = self._base.copy_with(raw_path=(joined or "/").encode("utf-8"))
+            except httpx.InvalidURL as exc:
+                raise UnsafeURL(path, f"invalid path: {exc}") from None
+        if _origin(target) != self._origin:
+            raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
+        return target
+
+    async def get_json(
+        self, path: str, params: Mapping[str, str | int] | None = None
+    ) -> ApiResponse:
+        target = self.url_for(path)
+        if params:
+            target = target.copy_merge_params(dict(params))
+        if _origin(target) != self._origin:
+            raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
+        url = str(target)
+        client = self._loops.get()
+        async with _deadline(url, self._network.timeout_s):
+            with _mapped_errors(url):
+                async with client.stream("GET", target) as response:
+                    if not 200 <= response.status_code < 300:
+                        raise UpstreamStatus(url, response.status_code)
+                    body = await _read_body(response, url, self._network.max_page_bytes)
+        return ApiResponse(
+            url=url,
+            status=response.status_code,
+            data=_parse_json(url, body),
+            raw_digest=sha256_digest(body),
+        )
+
+    async def aclose(self) -> None:
+        client = self._loops.pop_current()
+        if client is not None:
+            await client.aclose()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(url: str, body: bytes) -> JsonValue:
+    try:
+        data: JsonValue = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FetchError(url, f"{type(exc).__name__}: {exc}"[:300], reason="invalid_json") from None
+    return data
+
+
+class HttpRuntime:
+    """What a service holds for HTTP: one ``SafeFetcher`` and one ``TrustedEndpoint`` per
+    configured base URL (created on first use, then reused). ``endpoint`` fits the
+    adapters' ``EndpointFactory``; ``aclose()`` closes everything of the running loop.
+    """
+
+    def __init__(self, network: NetworkSettings, *, resolver: Resolver | None = None) -> None:
+        self._network = network
+        self._resolver = resolver
+        self.fetcher = SafeFetcher(network, resolver=resolver)
+        self._endpoints: dict[str, TrustedEndpoint] = {}
+
+    def endpoint(self, base_url: str) -> TrustedEndpoint:
+        endpoint = self._endpoints.get(base_url)
+        if endpoint is None:
+            endpoint = TrustedEndpoint(base_url, self._network, resolver=self._resolver)
+            self._endpoints[base_url] = endpoint
+        return endpoint
+
+    async def aclose(self) -> None:
+        await self.fetcher.aclose()
+        for endpoint in self._endpoints.values():
+            await endpoint.aclose()

@@ -1,0 +1,238 @@
+"""CPU cost and quality of the page pipeline against plain trafilatura, on the shared corpus.
+
+    python bench/page_cpu.py [CORPUS_DIR] [--repeat N]
+
+CORPUS_DIR defaults to $EQS_CORPUS, then ``../shared/corpus`` next to the repository root.
+For every page in INDEX.json it measures (``time.process_time``):
+
+- ours: ``analyse_page(body, ...)`` with the page title as the query (decode → extract →
+  chunk → score → snippets → dates);
+- baseline: ``trafilatura.extract(decoded_text)`` with default settings, on the text our
+  decoder produced (decoding is not charged to the baseline).
+
+It prints total and median CPU, the ratio (target ≤ 1.3×), "garbled Chinese" counts (U+FFFD or
+mojibake in the extracted text of a zh page) for ours vs trafilatura given the raw bytes,
+token-F1 against the ground-truth body per set (one token per CJK character, whitespace tokens
+otherwise), the required/forbidden phrase checks of ``trafilatura_eval``, and how often
+``published_at`` matches a ground-truth date where the set has one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import statistics
+import sys
+import time
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import trafilatura
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from external_query_service.errors import ExtractionFailed
+from external_query_service.gateway.analyse import analyse_page
+from external_query_service.gateway.decode import decode_body
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_ISO_DAY = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+
+
+def corpus_dir(argument: str | None) -> Path:
+    if argument:
+        return Path(argument)
+    if os.environ.get("EQS_CORPUS"):
+        return Path(os.environ["EQS_CORPUS"])
+    return Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def tokens(text: str) -> Counter[str]:
+    return Counter(_TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def token_f1(predicted: str, truth: str) -> float:
+    got, want = tokens(predicted), tokens(truth)
+    overlap = sum((got & want).values())
+    if not overlap:
+        return 0.0
+    precision, recall = overlap / sum(got.values()), overlap / sum(want.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def garbled(text: str | None) -> bool:
+    """U+FFFD, or mojibake: most non-ASCII letters of a Chinese page are not Han."""
+    if not text:
+        return False
+    if "\ufffd" in text:
+        return True
+    non_ascii = [char for char in text if ord(char) > 127 and char.isalpha()]
+    han = sum(1 for char in non_ascii if _HAN.match(char))
+    return len(non_ascii) >= 50 and han < len(non_ascii) // 2
+
+
+def truth_date(meta: dict[str, object]) -> date | None:
+    raw: object = meta.get("date") or meta.get("published_time")
+    expected = meta.get("expected_metadata")
+    if not raw and isinstance(expected, dict):
+        raw = expected.get("date")
+    found = _ISO_DAY.search(str(raw)) if raw and raw != "None" else None
+    if not found:
+        return None
+    try:
+        return date(int(found[1]), int(found[2]), int(found[3]))
+    except ValueError:
+        return None
+
+
+@dataclass
+class SetStats:
+    pages: int = 0
+    f1_ours: list[float] = field(default_factory=list)
+    f1_base: list[float] = field(default_factory=list)
+    f1_raw: list[float] = field(default_factory=list)
+    failures: Counter[str] = field(default_factory=Counter)
+    garbled_ours: int = 0
+    garbled_raw: int = 0
+    garbled_base: int = 0
+    phrases_ok: int = 0
+    forbidden_ok: int = 0
+    dated: int = 0
+    date_hits: int = 0
+
+
+def cpu(function, *args, repeat: int, **kwargs):  # type: ignore[no-untyped-def]
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        try:
+            result = function(*args, **kwargs)
+        except ExtractionFailed as exc:
+            result = exc
+        best = min(best, time.process_time() - start)
+    return best, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpus", nargs="?")
+    parser.add_argument("--repeat", type=int, default=1, help="time each call N times, keep min")
+    args = parser.parse_args()
+    root = corpus_dir(args.corpus)
+    index_path = root / "INDEX.json"
+    if not index_path.is_file():
+        print(f"corpus not found at {root} (set EQS_CORPUS or pass a path); nothing to do")
+        return 0
+    rows = json.loads(index_path.read_text(encoding="utf-8"))
+
+    # Warm both paths (lazy imports, compiled XPath) before timing anything.
+    warm = (root / rows[0]["html"]).read_bytes()
+    trafilatura.extract(decode_body(warm).text)
+    with contextlib.suppress(ExtractionFailed):
+        analyse_page(warm, url="", declared_charset=None, content_type="text/html", query="x")
+
+    with_snippets = 0
+    ours_cpu: list[float] = []
+    base_cpu: list[float] = []
+    per_set: dict[str, SetStats] = defaultdict(SetStats)
+    for row in rows:
+        body = (root / row["html"]).read_bytes()
+        meta = json.loads((root / row["meta"]).read_text(encoding="utf-8"))
+        stats = per_set[row["dir"]]
+        stats.pages += 1
+        decoded = decode_body(body).text
+        t_base, base = cpu(trafilatura.extract, decoded, repeat=args.repeat)
+        t_ours, ours = cpu(
+            analyse_page,
+            body,
+            url=row["url"] if row["url"] != "None" else "",
+            declared_charset=None,
+            content_type="text/html",
+            query=row["title"] or "",
+            repeat=args.repeat,
+        )
+        ours_cpu.append(t_ours)
+        base_cpu.append(t_base)
+        raw = trafilatura.extract(body)
+        if isinstance(ours, ExtractionFailed):
+            stats.failures[ours.reason] += 1
+            ours_text, ours_date = "", None
+        else:
+            ours_text, ours_date = ours.text, ours.published_at
+            with_snippets += bool(ours.snippets)
+        if row["lang"] == "zh":
+            stats.garbled_ours += garbled(ours_text)
+            stats.garbled_raw += garbled(raw)
+            stats.garbled_base += garbled(base)
+        truth = meta.get("body")
+        if isinstance(truth, str) and truth and truth != "None":
+            stats.f1_ours.append(token_f1(ours_text, truth))
+            stats.f1_base.append(token_f1(base or "", truth))
+            stats.f1_raw.append(token_f1(raw or "", truth))
+        if row["gt_type"] == "snippets_with_without":
+            folded = " ".join(ours_text.split())
+            must, must_not = meta["must_contain"], meta["must_not_contain"]
+            stats.phrases_ok += all(" ".join(p.split()) in folded for p in must)
+            stats.forbidden_ok += not any(" ".join(p.split()) in folded for p in must_not)
+        expected = truth_date(meta)
+        if expected is not None:
+            stats.dated += 1
+            stats.date_hits += ours_date == expected
+
+    total_ours, total_base = sum(ours_cpu), sum(base_cpu)
+    ratios = [o / b for o, b in zip(ours_cpu, base_cpu, strict=True) if b > 0]
+    print(f"pages: {len(rows)}  (corpus: {root.name}, repeat={args.repeat})")
+    print(f"CPU total   ours {total_ours:7.2f} s   trafilatura.extract {total_base:7.2f} s")
+    print(
+        f"CPU median  ours {statistics.median(ours_cpu) * 1000:7.1f} ms  "
+        f"trafilatura.extract {statistics.median(base_cpu) * 1000:7.1f} ms"
+    )
+    print(
+        f"ratio ours/baseline: total {total_ours / total_base:.2f}x, "
+        f"median per page {statistics.median(ratios):.2f}x (target <= 1.3x)"
+    )
+    extracted = len(rows) - sum(sum(s.failures.values()) for s in per_set.values())
+    print(f"pages with a snippet at MIN_SCORE (title as query): {with_snippets}/{extracted}")
+    print()
+    header = (
+        f"{'set':<20}{'pages':>6}{'F1 ours':>9}{'F1 traf(dec)':>13}{'F1 traf(raw)':>13}"
+        f"{'garbled zh ours/raw/dec':>25}  failures"
+    )
+    print(header)
+    for name in sorted(per_set):
+        s = per_set[name]
+
+        def mean(values: list[float]) -> str:
+            return f"{statistics.fmean(values):.3f}" if values else "-"
+
+        garble = f"{s.garbled_ours}/{s.garbled_raw}/{s.garbled_base}"
+        failures = ", ".join(f"{k}={v}" for k, v in sorted(s.failures.items())) or "-"
+        print(
+            f"{name:<20}{s.pages:>6}{mean(s.f1_ours):>9}{mean(s.f1_base):>13}"
+            f"{mean(s.f1_raw):>13}{garble:>25}  {failures}"
+        )
+    print()
+    for name in sorted(per_set):
+        s = per_set[name]
+        if s.phrases_ok or s.forbidden_ok or name == "trafilatura_eval":
+            print(
+                f"{name}: all required phrases found on {s.phrases_ok}/{s.pages} pages, "
+                f"all forbidden phrases absent on {s.forbidden_ok}/{s.pages}"
+            )
+    for name in sorted(per_set):
+        s = per_set[name]
+        if s.dated:
+            print(f"{name}: published_at equals the ground-truth date on {s.date_hits}/{s.dated}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""A private event loop on a daemon thread, so the sync API works everywhere — including
+inside a caller's running event loop, where ``asyncio.run`` would refuse.
+
+HTTP clients are bound to the loop that made them; the sync API always uses this one
+loop, so its clients live as long as the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["Portal"]
+
+T = TypeVar("T")
+
+
+class Portal:
+    def __init__(self, name: str = "external-query-portal") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the portal loop and wait for its result."""
+        loop = self._start()
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("Portal.call() from the portal's own loop would deadlock")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    @property
+    def running(self) -> bool:
+        return self._loop is not None
+
+    def stop(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()

@@ -1,0 +1,239 @@
+"""Frankfurter v1: the European Central Bank's reference rates for one currency pair.
+
+The pair is the first two distinct entities shaped like an ISO 4217 code (three ASCII
+letters) — a structural check, not a list of currency words. Dates are reported as the
+provider returns them: a weekend request answers with the last working day, and judging
+that carry-forward is the verifier's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import urlsplit
+
+from pydantic import JsonValue
+
+from ..errors import FetchError, UpstreamStatus
+from ..models import Evidence, ExternalQueryPlan, Fact, Finding, ProviderType, Readiness
+from ..store import sha256_digest
+from .base import Adapter, AdapterOutcome, evidence_id
+
+if TYPE_CHECKING:
+    from ..gateway.fetch import ApiResponse
+
+__all__ = ["FrankfurterAdapter", "currency_pair"]
+
+DEFAULT_BASE_URL = "https://api.frankfurter.dev/v1"
+
+#: At most this many dates from a time series become evidence (the most recent ones).
+MAX_SERIES_DATES = 31
+
+
+def currency_pair(entities: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first two distinct three-ASCII-letter entities, upper-cased, base first."""
+    codes: list[str] = []
+    for entity in entities:
+        code = entity.strip().upper()
+        if len(code) == 3 and code.isascii() and code.isalpha() and code not in codes:
+            codes.append(code)
+            if len(codes) == 2:
+                return codes[0], codes[1]
+    return None
+
+
+def _decimal_text(value: JsonValue) -> str | None:
+    """A JSON number as a decimal string that keeps its value; None for null or non-numbers."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    text = repr(value)
+    # repr is the shortest round-trip form; only exponent notation needs spelling out.
+    return format(Decimal(text), "f") if "e" in text or "E" in text else text
+
+
+def _amount_text(value: JsonValue) -> str:
+    """``1`` rather than ``1.0`` for the amount the rate is quoted for."""
+    text = _decimal_text(value)
+    if text is None:
+        return "1"
+    number = Decimal(text)
+    return str(int(number)) if number == number.to_integral_value() else text
+
+
+def _iso_date(value: object) -> date | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+class FrankfurterAdapter(Adapter):
+    """Exchange-rate facts: one evidence per date the provider returned."""
+
+    kind: ClassVar[str] = "frankfurter"
+    provider_type: ClassVar[ProviderType] = "fact_api"
+    supported_query_kinds: ClassVar[tuple[str, ...]] = ("exchange_rate",)
+    supports_freshness: ClassVar[bool] = True
+    supports_page_fetch: ClassVar[bool] = False
+
+    @property
+    def base_url(self) -> str:
+        return (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    async def _get(
+        self, path: str, params: Mapping[str, str | int] | None = None
+    ) -> ApiResponse | AdapterOutcome:
+        try:
+            return await self.runtime.endpoint(self.base_url).get_json(path, params)
+        except UpstreamStatus as exc:
+            # 404: unknown currency or no data; 422: a request the API refuses (same pair,
+            # bad date). Both say "nothing to report", not "the provider is down".
+            if exc.status == 404:
+                return AdapterOutcome(status="empty", reason="not_found")
+            if exc.status == 422:
+                return AdapterOutcome(status="empty", reason="bad_request")
+            return AdapterOutcome(status="failed", reason=f"upstream_status_{exc.status}")
+        except FetchError as exc:
+            return AdapterOutcome(status="failed", reason=exc.reason)
+
+    async def probe(self) -> Readiness:
+        """``GET /currencies``: a small, fixed answer that proves the API is there."""
+        static = self.readiness()
+        if not static.ready:
+            return static
+        reply = await self._get("currencies")
+        if isinstance(reply, AdapterOutcome):
+            return Readiness(ready=False, reason=reply.reason)
+        if not isinstance(reply.data, dict) or not reply.data:
+            return Readiness(ready=False, reason="malformed_response")
+        return Readiness(ready=True)
+
+    async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
+        pair = currency_pair(plan.entities)
+        if pair is None:
+            return AdapterOutcome(
+                status="empty",
+                reason="missing_currency_pair",
+                findings=(
+                    Finding(adapter_id=self.adapter_id, kind="missing_slot", slot="currency_pair"),
+                ),
+            )
+        base, quote = pair
+        if plan.time_range is None:
+            path = "latest"
+        elif plan.time_range.days == 1:
+            path = f"{plan.time_range.start.isoformat()}"
+        else:
+            path = f"{plan.time_range.start.isoformat()}..{plan.time_range.end.isoformat()}"
+        params = {"from": base, "to": quote}
+        reply = await self._get(path, params)
+        if isinstance(reply, AdapterOutcome):
+            return reply
+        rates = self._rates(reply.data, quote)
+        if rates is None:
+            return AdapterOutcome(status="failed", reason="malformed_response")
+        omitted = max(0, len(rates) - MAX_SERIES_DATES)
+        kept = sorted(rates.items())[omitted:]
+        if not kept:
+            return AdapterOutcome(status="empty", reason="no_data")
+        url = reply.url  # the request as sent, query included
+        amount = _amount_text(reply.data.get("amount") if isinstance(reply.data, dict) else None)
+        evidence = self._evidence(
+            base, quote, amount, kept, reply=reply, url=url, now=self.runtime.clock()
+        )
+        return AdapterOutcome(
+            status="ok",
+            evidence=evidence,
+            results=len(rates),
+            detail={"omitted_dates": omitted} if omitted else {},
+        )
+
+    @staticmethod
+    def _rates(data: JsonValue, quote: str) -> dict[date, str] | None:
+        """``{date: rate}`` from a single-day or a time-series reply; None when malformed."""
+        if not isinstance(data, dict):
+            return None
+        raw = data.get("rates")
+        if not isinstance(raw, dict):
+            return None
+        if "date" in data:
+            day = _iso_date(data.get("date"))
+            rate = _decimal_text(raw.get(quote))
+            if day is None:
+                return None
+            return {} if rate is None else {day: rate}
+        rates: dict[date, str] = {}
+        for key, row in raw.items():
+            day = _iso_date(key)
+            if day is None or not isinstance(row, dict):
+                return None
+            rate = _decimal_text(row.get(quote))
+            if rate is not None:
+                rates[day] = rate
+        return rates
+
+    def _evidence(
+        self,
+        base: str,
+        quote: str,
+        amount: str,
+        rates: list[tuple[date, str]],
+        *,
+        reply: ApiResponse,
+        url: str,
+        now: datetime,
+    ) -> tuple[Evidence, ...]:
+        snippets = [
+            f"{day.isoformat()} 欧洲央行参考汇率：{amount} {base} = {rate} {quote}"
+            for day, rate in rates
+        ]
+        # One stored text per reply, one line per date; each evidence quotes its line.
+        text = "\n".join(snippets)
+        ref = self.runtime.store.put(
+            text,
+            source=url,
+            metadata={"adapter_id": self.adapter_id, "kind": self.kind, "pair": f"{base}/{quote}"},
+        )
+        content_digest = sha256_digest(text)
+        accessed_at = now.astimezone(UTC)
+        site = urlsplit(self.base_url).hostname or self.base_url
+        evidence: list[Evidence] = []
+        offset = 0
+        for (day, rate), snippet in zip(rates, snippets, strict=True):
+            evidence.append(
+                Evidence(
+                    evidence_id=evidence_id(url, content_digest, offset),
+                    adapter_id=self.adapter_id,
+                    provider_type=self.provider_type,
+                    basis="fact_api",
+                    url=url,
+                    title=f"Frankfurter 欧洲央行参考汇率：{base}/{quote}",
+                    site=site,
+                    snippet=snippet,
+                    score=10_000,
+                    published_at=day,
+                    about_dates=(day,),
+                    accessed_at=accessed_at,
+                    content_digest=content_digest,
+                    raw_digest=reply.raw_digest,
+                    ref=ref,
+                    offset=offset,
+                    length=len(snippet),
+                    gathered_for=f"{base}/{quote}",
+                    aliases=(base, quote, f"{base}/{quote}"),
+                    facts=(
+                        Fact(name="rate", value=rate, unit=f"{quote} per {amount} {base}"),
+                        Fact(name="amount", value=amount, unit=base),
+                    ),
+                )
+            )
+            offset += len(snippet) + 1
+        return tuple(evidence)

@@ -1,0 +1,158 @@
+"""SearXNG (live_search): search JSON → fetch each hit's page body → evidence.
+
+Formats: a self-hosted instance's ``GET /search?q=..&format=json`` (``results[]`` with
+``url``, ``title``, ``content``, ``publishedDate``). With a time range in the plan, the
+search asks for the smallest ``time_range`` bucket that covers it; the verifier still
+enforces the exact dates.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import ClassVar
+
+from pydantic import JsonValue
+
+from ..errors import FetchError, UpstreamStatus
+from ..gateway.pages import SearchHit, harvest_pages
+from ..models import ExternalQueryPlan, ProviderType, Readiness
+from .base import Adapter, AdapterOutcome
+
+__all__ = ["SearxngAdapter", "time_range_bucket"]
+
+#: SearXNG's ``time_range`` values and the look-back (days) each covers.
+_BUCKETS = (("day", 1), ("week", 7), ("month", 31), ("year", 366))
+_MAX_QUERIES = 4
+
+
+def time_range_bucket(start: date, today: date) -> str | None:
+    """The smallest bucket reaching back to ``start``; None when none does (no filter)."""
+    lookback = (today - start).days
+    for name, days in _BUCKETS:
+        if lookback <= days:
+            return name
+    return None
+
+
+def _language(plan_language: str) -> str:
+    return "zh-CN" if plan_language.lower().startswith("zh") else plan_language
+
+
+def _published(value: JsonValue) -> date | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).date()
+    except ValueError:
+        return None
+
+
+class SearxngAdapter(Adapter):
+    kind: ClassVar[str] = "searxng"
+    provider_type: ClassVar[ProviderType] = "live_search"
+    supports_freshness: ClassVar[bool] = True
+    supports_page_fetch: ClassVar[bool] = True
+
+    def readiness(self) -> Readiness:
+        if not self.config.base_url:
+            return Readiness(ready=False, reason="base_url_missing")
+        return super().readiness()
+
+    async def probe(self) -> Readiness:
+        static = self.readiness()
+        if not static.ready:
+            return static
+        assert self.config.base_url is not None
+        try:
+            await self.runtime.endpoint(self.config.base_url).get_json("config")
+        except FetchError as exc:
+            return Readiness(ready=False, reason=exc.reason)
+        return Readiness(ready=True)
+
+    async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
+        assert self.config.base_url is not None
+        endpoint = self.runtime.endpoint(self.config.base_url)
+        params: dict[str, str | int] = {"format": "json", "language": _language(plan.language)}
+        if plan.query_kind == "news":
+            params["categories"] = "news"
+        if plan.time_range is not None:
+            bucket = time_range_bucket(plan.time_range.start, self.runtime.clock().date())
+            if bucket:
+                params["time_range"] = bucket
+
+        per_query: list[list[SearchHit]] = []
+        unresponsive: list[JsonValue] = []
+        for query in plan.search_queries[:_MAX_QUERIES]:
+            try:
+                response = await endpoint.get_json("search", {**params, "q": query})
+            except UpstreamStatus as exc:
+                return AdapterOutcome(status="failed", reason=f"upstream_status_{exc.status}")
+            data = response.data if isinstance(response.data, dict) else {}
+            hits = _hits(data.get("results"), query, response.raw_digest)
+            per_query.append(hits)
+            unresponsive.extend(_unresponsive(data.get("unresponsive_engines")))
+
+        total = sum(len(hits) for hits in per_query)
+        if total == 0:
+            reason = "engines_unresponsive" if unresponsive else "no_results"
+            return AdapterOutcome(
+                status="empty", reason=reason, detail={"unresponsive_engines": unresponsive}
+            )
+        harvest = await harvest_pages(
+            _interleave(per_query),
+            plan,
+            adapter_id=self.adapter_id,
+            provider_type=self.provider_type,
+            runtime=self.runtime,
+        )
+        return AdapterOutcome(
+            status="ok" if harvest.evidence else "empty",
+            reason=None if harvest.evidence else "no_usable_pages",
+            evidence=harvest.evidence,
+            results=total,
+            pages_fetched=harvest.fetched,
+            pages_failed=harvest.failed,
+            detail={
+                "page_failures": [f"{url} {why}" for url, why in harvest.failures],
+                "unresponsive_engines": unresponsive,
+            },
+        )
+
+
+def _hits(results: JsonValue, query: str, digest: str) -> list[SearchHit]:
+    if not isinstance(results, list):
+        return []
+    hits = []
+    for item in results:
+        if not isinstance(item, dict):
+            continue
+        url = item.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            continue
+        title = item.get("title")
+        content = item.get("content")
+        hits.append(
+            SearchHit(
+                url=url,
+                title=title if isinstance(title, str) else "",
+                snippet=content if isinstance(content, str) else "",
+                published_at=_published(item.get("publishedDate")),
+                query=query,
+                response_digest=digest,
+            )
+        )
+    return hits
+
+
+def _unresponsive(value: JsonValue) -> list[JsonValue]:
+    if not isinstance(value, list):
+        return []
+    return [str(item[0]) for item in value if isinstance(item, list) and item]
+
+
+def _interleave(groups: list[list[SearchHit]]) -> list[SearchHit]:
+    """Round-robin across queries so every query (compare target) gets pages fetched."""
+    merged: list[SearchHit] = []
+    for position in range(max((len(group) for group in groups), default=0)):
+        merged.extend(group[position] for group in groups if position < len(group))
+    return merged

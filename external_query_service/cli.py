@@ -1,0 +1,160 @@
+"""``external-query``: a thin CLI over the public API (parse, call, print).
+
+Exit codes: 0 for any of the three outcomes (the status is in the output); 2 for bad
+input (one line on stderr); 1 for an internal failure (a message, never a bare traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ._version import __version__
+from .clock import fixed_clock
+from .errors import InputError
+from .jsonio import load_json_file
+from .models import ExternalAnswer
+from .service import ExternalQueryService, coerce_semantics
+from .settings import Settings
+
+__all__ = ["main"]
+
+PROG = "external-query"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise InputError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Answer questions only from external evidence.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ask = commands.add_parser("ask", help="answer one question from external evidence")
+    ask.add_argument("question")
+    ask.add_argument("--config", type=Path, help="settings file (TOML)")
+    ask.add_argument("--semantics-json", type=Path, help="query_semantics as a JSON file")
+    ask.add_argument("--kind", help="query kind (weather, exchange_rate, news, documentation, ...)")
+    ask.add_argument("--location")
+    ask.add_argument("--entity", action="append", default=[], help="repeatable")
+    ask.add_argument("--compare", action="append", default=[], help="compare target; repeatable")
+    ask.add_argument("--since", help="time range start (YYYY-MM-DD)")
+    ask.add_argument("--until", help="time range end (YYYY-MM-DD)")
+    ask.add_argument(
+        "--contract", choices=["direct_fact", "summary_with_sources", "compare_with_sources"]
+    )
+    ask.add_argument("--docs", type=Path, help="add a local_docs adapter over this folder")
+    ask.add_argument("--now", help="the clock for time checks: ISO datetime with an offset")
+    ask.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    return parser
+
+
+def _iso_date(value: str, flag: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"{flag}: not a date (YYYY-MM-DD): {value!r}") from None
+
+
+def _now(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"--now: not an ISO datetime: {value!r}") from None
+    if moment.utcoffset() is None:
+        raise InputError(f"--now needs an offset (e.g. {value}+08:00)")
+    return moment
+
+
+def _semantics(args: argparse.Namespace, today: date) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if args.semantics_json is not None:
+        loaded = load_json_file(args.semantics_json)
+        if not isinstance(loaded, dict):
+            raise InputError(f"{args.semantics_json}: the root must be a JSON object")
+        fields.update(loaded)
+    if args.kind:
+        fields["query_kind"] = args.kind
+    if args.location:
+        fields["location"] = args.location
+    if args.entity:
+        fields["entities"] = args.entity
+    if args.compare:
+        fields["compare_targets"] = args.compare
+    if args.contract:
+        fields["answer_contract"] = args.contract
+    if args.since or args.until:
+        # One bound alone: --since runs to today (or stays one day), --until is one day.
+        start = _iso_date(args.since, "--since") if args.since else None
+        end = _iso_date(args.until, "--until") if args.until else None
+        if start is None:
+            start = end
+        if end is None:
+            end = max(start, today) if start else None
+        fields["time_range"] = {"start": start, "end": end}
+    return fields
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = Settings.load(args.config) if args.config else Settings()
+    if args.docs is not None:
+        if not args.docs.is_dir():
+            raise InputError(f"--docs: not a folder: {args.docs}")
+        settings = settings.with_docs(args.docs)
+    return settings
+
+
+def _markdown(answer: ExternalAnswer) -> str:
+    planner = answer.plan.planner_source
+    presenter = answer.audit.named("render")
+    renderer = presenter[-1].detail.get("renderer") if presenter else "?"
+    status = answer.status + (f" ({answer.reason})" if answer.reason else "")
+    footer = (
+        f"> status: {status} · contract: {answer.answer_contract} · "
+        f"planner: {planner} · presenter: {renderer}"
+    )
+    return f"{answer.text.rstrip()}\n\n{footer}\n"
+
+
+def _ask(args: argparse.Namespace) -> int:
+    now = _now(args.now) if args.now else None
+    settings = _settings(args)
+    today = (now or datetime.now().astimezone()).date()
+    semantics = coerce_semantics(_semantics(args, today) or None)
+    clock = fixed_clock(now) if now else None
+    with ExternalQueryService(settings, clock=clock) as service:
+        answer = service.answer(args.question, semantics)
+    if args.format == "json":
+        sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(_markdown(answer))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return _ask(args)
+    except InputError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("EXTERNAL_QUERY_DEBUG"):
+            traceback.print_exc()
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

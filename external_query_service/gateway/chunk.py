@@ -1,0 +1,116 @@
+"""Text → chunks: paragraph- and sentence-aware spans that snippets point into.
+
+Every chunk is an exact slice of the text it came from (``text[offset:offset + length]``),
+chunks come in order and never overlap, and none starts or ends with whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["Chunk", "chunk_text"]
+
+# A sentence ends after a run of CJK or Latin terminators (plus any closing quotes or
+# brackets), or after a Latin full stop followed by whitespace. No nested quantifiers: linear.
+_SENTENCE_END = re.compile(r"(?:[。！？；!?;]+|\.(?=\s))[\"'”’」』）)\]】]*")
+_LINE = re.compile(r"[^\n]+")
+# Where a sentence that is too long may be cut when it must be: after a comma-like mark.
+_SOFT_BREAKS: Final = frozenset("，、,：:")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """``length`` characters of the source text starting at ``offset``; ``text`` is that slice."""
+
+    offset: int
+    length: int
+    text: str
+
+
+def chunk_text(text: str, *, max_chars: int = 360) -> tuple[Chunk, ...]:
+    """Split ``text`` into chunks of at most ``max_chars`` characters.
+
+    Paragraphs (lines) that fit are kept whole and consecutive short ones are merged; a
+    longer paragraph is split at sentence ends (。！？；!?; and ". "), and a single sentence
+    longer than ``max_chars`` is cut, preferably after a comma or at a space.
+    """
+    if max_chars < 1:
+        raise ValueError("max_chars must be positive")
+    units: list[tuple[int, int]] = []
+    for line in _LINE.finditer(text):
+        span = _strip(text, line.start(), line.end())
+        if span is None:
+            continue
+        start, end = span
+        if end - start <= max_chars:
+            units.append(span)
+            continue
+        for sentence_start, sentence_end in _sentences(text, start, end):
+            if sentence_end - sentence_start <= max_chars:
+                units.append((sentence_start, sentence_end))
+            else:
+                units.extend(_hard_split(text, sentence_start, sentence_end, max_chars))
+    return tuple(
+        Chunk(start, end - start, text[start:end]) for start, end in _pack(units, max_chars)
+    )
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span without leading and trailing whitespace, or None when nothing is left."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    cursor = start
+    for match in _SENTENCE_END.finditer(text, start, end):
+        span = _strip(text, cursor, match.end())
+        if span is not None:
+            spans.append(span)
+        cursor = match.end()
+    tail = _strip(text, cursor, end)
+    if tail is not None:
+        spans.append(tail)
+    return spans
+
+
+def _hard_split(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
+    pieces: list[tuple[int, int]] = []
+    while end - start > max_chars:
+        limit = start + max_chars
+        cut = limit
+        # Look back over the second half of the window for a comma or a space.
+        for index in range(limit - 1, start + max_chars // 2 - 1, -1):
+            char = text[index]
+            if char in _SOFT_BREAKS:
+                cut = index + 1
+                break
+            if char.isspace():
+                cut = index
+                break
+        span = _strip(text, start, cut)
+        if span is not None:
+            pieces.append(span)
+        rest = _strip(text, cut, end)
+        if rest is None:
+            return pieces
+        start = rest[0]
+    pieces.append((start, end))
+    return pieces
+
+
+def _pack(units: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
+    """Merge consecutive units while the merged span (separators included) fits."""
+    packed: list[tuple[int, int]] = []
+    for start, end in units:
+        if packed and end - packed[-1][0] <= max_chars:
+            packed[-1] = (packed[-1][0], end)
+        else:
+            packed.append((start, end))
+    return packed

@@ -1,0 +1,209 @@
+"""The gateway: rank ready adapters by capability, try them in order, fail over, and
+record every try. It collects evidence; it never judges it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+
+from ..adapters.base import Adapter, AdapterOutcome
+from ..audit import AuditLog
+from ..errors import AdapterError, FetchError
+from ..models import (
+    AdapterAttempt,
+    AttemptStatus,
+    Evidence,
+    ExternalQueryPlan,
+    Finding,
+    GatherResult,
+    RankedAdapter,
+    Readiness,
+)
+from ..settings import VerifierSettings
+from ..verifier.sites import registrable_domain
+from ..verifier.targets import mentions_target
+from .ranking import rank_adapters
+
+__all__ = ["ExternalQueryGateway"]
+
+log = logging.getLogger(__name__)
+
+
+class ExternalQueryGateway:
+    """Holds adapters; ``gather(plan)`` runs them within one per-question deadline."""
+
+    def __init__(
+        self,
+        adapters: Sequence[Adapter],
+        *,
+        deadline_s: float,
+        needs: VerifierSettings | None = None,
+    ) -> None:
+        self.adapters = {adapter.adapter_id: adapter for adapter in adapters}
+        self.deadline_s = deadline_s
+        self.needs = needs or VerifierSettings()
+
+    def readiness(self) -> dict[str, Readiness]:
+        return {adapter_id: adapter.readiness() for adapter_id, adapter in self.adapters.items()}
+
+    def rank(self, plan: ExternalQueryPlan) -> tuple[RankedAdapter, ...]:
+        capabilities = [adapter.capability for adapter in self.adapters.values()]
+        return rank_adapters(plan, capabilities, self.readiness())
+
+    async def probe(self) -> dict[str, Readiness]:
+        """Run every adapter's real, bounded probe concurrently."""
+
+        async def one(adapter: Adapter) -> Readiness:
+            static = adapter.readiness()
+            if not static.ready:
+                return static
+            try:
+                return await asyncio.wait_for(adapter.probe(), timeout=self.deadline_s)
+            except TimeoutError:
+                return Readiness(ready=False, reason="probe_timeout")
+            except (FetchError, AdapterError) as exc:
+                return Readiness(ready=False, reason=exc.reason)
+
+        adapters = list(self.adapters.values())
+        results = await asyncio.gather(*(one(adapter) for adapter in adapters))
+        return {
+            adapter.adapter_id: result for adapter, result in zip(adapters, results, strict=True)
+        }
+
+    async def gather(self, plan: ExternalQueryPlan, audit: AuditLog) -> GatherResult:
+        ranking = self.rank(plan)
+        audit.record(
+            "gateway",
+            "rank",
+            ranking=[
+                {"adapter": item.adapter_id, "rank": item.rank, "reason": item.reason}
+                for item in ranking
+            ],
+        )
+        attempts: list[AdapterAttempt] = []
+        evidence: list[Evidence] = []
+        findings: list[Finding] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.deadline_s
+
+        for item in ranking:
+            if item.rank is None:
+                if item.reason.startswith("not ready"):
+                    attempts.append(self._skipped(item, item.reason))
+                continue
+            if self._enough(plan, evidence):
+                attempts.append(self._skipped(item, "enough_evidence"))
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                attempts.append(self._skipped(item, "deadline_exceeded"))
+                continue
+            attempt, outcome = await self._try(
+                self.adapters[item.adapter_id], item, plan, remaining
+            )
+            attempts.append(attempt)
+            detail = outcome.detail if outcome is not None else {}
+            audit.record("gateway", "attempt", **attempt.model_dump(mode="json"), **detail)
+            if outcome is not None:
+                evidence.extend(outcome.evidence)
+                findings.extend(outcome.findings)
+
+        for attempt in attempts:
+            if attempt.status == "skipped":
+                audit.record("gateway", "attempt", **attempt.model_dump(mode="json"))
+        return GatherResult(
+            plan=plan,
+            ranking=ranking,
+            attempts=tuple(attempts),
+            evidence=tuple(_unique(evidence)),
+            findings=tuple(findings),
+        )
+
+    async def _try(
+        self, adapter: Adapter, item: RankedAdapter, plan: ExternalQueryPlan, remaining: float
+    ) -> tuple[AdapterAttempt, AdapterOutcome | None]:
+        started = time.perf_counter()
+
+        try:
+            outcome = await asyncio.wait_for(adapter.gather(plan), timeout=remaining)
+        except TimeoutError:
+            return _attempt(item, started, "timeout", "deadline_exceeded"), None
+        except (FetchError, AdapterError) as exc:
+            return _attempt(item, started, "failed", exc.reason), None
+        except Exception as exc:  # an adapter bug must not end the question
+            log.exception("adapter %s crashed", item.adapter_id)
+            return _attempt(item, started, "failed", f"internal_error:{type(exc).__name__}"), None
+        status: AttemptStatus = outcome.status
+        if status == "ok" and not outcome.evidence:
+            status = "empty"
+        return _attempt(item, started, status, outcome.reason, outcome), outcome
+
+    @staticmethod
+    def _skipped(item: RankedAdapter, reason: str) -> AdapterAttempt:
+        return AdapterAttempt(
+            adapter_id=item.adapter_id,
+            provider_type=item.provider_type,
+            status="skipped",
+            reason=reason,
+            rank=item.rank,
+        )
+
+    def _enough(self, plan: ExternalQueryPlan, evidence: Sequence[Evidence]) -> bool:
+        """A cheap pre-check so failover stops once the contract could be met.
+
+        It only counts distinct sites (and compare-target mentions); the verifier judges.
+        """
+        if not evidence:
+            return False
+        if plan.compare_targets:
+            for target in plan.compare_targets:
+                sites = {
+                    registrable_domain(item.site) for item in evidence if _mentions(target, item)
+                }
+                if len(sites) < self.needs.min_sources_per_compare_target:
+                    return False
+            return True
+        need = (
+            self.needs.min_sources_direct_fact
+            if plan.answer_contract == "direct_fact"
+            else self.needs.min_sources_summary
+        )
+        return len({registrable_domain(item.site) for item in evidence}) >= need
+
+
+def _attempt(
+    item: RankedAdapter,
+    started: float,
+    status: AttemptStatus,
+    reason: str | None,
+    outcome: AdapterOutcome | None = None,
+) -> AdapterAttempt:
+    return AdapterAttempt(
+        adapter_id=item.adapter_id,
+        provider_type=item.provider_type,
+        status=status,
+        reason=reason,
+        rank=item.rank,
+        results=outcome.results if outcome else 0,
+        pages_fetched=outcome.pages_fetched if outcome else 0,
+        pages_failed=outcome.pages_failed if outcome else 0,
+        evidence_count=len(outcome.evidence) if outcome else 0,
+        duration_ms=round((time.perf_counter() - started) * 1000),
+    )
+
+
+def _mentions(target: str, item: Evidence) -> bool:
+    return mentions_target(target, (item.title, item.snippet, *item.aliases))
+
+
+def _unique(evidence: Sequence[Evidence]) -> list[Evidence]:
+    seen: set[str] = set()
+    kept = []
+    for item in evidence:
+        if item.evidence_id not in seen:
+            seen.add(item.evidence_id)
+            kept.append(item)
+    return kept

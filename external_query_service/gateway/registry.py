@@ -1,0 +1,75 @@
+"""Adapter kinds by name. Built-ins register exactly the way a third party does: through the
+``external_query_service.adapters`` entry-point group, or ``register_adapter`` at run time.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+from ..errors import SettingsError, UnknownAdapterKind
+
+if TYPE_CHECKING:
+    from ..adapters.base import Adapter
+
+__all__ = ["ENTRY_POINT_GROUP", "adapter_class", "known_kinds", "register_adapter"]
+
+ENTRY_POINT_GROUP = "external_query_service.adapters"
+
+_registered: dict[str, type[Adapter]] = {}
+_broken: dict[str, str] = {}  # plugin name -> why it failed to load
+_lock = threading.Lock()
+_loaded_entry_points = False
+
+
+def register_adapter(kind: str, cls: type[Adapter], *, replace: bool = False) -> None:
+    """Make ``kind`` usable in ``[[adapters]] kind = ...``."""
+    with _lock:
+        if kind in _registered and _registered[kind] is not cls and not replace:
+            raise SettingsError(f"adapter kind {kind!r} is already registered")
+        _registered[kind] = cls
+
+
+def _load_entry_points() -> None:
+    global _loaded_entry_points
+    if _loaded_entry_points:
+        return
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name in _registered:
+            continue  # an explicit registration wins over the installed entry point
+        try:
+            cls = point.load()
+        except Exception as exc:  # a broken plugin must not take the others down
+            _broken[point.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        with _lock:
+            _registered.setdefault(point.name, cls)
+    _loaded_entry_points = True
+
+
+def _ensure_builtins() -> None:
+    # Entry points exist only once the distribution is installed; a source checkout on
+    # sys.path still gets the built-ins, registered the same way.
+    from ..adapters import builtin_adapters
+
+    for kind, cls in builtin_adapters().items():
+        with _lock:
+            _registered.setdefault(kind, cls)
+
+
+def known_kinds() -> list[str]:
+    _load_entry_points()
+    _ensure_builtins()
+    return sorted(_registered)
+
+
+def adapter_class(kind: str) -> type[Adapter]:
+    _load_entry_points()
+    _ensure_builtins()
+    if kind in _broken and kind not in _registered:
+        raise SettingsError(f"adapter plugin {kind!r} failed to load: {_broken[kind]}")
+    try:
+        return _registered[kind]
+    except KeyError:
+        raise UnknownAdapterKind(kind, list(_registered)) from None

@@ -1,0 +1,67 @@
+"""Strict reading of JSON files given by path (CLI inputs, semantics, plans).
+
+Regular files only, a size cap checked on the opened descriptor, UTF-8 (a BOM is
+accepted and dropped), duplicate keys, NaN/Infinity and over-deep nesting refused —
+each as an ``InputError`` with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+__all__ = ["MAX_JSON_BYTES", "load_json_file", "loads_strict"]
+
+MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InputError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise InputError(f"{name} is not valid JSON")
+
+
+def loads_strict(text: str, *, origin: str = "input") -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except InputError as exc:
+        raise InputError(f"{origin}: invalid JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{origin}: invalid JSON: {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise InputError(f"{origin}: invalid JSON: too deeply nested") from None
+
+
+def load_json_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    name = str(path)
+    try:
+        # O_NONBLOCK so a FIFO cannot block the open; it is then refused as not regular.
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputError(f"{name}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot open: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{name}: not a regular file")
+        if info.st_size > max_bytes:
+            raise InputError(f"{name}: larger than {max_bytes} bytes")
+        data = handle.read(max_bytes + 1)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text") from None
+    return loads_strict(text, origin=name)

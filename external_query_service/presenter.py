@@ -1,0 +1,503 @@
+"""The presenter: turns an ``ExternalContextPacket`` into the reader's answer.
+
+It sees the packet and nothing else (no settings, no store, no network). The template is
+picked from structured fields only: ``packet.verifier.status`` selects the refusal
+templates (``insufficient_evidence``, ``clarify``), otherwise ``packet.plan.answer_contract``
+selects one of the three answer contracts. Evidence text never chooses a template, a
+source label or a link.
+
+Templates live in the top-level ``prompts/`` folder (shipped in the wheel as
+``external_query_service/prompts``) and render in jinja2's sandbox. Evidence only ever
+enters them as variables: it is never compiled as a template.
+
+Without an LLM the answer is extractive: quoted snippets, cleaned so that they cannot
+carry links to hosts outside the admitted evidence, invisible characters or markdown
+structure of their own. The LLM prompt is rendered too, so the audit can record its
+digest; in it each evidence sits between markers carrying a per-request random token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from jinja2 import FileSystemLoader, StrictUndefined
+from jinja2.sandbox import SandboxedEnvironment
+
+from .errors import InputError
+from .models import AnswerContract, DisplaySource, Evidence, ExternalContextPacket
+
+__all__ = [
+    "ANSWER_PREFIX",
+    "ExternalAnswerPresenter",
+    "Presentation",
+    "display_sources",
+    "strip_invisible",
+]
+
+#: Every answer the presenter renders starts with this.
+ANSWER_PREFIX = "外部实时查询："
+
+_CONTRACTS: tuple[AnswerContract, ...] = (
+    "direct_fact",
+    "summary_with_sources",
+    "compare_with_sources",
+)
+_REQUIRED_TEMPLATES: tuple[str, ...] = (
+    *(f"{contract}.answer.j2" for contract in _CONTRACTS),
+    *(f"{contract}.prompt.j2" for contract in _CONTRACTS),
+    "insufficient_evidence.answer.j2",
+    "clarify.answer.j2",
+)
+#: Bounds on the extractive answer, so one long page cannot flood it.
+_SUMMARY_QUOTES = 3
+_QUOTES_PER_TARGET = 3
+_QUOTE_CHARS = 400
+_LINE_CHARS = 200  # titles, site names, targets, candidates
+_BOUNDARY_TRIES = 16
+_BOUNDARY_SHAPE = re.compile(r"[0-9a-f]{8,64}")
+_LINK_REMOVED = "[链接已移除]"
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """What the presenter made of one packet."""
+
+    text: str
+    sources: tuple[DisplaySource, ...]
+    template: str
+    #: The LLM prompt template; ``""`` for the refusal templates.
+    prompt_template: str
+    #: ``sha256:<hex>`` of the rendered prompt; ``""`` when none was rendered.
+    prompt_digest: str
+    renderer: Literal["extractive"]
+
+
+# --- text hygiene -----------------------------------------------------------------------
+
+# Invisible code points outside the Cf/Co/Cc categories that still hide text: variation
+# selectors (used to smuggle bytes after a visible character), the combining grapheme
+# joiner and the Hangul fillers.
+_INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0xE0000, 0xE007F),  # tag block (includes its unassigned code points)
+    (0xFE00, 0xFE0F),
+    (0xE0100, 0xE01EF),
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),
+)
+_KEPT_CONTROLS = frozenset("\n\r\t")
+
+
+def _is_invisible(char: str) -> bool:
+    point = ord(char)
+    if any(low <= point <= high for low, high in _INVISIBLE_RANGES):
+        return True
+    category = unicodedata.category(char)
+    # Cf covers zero-width characters, bidi controls and the tag block; Co is private use.
+    if category in ("Cf", "Co"):
+        return True
+    return category == "Cc" and char not in _KEPT_CONTROLS
+
+
+def strip_invisible(text: str) -> str:
+    """Return ``text`` without format, private-use, control (except newline and tab),
+    tag-block, variation-selector and filler characters.
+
+    This is the view a reader or an LLM gets; stored evidence and its digests keep the
+    original text.
+    """
+    return "".join(char for char in text if not _is_invisible(char))
+
+
+# Bounded quantifiers keep every pattern linear on hostile input.
+_MD_IMAGE = re.compile(r"!\[[^\]\n]{0,400}\]\([^)\n]{0,400}\)")
+_MD_LINK = re.compile(r"\[[^\]\n]{0,400}\]\(([^)\n]{0,400})\)")
+_URL_CHARS = r"[^\s<>\"'`()\[\]{}|\\^「」『』（）【】《》，。；：！？、]"
+_BARE_URL = re.compile(rf"(?i)(?:\b[a-z][a-z0-9+.-]{{0,15}}:)?//{_URL_CHARS}+|\bwww\.{_URL_CHARS}+")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _host(url: str) -> str | None:
+    """The host a browser would visit for ``url``, or None when that is not clear."""
+    target = url.strip()
+    if target.lower().startswith("www."):
+        target = "//" + target
+    try:
+        parts = urlsplit(target)
+        host = parts.hostname
+    except ValueError:
+        return None
+    # Userinfo and backslashes are where parsers disagree about the host; never trust them.
+    if not host or "@" in parts.netloc or "\\" in target:
+        return None
+    return host.rstrip(".").lower()
+
+
+def _hosts(evidence: Iterable[Evidence]) -> frozenset[str]:
+    return frozenset(host for item in evidence if (host := _host(item.url)))
+
+
+def _remove_foreign_links(text: str, allowed_hosts: frozenset[str]) -> str:
+    """Replace images and links whose host is not admitted with ``[链接已移除]``.
+
+    Images are always removed: an answer is text, and an embedded image is a request the
+    reader's client would make on the evidence's behalf.
+    """
+
+    def link(match: re.Match[str]) -> str:
+        destination = match.group(1).strip().split(" ", 1)[0]
+        return match.group(0) if _host(destination) in allowed_hosts else _LINK_REMOVED
+
+    def bare(match: re.Match[str]) -> str:
+        return match.group(0) if _host(match.group(0)) in allowed_hosts else _LINK_REMOVED
+
+    text = _MD_IMAGE.sub(_LINK_REMOVED, text)
+    text = _MD_LINK.sub(link, text)
+    return _BARE_URL.sub(bare, text)
+
+
+def _inline(text: str, allowed_hosts: frozenset[str], *, limit: int = _LINE_CHARS) -> str:
+    """Clean outside text for one line of the answer: no invisible characters, no foreign
+    links, no line breaks (so it cannot open a markdown block of its own)."""
+    text = _WHITESPACE.sub(" ", strip_invisible(text)).strip()
+    # Cut before removing links: the link patterns then run on bounded input, and a link
+    # cut in half has a host nobody admitted, so it is removed rather than kept.
+    cut = len(text) > limit
+    text = _remove_foreign_links(text[:limit].rstrip(), allowed_hosts)
+    return text + "…" if cut else text
+
+
+def _quote_text(text: str, allowed_hosts: frozenset[str]) -> str:
+    # Inner corner brackets become the nested form, so a snippet cannot close our quote.
+    cleaned = _inline(text, allowed_hosts, limit=_QUOTE_CHARS)
+    return cleaned.replace("「", "『").replace("」", "』")
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", strip_invisible(text)).casefold().strip()
+
+
+# --- views handed to the templates ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SourceView:
+    site: str
+    title: str
+    published: str  # YYYY-MM-DD or ""
+    accessed: str  # YYYY-MM-DD HH:MM UTC
+    url: str
+
+
+@dataclass(frozen=True)
+class _QuoteView:
+    text: str
+    site: str
+    published: str
+    about_first: str
+    about_last: str
+
+
+@dataclass(frozen=True)
+class _SectionView:
+    target: str
+    quotes: tuple[_QuoteView, ...]
+
+
+@dataclass(frozen=True)
+class _PromptEvidenceView:
+    evidence_id: str
+    site: str
+    title: str
+    published: str
+    about: tuple[str, ...]
+    text: str
+
+
+def _utc(moment: datetime) -> datetime:
+    # A naive time is taken as UTC, the stated unit of ``accessed_at``.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _day(value: date | None) -> str:
+    return value.isoformat() if value is not None else ""
+
+
+def _safe_url(url: str) -> str:
+    # The URL comes from the ledger, not from text; only keep it on one unbroken token.
+    cleaned = strip_invisible(url).strip()
+    return _WHITESPACE.sub("%20", cleaned).replace("<", "%3C").replace(">", "%3E")
+
+
+def display_sources(evidence: Iterable[Evidence]) -> tuple[DisplaySource, ...]:
+    """Display fields of ``evidence``, first-seen order, one entry per URL.
+
+    Site, title and URL come from the evidence record (the gateway's ledger), never from
+    what the page text claims; titles are cleaned like quotes.
+    """
+    items = tuple(evidence)
+    allowed = _hosts(items)
+    seen: set[str] = set()
+    sources: list[DisplaySource] = []
+    for item in items:
+        url = _safe_url(item.url)
+        if url in seen:
+            continue
+        seen.add(url)
+        sources.append(
+            DisplaySource(
+                site=_site(item),
+                title=_inline(item.title, allowed),
+                url=url,
+                published_at=item.published_at,
+                accessed_at=_utc(item.accessed_at),
+            )
+        )
+    return tuple(sources)
+
+
+def _site(item: Evidence) -> str:
+    # The site label is the gateway's, derived from the URL: it is not link-cleaned (a
+    # "www." site is a name here, not a link) and falls back to the URL's host.
+    return _single_line(item.site)[:_LINE_CHARS] or (_host(item.url) or "")
+
+
+def _source_view(source: DisplaySource) -> _SourceView:
+    return _SourceView(
+        site=source.site,
+        title=source.title,
+        published=_day(source.published_at),
+        accessed=_utc(source.accessed_at).strftime("%Y-%m-%d %H:%M UTC"),
+        url=source.url,
+    )
+
+
+def _quote_view(item: Evidence, allowed_hosts: frozenset[str]) -> _QuoteView:
+    about = sorted(set(item.about_dates))
+    return _QuoteView(
+        text=_quote_text(item.snippet, allowed_hosts),
+        site=_site(item),
+        published=_day(item.published_at),
+        about_first=_day(about[0]) if about else "",
+        about_last=_day(about[-1]) if about else "",
+    )
+
+
+def _admitted(packet: ExternalContextPacket) -> tuple[Evidence, ...]:
+    """Evidence the verifier admitted: in the packet and carrying an ``admit`` decision."""
+    admitted = {d.evidence_id for d in packet.verifier.accepted if d.decision == "admit"}
+    rejected = {d.evidence_id for d in packet.verifier.rejected}
+    return tuple(
+        item
+        for item in packet.verified_evidence
+        if item.evidence_id in admitted and item.evidence_id not in rejected
+    )
+
+
+def _by_score(evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    # Stable sort: equal scores keep the packet's order.
+    return sorted(evidence, key=lambda item: -item.score)
+
+
+def _matches(target: str, item: Evidence) -> bool:
+    """Does ``item`` speak about ``target``?
+
+    Only packet content decides: the target (NFKC, casefolded) must occur in what the
+    evidence was gathered for, its title, its snippet, or a name its provider gave it.
+    """
+    needle = _fold(target)
+    if not needle:
+        return False
+    haystacks = (item.gathered_for or "", item.title, item.snippet, *item.aliases)
+    return any(needle in _fold(text) for text in haystacks)
+
+
+# --- the presenter ----------------------------------------------------------------------
+
+
+def _default_templates_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    # Installed wheel first (force-included as the package's own folder), then a checkout.
+    for candidate in (here / "prompts", here.parent / "prompts"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("the presenter's prompts/ folder is missing from the installation")
+
+
+class ExternalAnswerPresenter:
+    """Renders the answer (extractive) and the LLM prompt for a packet."""
+
+    def __init__(
+        self,
+        *,
+        templates_dir: Path | None = None,
+        token_factory: Callable[[], str] | None = None,
+    ) -> None:
+        """``token_factory`` makes the prompt's boundary token (16 random hex digits by
+        default); pass one to make prompt digests reproducible in regression runs."""
+        directory = templates_dir if templates_dir is not None else _default_templates_dir()
+        missing = [name for name in _REQUIRED_TEMPLATES if not (directory / name).is_file()]
+        if missing:
+            raise InputError(f"templates missing from {directory}: {', '.join(missing)}")
+        self._templates_dir = directory
+        self._token_factory = token_factory or (lambda: secrets.token_hex(8))
+        self._env = SandboxedEnvironment(
+            loader=FileSystemLoader(str(directory)),
+            undefined=StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+
+    @property
+    def templates_dir(self) -> Path:
+        return self._templates_dir
+
+    def present(self, packet: ExternalContextPacket) -> Presentation:
+        """The extractive answer for ``packet``.
+
+        ``clarify`` asks, ``insufficient_evidence`` says what is missing (no sources);
+        an ``answered`` packet with no admitted evidence is refused the same way, since
+        there is nothing it may quote.
+        """
+        verifier = packet.verifier
+        if verifier.status == "clarify":
+            return self._refusal(
+                "clarify.answer.j2",
+                options=tuple(
+                    text for o in verifier.clarify_options if (text := _inline(o, frozenset()))
+                ),
+                missing_slots=verifier.missing_slots,
+            )
+        admitted = _admitted(packet)
+        if verifier.status == "insufficient_evidence" or not admitted:
+            # An "answered" verdict with nothing admitted has nothing it may quote.
+            answered = verifier.status == "answered"
+            return self._refusal(
+                "insufficient_evidence.answer.j2",
+                reason="no_matching_evidence" if answered else verifier.reason,
+                missing_targets=tuple(
+                    text for t in verifier.missing_targets if (text := _inline(t, frozenset()))
+                ),
+            )
+
+        contract = packet.plan.answer_contract
+        allowed = _hosts(admitted)
+        sources = display_sources(admitted)
+        context: dict[str, object] = {"sources": tuple(_source_view(s) for s in sources)}
+        ranked = _by_score(admitted)
+        if contract == "direct_fact":
+            context["best"] = _quote_view(ranked[0], allowed)
+        elif contract == "summary_with_sources":
+            picked: dict[str, Evidence] = {}
+            for item in ranked:
+                picked.setdefault(item.site, item)
+            quotes = list(picked.values())[:_SUMMARY_QUOTES]
+            context["quotes"] = tuple(_quote_view(item, allowed) for item in quotes)
+        else:
+            targets = packet.plan.compare_targets or packet.plan.targets
+            context["sections"] = tuple(
+                _SectionView(
+                    target=_inline(target, frozenset()),
+                    quotes=tuple(
+                        _quote_view(item, allowed)
+                        for item in [e for e in ranked if _matches(target, e)][:_QUOTES_PER_TARGET]
+                    ),
+                )
+                for target in targets
+            )
+        template = f"{contract}.answer.j2"
+        prompt_template = f"{contract}.prompt.j2"
+        prompt = self.render_prompt(packet)
+        return Presentation(
+            text=self._env.get_template(template).render(context).rstrip(),
+            sources=sources,
+            template=template,
+            prompt_template=prompt_template,
+            prompt_digest="sha256:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+            renderer="extractive",
+        )
+
+    def render_prompt(self, packet: ExternalContextPacket, *, boundary: str | None = None) -> str:
+        """The LLM prompt for the packet's contract, built from packet content only.
+
+        Each admitted evidence sits between ``<<EVIDENCE-{token}>>`` and
+        ``<<END-EVIDENCE-{token}>>``. The token never occurs in any text the prompt
+        carries (a random one is redrawn; an explicit one that occurs is refused), so no
+        evidence can close its own block.
+        """
+        plan = packet.plan
+        evidence = tuple(
+            _PromptEvidenceView(
+                evidence_id=strip_invisible(item.evidence_id),
+                site=_single_line(item.site),
+                title=_single_line(item.title),
+                published=_day(item.published_at),
+                about=tuple(_day(day) for day in sorted(set(item.about_dates))),
+                text=strip_invisible(item.snippet).strip(),
+            )
+            for item in _admitted(packet)
+        )
+        time_range = plan.time_range
+        context: dict[str, object] = {
+            "question": _single_line(packet.question),
+            "time_start": _day(time_range.start) if time_range else "",
+            "time_end": _day(time_range.end) if time_range else "",
+            "location": _single_line(plan.location or ""),
+            "targets": tuple(_single_line(t) for t in plan.targets),
+            "compare_targets": tuple(_single_line(t) for t in plan.compare_targets),
+            "evidence": evidence,
+            "uncertainties": tuple(_single_line(u) for u in packet.uncertainties),
+        }
+        carried = [text for value in context.values() for text in _texts(value)]
+        context["boundary"] = self._boundary(carried, boundary)
+        return self._env.get_template(f"{plan.answer_contract}.prompt.j2").render(context)
+
+    def _boundary(self, carried: list[str], explicit: str | None) -> str:
+        if explicit is not None:
+            if not _BOUNDARY_SHAPE.fullmatch(explicit):
+                raise InputError("a prompt boundary is 8 to 64 lowercase hex digits")
+            if any(explicit in text for text in carried):
+                raise InputError("the prompt boundary occurs in the packet's text")
+            return explicit
+        for _ in range(_BOUNDARY_TRIES):
+            token = self._token_factory()
+            if _BOUNDARY_SHAPE.fullmatch(token) and not any(token in text for text in carried):
+                return token
+        raise InputError("token_factory gave no usable prompt boundary")
+
+    def _refusal(self, template: str, **context: object) -> Presentation:
+        text = self._env.get_template(template).render(context).rstrip()
+        return Presentation(
+            text=text,
+            sources=(),
+            template=template,
+            prompt_template="",
+            prompt_digest="",
+            renderer="extractive",
+        )
+
+
+def _single_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", strip_invisible(text)).strip()
+
+
+def _texts(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _texts(item)
+    elif isinstance(value, _PromptEvidenceView):
+        yield from (value.evidence_id, value.site, value.title, value.text)

@@ -1,0 +1,267 @@
+"""The public entry point: ``ExternalQueryService`` and its follow-up ``Session``.
+
+plan → gather → verify → packet → present, each stage a typed model, all of it audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+from pydantic import ValidationError
+
+from ._portal import Portal
+from .adapters.base import Adapter, AdapterRuntime
+from .audit import AuditLog
+from .clock import Clock, system_clock
+from .errors import InputError, ServiceClosed
+from .gateway.fetch import HttpRuntime
+from .gateway.gateway import ExternalQueryGateway
+from .gateway.registry import adapter_class
+from .models import (
+    ExternalAnswer,
+    ExternalContextPacket,
+    ExternalQueryPlan,
+    QuerySemantics,
+    Readiness,
+)
+from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
+from .presenter import ExternalAnswerPresenter
+from .settings import Settings, format_validation_error
+from .store import EvidenceStore
+from .verifier import EvidenceVerifier
+
+__all__ = ["ExternalQueryService", "Session"]
+
+SemanticsInput = QuerySemantics | Mapping[str, Any] | None
+
+
+def coerce_semantics(value: SemanticsInput) -> QuerySemantics | None:
+    """Validate host-provided semantics; bad input is an ``InputError`` with one line."""
+    if value is None or isinstance(value, QuerySemantics):
+        return value
+    if not isinstance(value, Mapping):
+        raise InputError(f"query_semantics must be an object, not {type(value).__name__}")
+    try:
+        return QuerySemantics.model_validate(dict(value))
+    except ValidationError as exc:
+        raise InputError(f"query_semantics: {format_validation_error(exc)}") from None
+
+
+class ExternalQueryService:
+    """Answers questions only from external evidence.
+
+    ``settings`` says which adapters exist (none by default); ``clock`` is the "now" for
+    every time check; ``planner`` is an optional structured planner hook.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        clock: Clock | None = None,
+        planner: StructuredPlanner | None = None,
+        store: EvidenceStore | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.clock = clock or system_clock
+        self.store = store if store is not None else EvidenceStore()
+        self._http = HttpRuntime(self.settings.network)
+        runtime = AdapterRuntime(
+            network=self.settings.network,
+            fetcher=self._http.fetcher,
+            endpoint=self._http.endpoint,
+            store=self.store,
+            clock=self.clock,
+            sources=self.settings.sources,
+        )
+        adapters: list[Adapter] = [
+            adapter_class(config.kind)(config, runtime) for config in self.settings.adapters
+        ]
+        self.gateway = ExternalQueryGateway(
+            adapters, deadline_s=self.settings.network.deadline_s, needs=self.settings.verifier
+        )
+        self.planner = ExternalQueryPlanner(planner)
+        self.verifier = EvidenceVerifier(self.settings)
+        self.presenter = ExternalAnswerPresenter()
+        self._portal = Portal()
+        self._closed = False
+
+    # -- answering ----------------------------------------------------------------------
+    async def aanswer(
+        self, question: str, query_semantics: SemanticsInput = None
+    ) -> ExternalAnswer:
+        self._check_open()
+        question = _check_question(question)
+        planned = await self.planner.plan(question, coerce_semantics(query_semantics))
+        return await self._run(question, planned)
+
+    def answer(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        """Synchronous ``aanswer``; safe to call from inside a running event loop."""
+        self._check_open()
+        return self._portal.call(self.aanswer(question, query_semantics))
+
+    async def _follow_up(
+        self, question: str, previous: ExternalQueryPlan, query_semantics: SemanticsInput
+    ) -> ExternalAnswer:
+        self._check_open()
+        question = _check_question(question)
+        planned = self.planner.plan_follow_up(question, previous, coerce_semantics(query_semantics))
+        return await self._run(question, planned, follows=previous)
+
+    async def _run(
+        self, question: str, planned: PlannerResult, *, follows: ExternalQueryPlan | None = None
+    ) -> ExternalAnswer:
+        audit = AuditLog()
+        audit.record("service", "question", question=question, route_mode="external")
+        plan = planned.plan
+        audit.record(
+            "planner",
+            "plan",
+            source=plan.planner_source,
+            fallback_reason=planned.fallback_reason,
+            follows=follows.question if follows else None,
+            plan=plan.model_dump(mode="json"),
+        )
+        gathered = await self.gateway.gather(plan, audit)
+        outcome = self.verifier.verify(gathered, now=self.clock())
+        result = outcome.result
+        for check in result.checks:
+            audit.record("verifier", "check", **check.model_dump(mode="json"))
+        audit.record(
+            "verifier",
+            "outcome",
+            status=result.status,
+            reason=result.reason,
+            admitted=[item.evidence_id for item in result.accepted],
+            rejected={item.evidence_id: item.reason for item in result.rejected},
+            missing_targets=list(result.missing_targets),
+        )
+        packet = ExternalContextPacket(
+            question=question,
+            plan=plan,
+            adapter_attempts=gathered.attempts,
+            verified_evidence=outcome.admitted,
+            verifier=result,
+            uncertainties=outcome.uncertainties,
+        )
+        shown = self.presenter.present(packet)
+        audit.record(
+            "presenter",
+            "render",
+            template=shown.template,
+            prompt_template=shown.prompt_template,
+            prompt_digest=shown.prompt_digest,
+            renderer=shown.renderer,
+            sources=len(shown.sources),
+        )
+        return ExternalAnswer(
+            status=result.status,
+            reason=result.reason,
+            answer_contract=plan.answer_contract,
+            text=shown.text,
+            sources=shown.sources,
+            plan=plan,
+            attempts=gathered.attempts,
+            evidence=outcome.admitted,
+            verifier=result,
+            uncertainties=outcome.uncertainties,
+            audit=audit.freeze(),
+        )
+
+    # -- sessions and discovery -----------------------------------------------------------
+    def session(self) -> Session:
+        """A conversation whose follow-ups continue verifying on the external chain."""
+        return Session(self)
+
+    async def aprobe(self) -> dict[str, Readiness]:
+        """Each adapter's real, bounded readiness probe."""
+        self._check_open()
+        return await self.gateway.probe()
+
+    def probe(self) -> dict[str, Readiness]:
+        self._check_open()
+        return self._portal.call(self.aprobe())
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close HTTP clients and the private loop. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._portal.running:
+            self._portal.call(self._http.aclose())
+        self._portal.stop()
+
+    async def aclose(self) -> None:
+        """Close this loop's HTTP clients, then everything else."""
+        if self._closed:
+            return
+        await self._http.aclose()
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ServiceClosed()
+
+
+class Session:
+    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external)."""
+
+    def __init__(self, service: ExternalQueryService) -> None:
+        self._service = service
+        self.history: list[ExternalAnswer] = []
+
+    @property
+    def last_plan(self) -> ExternalQueryPlan | None:
+        return self.history[-1].plan if self.history else None
+
+    async def aask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        answer = await self._service.aanswer(question, query_semantics)
+        self.history.append(answer)
+        return answer
+
+    def ask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        return self._service._portal.call(self.aask(question, query_semantics))
+
+    async def afollow_up(
+        self, question: str, query_semantics: SemanticsInput = None
+    ) -> ExternalAnswer:
+        previous = self.last_plan
+        if previous is None:
+            return await self.aask(question, query_semantics)
+        answer = await self._service._follow_up(question, previous, query_semantics)
+        self.history.append(answer)
+        return answer
+
+    def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        return self._service._portal.call(self.afollow_up(question, query_semantics))
+
+
+def _check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("the question is empty")
+    return question.strip()

@@ -1,0 +1,158 @@
+"""Where evidence comes from: host names, registrable domains and the origin check.
+
+Independent sources are distinct registrable domains (``news.example.com`` and
+``www.example.com`` are one site). The public-suffix list ships inside the
+``publicsuffixlist`` package and is never fetched.
+
+The origin check reads only the URL string: the gateway already checked the address it
+actually connected to. Here the verifier re-applies the policy a reader can see in the URL —
+scheme, allow/deny lists and IP literals — so that nothing slips in through a path that skipped
+the fetcher.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from functools import cache
+from typing import Literal, Protocol, cast
+from urllib.parse import urlsplit
+
+import publicsuffixlist
+
+from ..gateway.network import ip_allowed
+from ..models import ProviderType
+from ..settings import NetworkSettings, SourceSettings
+
+__all__ = [
+    "OriginReason",
+    "check_origin",
+    "domain_matches",
+    "ip_literal",
+    "normalize_host",
+    "registrable_domain",
+    "source_allowed",
+    "url_host",
+]
+
+OriginReason = Literal["ok", "bad_scheme", "denied_domain", "not_allowed_domain", "private_address"]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class _SuffixList(Protocol):
+    def privatesuffix(self, domain: str) -> str | None: ...
+
+
+@cache
+def _suffix_list() -> _SuffixList:
+    # Parsing the bundled list takes a moment; build it once, on first use.
+    return cast(_SuffixList, publicsuffixlist.PublicSuffixList())
+
+
+def normalize_host(host: str) -> str:
+    """Lower case, no trailing dot, IDNA (punycode) form when the name converts cleanly."""
+    host = host.strip().lower().rstrip(".")
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
+
+
+def url_host(url: str) -> str:
+    """The normalised host of a URL, or ``""`` when it has none (or cannot be parsed)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return ""
+    return normalize_host(host) if host else ""
+
+
+def ip_literal(host: str) -> IPAddress | None:
+    """The address a host string spells, or None when it is a name.
+
+    Legacy IPv4 spellings (``2130706433``, ``0x7f.1``) count: ``inet_aton`` parses them the way
+    the system resolver would, without any lookup.
+    """
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        return None
+
+
+def registrable_domain(host: str) -> str:
+    """The registrable domain (``a.b.example.co.uk`` → ``example.co.uk``).
+
+    IP literals, single-label hosts (``localhost``) and bare public suffixes return the
+    normalised host itself; names under a suffix the list does not know use its last label as
+    the suffix (``a.news-a.test`` → ``news-a.test``).
+    """
+    host = normalize_host(host)
+    if ip_literal(host) is not None or "." not in host:
+        return host
+    return _suffix_list().privatesuffix(host) or host
+
+
+def domain_matches(host: str, domain: str) -> bool:
+    """True when ``host`` is ``domain`` or any subdomain of it."""
+    host, domain = normalize_host(host), normalize_host(domain)
+    return bool(domain) and (host == domain or host.endswith("." + domain))
+
+
+#: The scheme of local document references (``docs://<adapter id>/<path>``).
+DOCS_SCHEME = "docs"
+
+
+def check_origin(
+    url: str,
+    *,
+    provider_type: ProviderType,
+    sources: SourceSettings,
+    network: NetworkSettings,
+) -> OriginReason:
+    """Judge a URL's origin; ``"ok"`` or the first reason it fails.
+
+    A ``fact_api`` URL is a configured endpoint: it still needs http/https, but the allow/deny
+    lists and the IP-literal policy are for URLs from outside, not for endpoints the operator
+    configured. A ``doc_search`` URL must be a local document reference (``docs://``); web
+    URLs from a document adapter are not its to vouch for.
+    """
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return "bad_scheme"
+    host = url_host(url)
+    if not host:
+        return "bad_scheme"
+    if provider_type == "doc_search":
+        return "ok" if scheme == DOCS_SCHEME else "bad_scheme"
+    if scheme not in ("http", "https"):
+        return "bad_scheme"
+    if provider_type == "fact_api":
+        return "ok"
+    listed = _list_reason(host, sources)
+    if listed != "ok":
+        return listed
+    address = ip_literal(host)
+    if address is not None and not ip_allowed(address, network.allowed_networks):
+        return "private_address"
+    return "ok"
+
+
+def source_allowed(host: str, sources: SourceSettings) -> bool:
+    """True when the allow/deny lists let ``host`` through (the gateway asks before fetching)."""
+    return _list_reason(host, sources) == "ok"
+
+
+def _list_reason(host: str, sources: SourceSettings) -> OriginReason:
+    if any(domain_matches(host, domain) for domain in sources.deny_domains):
+        return "denied_domain"
+    if sources.allow_domains and not any(
+        domain_matches(host, domain) for domain in sources.allow_domains
+    ):
+        return "not_allowed_domain"
+    return "ok"

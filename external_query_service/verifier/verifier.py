@@ -1,0 +1,352 @@
+"""The evidence verifier: judges evidence, never meaning, and never re-routes the question.
+
+Per evidence, in this order (each yields one ``CheckResult`` with ``evidence_id`` set):
+
+1. ``origin`` — http/https; deny/allow lists and the IP-literal policy for URLs from outside
+   (a ``fact_api`` evidence comes from a configured endpoint and skips them);
+2. ``target`` — the location (when planned) and at least one compare target, else at least one
+   entity, are found in the title, snippet or provider aliases (``gathered_for`` proves nothing);
+3. ``time`` — see ``timecheck``.
+
+An evidence is admitted only when all three pass; its decision names the first failing reason.
+
+The outcome, first rule that applies wins:
+
+1. ``clarify / missing_slot`` — an adapter reported a slot the plan lacks (weather without a
+   place). Nothing useful can be answered before the user fills it.
+2. ``clarify / ambiguous_target`` — an adapter's place candidates that match the plan's name
+   fall in two or more (country, admin1) groups. This wins even when evidence was gathered for
+   the top candidate: answering for one of two same-named places would be a guess.
+3. ``insufficient_evidence`` when nothing was admitted, with the first matching reason:
+   ``no_ready_provider`` (no evidence; no adapter ranked, or every attempt skipped),
+   ``all_providers_failed`` (no evidence; every attempt made failed or timed out — retryable),
+   ``no_matching_evidence`` (no evidence otherwise: attempts came back empty),
+   ``filtered_out`` (every evidence failed the origin check),
+   ``out_of_time_range`` (some evidence passed origin and target, so time rejected it),
+   ``no_matching_evidence`` (otherwise: target mismatches, possibly mixed with origin failures).
+4. ``insufficient_evidence / insufficient_sources`` — too few distinct sites among admitted
+   evidence for the answer contract, or a compare target not covered by enough sites.
+5. ``answered``.
+
+Pure: no I/O and no clock — ``now`` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Literal
+
+from ..models import (
+    AnswerStatus,
+    CheckResult,
+    Evidence,
+    EvidenceDecision,
+    ExternalQueryPlan,
+    Finding,
+    GatherResult,
+    PlaceCandidate,
+    VerifierResult,
+)
+from ..settings import Settings
+from .sites import check_origin, registrable_domain, url_host
+from .targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
+from .timecheck import check_time, local_date
+
+__all__ = ["EvidenceVerifier", "VerifierOutcome"]
+
+SNIPPET_ONLY_UNCERTAINTY = "部分来源未能读取正文，仅依据搜索摘要"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierOutcome:
+    """The verdict, the evidence that passed every per-source check, and notes for the reader."""
+
+    result: VerifierResult
+    admitted: tuple[Evidence, ...]  # input order
+    uncertainties: tuple[str, ...]  # short Chinese sentences
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """One evidence with its origin, target and time checks."""
+
+    evidence: Evidence
+    origin: CheckResult
+    target: CheckResult
+    time: CheckResult
+    matched_compare_targets: tuple[str, ...]
+    uncertainty: str | None
+
+    @property
+    def checks(self) -> tuple[CheckResult, CheckResult, CheckResult]:
+        return (self.origin, self.target, self.time)
+
+    @property
+    def admitted(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+    def decision(self) -> EvidenceDecision:
+        failed = next((check for check in self.checks if not check.passed), None)
+        return EvidenceDecision(
+            evidence_id=self.evidence.evidence_id,
+            decision="reject" if failed else "admit",
+            reason=failed.reason if failed else "ok",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sources:
+    checks: tuple[CheckResult, ...]
+    missing_targets: tuple[str, ...]
+    enough: bool
+
+
+class EvidenceVerifier:
+    """Judges a ``GatherResult``. Reads ``settings.sources``, ``.verifier`` and ``.network``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._sources = settings.sources
+        self._limits = settings.verifier
+        self._network = settings.network
+
+    def verify(self, gathered: GatherResult, *, now: datetime) -> VerifierOutcome:
+        """Judge every evidence, then the bundle. ``now`` must carry a UTC offset."""
+        today = local_date(now)
+        plan = gathered.plan
+        judged = tuple(self._judge(evidence, plan, today) for evidence in gathered.evidence)
+        admitted = tuple(item for item in judged if item.admitted)
+        slot_check, missing_slots = _slot_check(gathered.findings)
+        candidate_checks, clarify_options = _candidate_checks(gathered.findings, plan)
+        sources = self._source_checks(plan, admitted)
+
+        status: AnswerStatus
+        if missing_slots:
+            status, reason = "clarify", "missing_slot"
+        elif clarify_options:
+            status, reason = "clarify", "ambiguous_target"
+        elif not admitted:
+            status, reason = "insufficient_evidence", _why_nothing_admitted(gathered, judged)
+        elif not sources.enough:
+            status, reason = "insufficient_evidence", "insufficient_sources"
+        else:
+            status, reason = "answered", None
+
+        checks = [check for item in judged for check in item.checks]
+        checks += [slot_check, *candidate_checks, *sources.checks]
+        decisions = [item.decision() for item in judged]
+        result = VerifierResult(
+            status=status,
+            reason=reason,
+            checks=tuple(checks),
+            accepted=tuple(d for d in decisions if d.decision == "admit"),
+            rejected=tuple(d for d in decisions if d.decision == "reject"),
+            missing_targets=sources.missing_targets,
+            missing_slots=missing_slots,
+            clarify_options=clarify_options,
+        )
+        return VerifierOutcome(
+            result=result,
+            admitted=tuple(item.evidence for item in admitted),
+            uncertainties=_uncertainties(admitted),
+        )
+
+    # -- per evidence -------------------------------------------------------------------------
+
+    def _judge(self, evidence: Evidence, plan: ExternalQueryPlan, today: date) -> _Judged:
+        eid = evidence.evidence_id
+        origin = check_origin(
+            evidence.url,
+            provider_type=evidence.provider_type,
+            sources=self._sources,
+            network=self._network,
+        )
+        target, matched = _target_check(evidence, plan)
+        verdict = check_time(evidence, plan, today=today, max_age_days=self._limits.max_age_days)
+        return _Judged(
+            evidence=evidence,
+            origin=CheckResult(
+                check="origin",
+                passed=origin == "ok",
+                reason=origin,
+                detail=url_host(evidence.url),
+                evidence_id=eid,
+            ),
+            target=target,
+            time=CheckResult(
+                check="time",
+                passed=verdict.passed,
+                reason=verdict.reason,
+                detail=verdict.detail,
+                evidence_id=eid,
+            ),
+            matched_compare_targets=matched,
+            uncertainty=verdict.uncertainty,
+        )
+
+    # -- bundle -------------------------------------------------------------------------------
+
+    def _source_checks(self, plan: ExternalQueryPlan, admitted: Sequence[_Judged]) -> _Sources:
+        if plan.answer_contract == "compare_with_sources" and plan.compare_targets:
+            return self._coverage_checks(plan.compare_targets, admitted)
+        required = {
+            "direct_fact": self._limits.min_sources_direct_fact,
+            "summary_with_sources": self._limits.min_sources_summary,
+            # A compare plan without compare targets: hold the whole bundle to the per-target bar.
+            "compare_with_sources": self._limits.min_sources_per_compare_target,
+        }[plan.answer_contract]
+        sites = _sites(item.evidence for item in admitted)
+        check = _count_check("sources", sites, required)
+        return _Sources(checks=(check,), missing_targets=(), enough=check.passed)
+
+    def _coverage_checks(self, targets: Sequence[str], admitted: Sequence[_Judged]) -> _Sources:
+        required = self._limits.min_sources_per_compare_target
+        checks: list[CheckResult] = []
+        missing: list[str] = []
+        for target in targets:
+            covering = (
+                item.evidence for item in admitted if target in item.matched_compare_targets
+            )
+            check = _count_check("coverage", _sites(covering), required, target=target)
+            checks.append(check)
+            if not check.passed:
+                missing.append(target)
+        summary = CheckResult(
+            check="sources",
+            passed=not missing,
+            reason="insufficient_sources" if missing else "ok",
+            detail=f"{len(targets) - len(missing)} of {len(targets)} compare targets covered",
+        )
+        return _Sources(
+            checks=(*checks, summary), missing_targets=tuple(missing), enough=not missing
+        )
+
+
+def _target_check(
+    evidence: Evidence, plan: ExternalQueryPlan
+) -> tuple[CheckResult, tuple[str, ...]]:
+    """Target consistency; also returns the compare targets this evidence covers."""
+    texts = (evidence.title, evidence.snippet, *evidence.aliases)
+    problems: list[str] = []
+    notes: list[str] = []
+    if plan.location:
+        score = best_match(plan.location, texts)
+        (notes if score >= MATCH_THRESHOLD else problems).append(
+            f"location {plan.location}: {score}"
+        )
+    group = plan.compare_targets or plan.entities
+    scores = {target: best_match(target, texts) for target in group}
+    matched = tuple(target for target, score in scores.items() if score >= MATCH_THRESHOLD)
+    if group and matched:
+        notes.append("matched " + ", ".join(f"{t}: {scores[t]}" for t in matched))
+    elif group:
+        best = max(scores.values())
+        problems.append(f"none of {', '.join(group)} (best {best})")
+    check = CheckResult(
+        check="target",
+        passed=not problems,
+        reason="target_mismatch" if problems else "ok",
+        detail="; ".join(problems or notes) or "no targets in plan",
+        evidence_id=evidence.evidence_id,
+    )
+    return check, matched if plan.compare_targets else ()
+
+
+def _slot_check(findings: Iterable[Finding]) -> tuple[CheckResult, tuple[str, ...]]:
+    slots = tuple(dict.fromkeys(f.slot for f in findings if f.kind == "missing_slot"))
+    check = CheckResult(
+        check="slots",
+        passed=not slots,
+        reason="missing_slot" if slots else "ok",
+        detail=", ".join(slots),
+    )
+    return check, slots
+
+
+def _candidate_checks(
+    findings: Iterable[Finding], plan: ExternalQueryPlan
+) -> tuple[tuple[CheckResult, ...], tuple[str, ...]]:
+    """One check per place-candidates finding; the labels to offer when any is ambiguous."""
+    # The plan's location names the place; a plan without one (a compare of two places) is
+    # matched against all its targets instead.
+    names = (plan.location,) if plan.location else plan.targets
+    checks: list[CheckResult] = []
+    options: list[str] = []
+    for finding in findings:
+        if finding.kind != "place_candidates":
+            continue
+        groups = _plausible_groups(finding.candidates, names)
+        ambiguous = len(groups) >= 2
+        if ambiguous:
+            options.extend(candidate.label for candidate in groups)
+        checks.append(
+            CheckResult(
+                check="candidates",
+                passed=not ambiguous,
+                reason="ambiguous_target" if ambiguous else "ok",
+                detail=f"{finding.slot}: {len(groups)} distinct places match",
+            )
+        )
+    return tuple(checks), tuple(dict.fromkeys(options))
+
+
+def _plausible_groups(
+    candidates: Iterable[PlaceCandidate], names: Sequence[str]
+) -> tuple[PlaceCandidate, ...]:
+    """The first candidate of each (country, admin1) group whose name matches a plan name."""
+    groups: dict[tuple[str, str], PlaceCandidate] = {}
+    for candidate in candidates:
+        if any(matches_target(name, candidate.name) >= MATCH_THRESHOLD for name in names):
+            key = (candidate.country_code.upper(), normalize_for_match(candidate.admin1))
+            groups.setdefault(key, candidate)
+    return tuple(groups.values())
+
+
+def _why_nothing_admitted(gathered: GatherResult, judged: Sequence[_Judged]) -> str:
+    """The reason code when no evidence was admitted (precedence in the module docstring)."""
+    if not judged:
+        tried = [a for a in gathered.attempts if a.status != "skipped"]
+        nothing_ranked = bool(gathered.ranking) and all(r.rank is None for r in gathered.ranking)
+        if not tried or nothing_ranked:
+            return "no_ready_provider"
+        if all(a.status in ("failed", "timeout") for a in tried):
+            return "all_providers_failed"
+        return "no_matching_evidence"
+    if not any(item.origin.passed for item in judged):
+        return "filtered_out"
+    if any(item.origin.passed and item.target.passed for item in judged):
+        return "out_of_time_range"
+    return "no_matching_evidence"
+
+
+def _sites(evidence: Iterable[Evidence]) -> tuple[str, ...]:
+    """Distinct registrable domains, first-seen order."""
+    return tuple(dict.fromkeys(registrable_domain(url_host(item.url)) for item in evidence))
+
+
+def _count_check(
+    check: Literal["sources", "coverage"],
+    sites: Sequence[str],
+    required: int,
+    *,
+    target: str | None = None,
+) -> CheckResult:
+    enough = len(sites) >= required
+    prefix = f"{target}: " if target is not None else ""
+    return CheckResult(
+        check=check,
+        passed=enough,
+        reason="ok" if enough else "insufficient_sources",
+        detail=f"{prefix}{len(sites)} of {required} sites ({', '.join(sites)})",
+    )
+
+
+def _uncertainties(admitted: Iterable[_Judged]) -> tuple[str, ...]:
+    notes: list[str] = []
+    for item in admitted:
+        if item.uncertainty:
+            notes.append(item.uncertainty)
+        if item.evidence.basis == "search_snippet":
+            notes.append(SNIPPET_ONLY_UNCERTAINTY)
+    return tuple(dict.fromkeys(notes))

@@ -1,0 +1,217 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from external_query_service.gateway.chunk import Chunk, chunk_text
+from external_query_service.gateway.score import (
+    MAX_QUERY_CHARS,
+    MIN_SCORE,
+    best_snippets,
+    score_chunks,
+)
+
+# Text drawn from pieces that exercise every splitting rule: CJK and Latin terminators,
+# closing quotes, commas, newlines and odd whitespace.
+_PIECES = st.sampled_from(
+    ["汉字", "天气晴", "。", "！", "？", "；", "!", "?", ";", ". ", ".", "”", "」", "，", ",", " ",
+     "\n", "\n\n", "\t", "\u3000", "word", "Latin text", "x" * 50, "中" * 70, "a b c "]
+)  # fmt: skip
+TEXTS = st.lists(_PIECES, max_size=60).map("".join) | st.text(max_size=400)
+
+
+def assert_chunks_are_slices(text: str, chunks: tuple[Chunk, ...], max_chars: int) -> None:
+    previous_end = 0
+    for chunk in chunks:
+        assert text[chunk.offset : chunk.offset + chunk.length] == chunk.text
+        assert chunk.offset >= previous_end
+        assert 0 < chunk.length <= max_chars
+        assert chunk.text == chunk.text.strip()
+        previous_end = chunk.offset + chunk.length
+    covered = "".join(chunk.text for chunk in chunks)
+    assert "".join(covered.split()) == "".join(text.split())
+
+
+@given(text=TEXTS, max_chars=st.integers(min_value=1, max_value=120))
+def test_chunks_are_ordered_non_overlapping_slices_that_cover_the_text(
+    text: str, max_chars: int
+) -> None:
+    assert_chunks_are_slices(text, chunk_text(text, max_chars=max_chars), max_chars)
+
+
+def test_empty_or_blank_text_has_no_chunks() -> None:
+    assert chunk_text("") == ()
+    assert chunk_text(" \n\t\n ") == ()
+
+
+def test_short_paragraphs_are_merged_up_to_max_chars() -> None:
+    text = "\n".join(["第一段。", "第二段。", "第三段。", "长" * 30])
+    chunks = chunk_text(text, max_chars=20)
+    assert [c.text for c in chunks] == ["第一段。\n第二段。\n第三段。", "长" * 20, "长" * 10]
+
+
+def test_a_paragraph_that_fits_is_never_split() -> None:
+    paragraph = "甲" * 15 + "。" + "乙" * 15 + "。"
+    chunks = chunk_text(f"{paragraph}\n{'丙' * 40}", max_chars=40)
+    assert chunks[0].text == paragraph
+
+
+def test_long_chinese_paragraph_splits_at_sentence_ends() -> None:
+    sentences = [
+        "今天湛江天气晴朗，气温二十八度。",
+        "明天有雷阵雨！",
+        "后天转多云吗？",
+        "请注意防暑；",
+    ]
+    text = "".join(sentences * 4)
+    chunks = chunk_text(text, max_chars=40)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        assert chunk.text[-1] in "。！？；"
+
+
+def test_closing_quote_stays_with_its_sentence() -> None:
+    text = "他说：“明天出发。”" + "然后大家就散了。" * 6
+    chunks = chunk_text(text, max_chars=12)
+    assert chunks[0].text == "他说：“明天出发。”"
+
+
+def test_latin_paragraph_splits_after_full_stop_and_space() -> None:
+    text = "The bridge reopened on Wednesday. Buses returned. Traders were glad."
+    chunks = chunk_text(text, max_chars=40)
+    assert [c.text for c in chunks] == [
+        "The bridge reopened on Wednesday.",
+        "Buses returned. Traders were glad.",
+    ]
+
+
+def test_decimal_point_does_not_end_a_sentence() -> None:
+    text = "The cost was 2.4 million pounds in total. " + "Filler words here. " * 5
+    chunks = chunk_text(text, max_chars=45)
+    assert chunks[0].text == "The cost was 2.4 million pounds in total."
+
+
+def test_a_single_sentence_longer_than_max_chars_is_cut_preferably_after_a_comma() -> None:
+    text = "甲" * 30 + "，" + "乙" * 30 + "，" + "丙" * 30 + "。"
+    chunks = chunk_text(text, max_chars=40)
+    assert [c.text for c in chunks] == ["甲" * 30 + "，", "乙" * 30 + "，", "丙" * 30 + "。"]
+
+
+def test_a_sentence_without_any_break_is_hard_split() -> None:
+    text = "x" * 100
+    chunks = chunk_text(text, max_chars=40)
+    assert [c.length for c in chunks] == [40, 40, 20]
+
+
+def test_max_chars_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        chunk_text("text", max_chars=0)
+
+
+# --- scoring ------------------------------------------------------------------------------
+
+
+def chunks_of(*texts: str) -> list[Chunk]:
+    offset, chunks = 0, []
+    for text in texts:
+        chunks.append(Chunk(offset, len(text), text))
+        offset += len(text) + 1
+    return chunks
+
+
+def test_chinese_query_prefers_the_matching_chunk() -> None:
+    chunks = chunks_of(
+        "市政府召开新闻发布会，介绍今年的招商引资情况。",
+        "北京明天天气晴，最高气温二十八度，北风二级。",
+        "本网站所有内容未经许可不得转载。",
+    )
+    scored = score_chunks(chunks, "北京明天天气怎么样")
+    assert scored[0].chunk is chunks[1]
+    assert scored[0].score >= MIN_SCORE
+    assert scored[0].score > scored[1].score
+
+
+def test_latin_query_ignores_word_order_and_case() -> None:
+    chunks = chunks_of(
+        "Ferry timetable changes for the summer season.",
+        "CITRIC ACID descales a KETTLE quickly and cheaply.",
+    )
+    scored = score_chunks(chunks, "kettle descale citric acid")
+    assert scored[0].chunk is chunks[1]
+    assert scored[0].query_score >= 7000
+
+
+def test_scores_are_integer_basis_points() -> None:
+    scored = score_chunks(chunks_of("湛江今天多云", "Weather in Zhanjiang"), "湛江天气", ["湛江"])
+    for item in scored:
+        assert isinstance(item.score, int)
+        assert isinstance(item.query_score, int)
+        assert 0 <= item.score <= 10000
+        assert 0 <= item.query_score <= 10000
+
+
+def test_target_hit_needs_fuzzy_containment_not_a_shared_character() -> None:
+    chunks = chunks_of("湛江市今天多云转晴。", "江门市今天多云转晴。")
+    scored = {item.chunk.offset: item for item in score_chunks(chunks, "今天天气", ["湛江"])}
+    assert scored[chunks[0].offset].target_hits == ("湛江",)
+    assert scored[chunks[1].offset].target_hits == ()
+    assert scored[chunks[0].offset].score > scored[chunks[1].offset].score
+
+
+def test_target_matching_folds_width_and_case() -> None:
+    scored = score_chunks(chunks_of("ＩＢＭ shares rose on Monday."), "", ["ibm", "IBM"])
+    assert scored[0].target_hits == ("ibm",)
+
+
+def test_score_combines_query_and_target_coverage_as_documented() -> None:
+    chunk = chunks_of("湛江今天多云，江门今天小雨。")
+    alone = score_chunks(chunk, "今天天气")[0]
+    both = score_chunks(chunk, "今天天气", ["湛江", "江门"])[0]
+    half = score_chunks(chunk, "今天天气", ["湛江", "茂名"])[0]
+    assert alone.score == alone.query_score
+    assert both.score == (6 * both.query_score + 4 * 10000) // 10
+    assert half.score == (6 * half.query_score + 4 * 5000) // 10
+    assert half.target_hits == ("湛江",)
+
+
+def test_a_fragment_that_only_occurs_inside_the_query_does_not_score_full() -> None:
+    chunks = chunks_of("北京", "北京明天天气晴，最高气温二十八度。")
+    scored = score_chunks(chunks, "北京明天天气怎么样")
+    fragment = next(item for item in scored if item.chunk.text == "北京")
+    assert fragment.query_score < 5000
+    assert scored[0].chunk.text != "北京"
+
+
+def test_very_long_query_is_truncated() -> None:
+    chunks = chunks_of("北京明天天气晴，最高气温二十八度。")
+    head = "北京明天天气" + "怎么样" * (MAX_QUERY_CHARS // 3)
+    assert (
+        score_chunks(chunks, head[:MAX_QUERY_CHARS])[0].score
+        == score_chunks(chunks, head + "无关的内容" * 1000)[0].score
+    )
+
+
+def test_results_are_sorted_by_score_then_offset() -> None:
+    chunks = chunks_of("无关内容一", "湛江天气晴", "无关内容二", "湛江天气晴")
+    scored = score_chunks(chunks, "湛江天气晴")
+    assert [item.chunk.offset for item in scored[:2]] == [chunks[1].offset, chunks[3].offset]
+    assert [item.score for item in scored] == sorted((item.score for item in scored), reverse=True)
+
+
+def test_empty_query_without_targets_scores_zero() -> None:
+    assert [item.score for item in score_chunks(chunks_of("任何内容"), "")] == [0]
+
+
+def test_best_snippets_respects_limit_and_min_score() -> None:
+    chunks = chunks_of(
+        "北京明天天气晴，最高气温二十八度。",
+        "北京明天天气多云，夜间有小雨。",
+        "本网站所有内容未经许可不得转载。",
+    )
+    best = best_snippets(chunks, "北京明天天气", limit=2)
+    assert len(best) == 2
+    assert {item.chunk.offset for item in best} == {chunks[0].offset, chunks[1].offset}
+    assert all(item.score >= MIN_SCORE for item in best)
+    assert best_snippets(chunks, "北京明天天气", limit=5, min_score=10001) == []
+    assert len(best_snippets(chunks, "北京明天天气", limit=5, min_score=0)) == 3

@@ -1,0 +1,228 @@
+"""``external-query ask``: outcomes exit 0, bad input exits 2 with one line, JSON is the answer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from external_query_service.cli import main
+from external_query_service.testing import LoopbackServer
+
+from .world import World, article, hit
+
+NOW = "2026-11-30T10:00:00+08:00"
+
+
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "verifier.md").write_text(
+        "# Verifier\n\nThe verifier checks the origin of every source, whether it is about the "
+        "same target, whether it falls in the time range, and whether there are enough "
+        "independent sources.\n",
+        encoding="utf-8",
+    )
+    (root / "fetching.md").write_text(
+        "# Fetching\n\nPages are fetched through a guarded transport with byte caps and a total "
+        "deadline; redirects are checked hop by hop.\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_offline_documentation_question_answers_from_local_docs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        [
+            "ask",
+            "What does the verifier check?",
+            "--kind",
+            "documentation",
+            "--docs",
+            str(docs(tmp_path)),
+            "--now",
+            NOW,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert out.startswith("外部实时查询：")
+    assert "independent sources" in out
+    assert "status: answered" in out
+    assert "planner: upstream_semantics" in out
+    assert "presenter: extractive" in out
+
+
+def test_json_format_is_the_full_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        [
+            "ask",
+            "How are pages fetched?",
+            "--kind",
+            "documentation",
+            "--docs",
+            str(docs(tmp_path)),
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["status"] == "answered"
+    assert data["route_mode"] == "external"
+    assert data["plan"]["query_kind"] == "documentation"
+    assert {"text", "sources", "attempts", "evidence", "verifier", "audit"} <= set(data)
+    assert data["sources"][0]["url"].startswith("docs://docs/")
+
+
+def test_no_adapter_is_an_outcome_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["ask", "今天有什么新闻？", "--now", NOW], capsys)
+    assert code == 0
+    assert "status: insufficient_evidence (no_ready_provider)" in out
+
+
+def test_flags_build_semantics_for_a_live_search(
+    loopback: LoopbackServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = World(loopback)
+    question = "湛江港今年吞吐量是多少？"
+    url = world.page(
+        "port-c.test",
+        "/news",
+        article(
+            "湛江港吞吐量",
+            ["湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。"],
+            published="2026-11-20",
+        ),
+    )
+    world.results(question, [hit(url, "湛江港", "吞吐量")])
+    config = tmp_path / "live.toml"
+    config.write_text(
+        f"""
+[network]
+allowed_networks = ["127.0.0.1/32"]
+resolve = {{ "port-c.test" = "127.0.0.1" }}
+
+[[adapters]]
+kind = "searxng"
+id = "searx"
+base_url = "{world.base("/searx")}"
+""",
+        encoding="utf-8",
+    )
+    code, out, err = run(
+        [
+            "ask",
+            question,
+            "--config",
+            str(config),
+            "--entity",
+            "湛江港",
+            "--since",
+            "2026-11-01",
+            "--until",
+            "2026-11-30",
+            "--now",
+            NOW,
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["plan"]["entities"] == ["湛江港"]
+    assert data["plan"]["time_range"] == {"start": "2026-11-01", "end": "2026-11-30"}
+    assert data["status"] == "answered"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--config", "missing.toml"], "settings file not found"),
+        (["--semantics-json", "missing.json"], "file not found"),
+        (["--since", "2026-13-01"], "--since: not a date"),
+        (["--now", "2026-11-30T10:00:00"], "--now needs an offset"),
+        (["--contract", "poem"], "invalid choice"),
+        (["--docs", "no-such-folder"], "--docs: not a folder"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    args: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["ask", "问题", *args], capsys)
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[[adapters]]\nkind = 'carrier_pigeon'\n", "unknown adapter kind 'carrier_pigeon'"),
+        ("[network]\nspeed = 3\n", "network.speed: unknown key"),
+        ("[network\n", "invalid TOML"),
+        ("[network]\nallowed_networks = ['not-a-net']\n", "allowed_networks"),
+    ],
+)
+def test_bad_settings_exit_2_with_one_line(
+    content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(content, encoding="utf-8")
+    code, _, err = run(["ask", "问题", "--config", str(config)], capsys)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "invalid JSON"),
+        ('{"location": "a", "location": "b"}', "duplicate key"),
+        ('{"query_kind": NaN}', "NaN is not valid JSON"),
+        ("[1, 2]", "root must be a JSON object"),
+        ('{"time_range": {"start": "2026-12-02", "end": "2026-12-01"}}', "before start"),
+        ('{"mood": "happy"}', "mood: unknown key"),
+    ],
+)
+def test_bad_semantics_json_exits_2(
+    content: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    semantics = tmp_path / "semantics.json"
+    semantics.write_text(content, encoding="utf-8")
+    code, _, err = run(["ask", "问题", "--semantics-json", str(semantics)], capsys)
+    assert code == 2
+    assert message in err
+
+
+def test_console_script_reports_errors_without_a_traceback(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "external_query_service.cli", "ask", "q", "--config", "nope.toml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    assert completed.stderr.startswith("external-query: error:")

@@ -1,0 +1,127 @@
+"""Third-party adapters register exactly like the built-ins, and rank by what they declare."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from external_query_service import (
+    Adapter,
+    AdapterOutcome,
+    ExternalQueryService,
+    Settings,
+    UnknownAdapterKind,
+    fixed_clock,
+    register_adapter,
+)
+from external_query_service.adapters.base import evidence_id
+from external_query_service.gateway import registry
+from external_query_service.models import Evidence, ExternalQueryPlan, Fact, ProviderType
+from external_query_service.store import sha256_digest
+from external_query_service.testing import LoopbackServer, json_reply
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+
+
+class QuoteAdapter(Adapter):
+    """A stock-quote fact API living outside the package."""
+
+    kind: ClassVar[str] = "test_quotes"
+    provider_type: ClassVar[ProviderType] = "fact_api"
+    supported_query_kinds: ClassVar[tuple[str, ...]] = ("stock_quote",)
+
+    async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
+        assert self.config.base_url is not None
+        symbol = plan.entities[0]
+        response = await self.runtime.endpoint(self.config.base_url).get_json(
+            "quote", {"symbol": symbol}
+        )
+        assert isinstance(response.data, dict)
+        price = str(response.data["price"])
+        day = str(response.data["date"])
+        text = f"{day} {symbol} 收盘价 {price} 元"
+        ref = self.runtime.store.put(text, source=response.url)
+        digest = sha256_digest(text)
+        return AdapterOutcome(
+            status="ok",
+            results=1,
+            evidence=(
+                Evidence(
+                    evidence_id=evidence_id(response.url, digest, 0),
+                    adapter_id=self.adapter_id,
+                    provider_type="fact_api",
+                    basis="fact_api",
+                    url=response.url,
+                    title=f"行情：{symbol}",
+                    site="quotes.test",
+                    snippet=text,
+                    score=10_000,
+                    published_at=datetime.fromisoformat(day).date(),
+                    about_dates=(datetime.fromisoformat(day).date(),),
+                    accessed_at=self.runtime.clock().astimezone(UTC),
+                    content_digest=digest,
+                    raw_digest=response.raw_digest,
+                    ref=ref,
+                    length=len(text),
+                    aliases=(symbol,),
+                    facts=(Fact(name="close", value=price, unit="CNY"),),
+                ),
+            ),
+        )
+
+
+def test_a_registered_third_party_fact_api_answers_its_kind(loopback: LoopbackServer) -> None:
+    register_adapter("test_quotes", QuoteAdapter, replace=True)
+    loopback.route("/q/quote", json_reply({"price": 1688.5, "date": "2026-11-27"}))
+    settings = Settings.from_mapping(
+        {
+            "adapters": [
+                {"kind": "test_quotes", "id": "quotes", "base_url": loopback.url("/q")},
+                {"kind": "searxng", "id": "searx", "base_url": loopback.url("/searx")},
+            ]
+        }
+    )
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(
+            "贵州茅台最新收盘价？",
+            {
+                "query_kind": "stock_quote",
+                "entities": ["600519"],
+                "time_range": {"start": "2026-11-27", "end": "2026-11-27"},
+            },
+        )
+    assert answer.status == "answered"
+    assert answer.attempts[0].adapter_id == "quotes"
+    assert "1688.5" in answer.text
+    assert loopback.requests_to("/q/quote")[0].query["symbol"] == ["600519"]
+
+
+def test_unknown_kind_names_the_known_ones() -> None:
+    with pytest.raises(UnknownAdapterKind) as caught:
+        ExternalQueryService(Settings.from_mapping({"adapters": [{"kind": "telepathy"}]}))
+    assert "searxng" in str(caught.value)
+
+
+def test_entry_point_plugins_are_discovered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "eqs_demo_plugin.py").write_text(
+        "from tests.test_registry import QuoteAdapter\n"
+        "class DemoAdapter(QuoteAdapter):\n    kind = 'demo_plugin'\n",
+        encoding="utf-8",
+    )
+    info = tmp_path / "eqs_demo_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: eqs-demo-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[external_query_service.adapters]\ndemo_plugin = eqs_demo_plugin:DemoAdapter\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_loaded_entry_points", False)
+    assert "demo_plugin" in registry.known_kinds()
+    assert registry.adapter_class("demo_plugin").__name__ == "DemoAdapter"
+    sys.modules.pop("eqs_demo_plugin", None)
