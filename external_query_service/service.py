@@ -53,7 +53,9 @@ class ExternalQueryService:
     """Answers questions only from external evidence.
 
     ``settings`` says which adapters exist (none by default); ``clock`` is the "now" for
-    every time check; ``planner`` is an optional structured planner hook.
+    every time check; ``planner`` is an optional structured planner hook; ``store`` keeps
+    the text of every page read; ``http`` replaces the network runtime (it must offer
+    ``fetcher``, ``endpoint(base_url)`` and ``aclose()``).
     """
 
     def __init__(
@@ -63,11 +65,13 @@ class ExternalQueryService:
         clock: Clock | None = None,
         planner: StructuredPlanner | None = None,
         store: EvidenceStore | None = None,
+        http: HttpRuntime | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or system_clock
         self.store = store if store is not None else EvidenceStore()
-        self._http = HttpRuntime(self.settings.network)
+        # ``http`` lets a caller wrap network access (recording a fixture world, say).
+        self._http = http if http is not None else HttpRuntime(self.settings.network)
         runtime = AdapterRuntime(
             network=self.settings.network,
             fetcher=self._http.fetcher,

@@ -42,6 +42,9 @@ from .errors import SettingsError
 
 __all__ = [
     "AdapterSettings",
+    "GitHubSettings",
+    "LedgerSettings",
+    "LLMSettings",
     "NetworkSettings",
     "Settings",
     "SourceSettings",
@@ -126,11 +129,39 @@ class VerifierSettings(_Section):
     max_age_days: int = Field(default=14, ge=0)
 
 
+class LLMSettings(_Section):
+    """An OpenAI-compatible chat completions endpoint. Absent: no model is used."""
+
+    base_url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    #: Name of the environment variable holding the API key; the key itself is never stored.
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=1, ge=0, le=5)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+
+
+class LedgerSettings(_Section):
+    """Where admissions are persisted (SQLite). Absent: the chain keeps them in memory."""
+
+    path: Path | None = None
+
+
+class GitHubSettings(_Section):
+    """Endpoints of the public-github evidence method (overridable for loopback tests)."""
+
+    api_url: str = "https://api.github.com"
+    raw_url: str = "https://raw.githubusercontent.com"
+
+
 class Settings(_Section):
     network: NetworkSettings = NetworkSettings()
     adapters: tuple[AdapterSettings, ...] = ()
     sources: SourceSettings = SourceSettings()
     verifier: VerifierSettings = VerifierSettings()
+    llm: LLMSettings | None = None
+    ledger: LedgerSettings = LedgerSettings()
+    github: GitHubSettings = GitHubSettings()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:
@@ -169,13 +200,17 @@ class Settings(_Section):
         return settings.with_base_dir(path.parent)
 
     def with_base_dir(self, base: Path) -> Settings:
+        """Resolve relative paths (adapter roots, the ledger) against ``base``."""
         adapters = tuple(
             adapter.model_copy(update={"root": base / adapter.root})
             if adapter.root is not None and not adapter.root.is_absolute()
             else adapter
             for adapter in self.adapters
         )
-        return self.model_copy(update={"adapters": adapters})
+        ledger = self.ledger
+        if ledger.path is not None and not ledger.path.is_absolute():
+            ledger = ledger.model_copy(update={"path": base / ledger.path})
+        return self.model_copy(update={"adapters": adapters, "ledger": ledger})
 
     def with_adapter(self, adapter: AdapterSettings) -> Settings:
         """A copy with one more adapter (ids stay unique)."""

@@ -1,43 +1,24 @@
-"""``external-query``: a thin CLI over the public API (parse, call, print).
-
-Exit codes: 0 for any of the three outcomes (the status is in the output); 2 for bad
-input (one line on stderr); 1 for an internal failure (a message, never a bare traceback).
-"""
+"""``external-query ask``: answer one question from external evidence."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import traceback
-from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from ._version import __version__
-from .clock import fixed_clock
-from .errors import InputError
-from .jsonio import load_json_file
-from .models import ExternalAnswer
-from .service import ExternalQueryService, coerce_semantics
-from .settings import Settings
+from ..clock import fixed_clock
+from ..errors import InputError
+from ..jsonio import load_json_file
+from ..models import ExternalAnswer
+from ..service import ExternalQueryService, coerce_semantics
+from ..settings import Settings
 
-__all__ = ["main"]
-
-PROG = "external-query"
+__all__ = ["register"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise InputError(message)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Answer questions only from external evidence.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask = commands.add_parser("ask", help="answer one question from external evidence")
     ask.add_argument("question")
     ask.add_argument("--config", type=Path, help="settings file (TOML)")
@@ -54,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--docs", type=Path, help="add a local_docs adapter over this folder")
     ask.add_argument("--now", help="the clock for time checks: ISO datetime with an offset")
     ask.add_argument("--format", choices=["markdown", "json"], default="markdown")
-    return parser
+    ask.set_defaults(handler=run)
 
 
 def _iso_date(value: str, flag: str) -> date:
@@ -124,7 +105,7 @@ def _markdown(answer: ExternalAnswer) -> str:
     return f"{answer.text.rstrip()}\n\n{footer}\n"
 
 
-def _ask(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     now = _now(args.now) if args.now else None
     settings = _settings(args)
     today = (now or datetime.now().astimezone()).date()
@@ -137,24 +118,3 @@ def _ask(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(_markdown(answer))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        return _ask(args)
-    except InputError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if os.environ.get("EXTERNAL_QUERY_DEBUG"):
-            traceback.print_exc()
-        print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""``external-query``: a thin CLI over the public API (parse, call, print).
+
+Each command group lives in its own module and registers its sub-parser here. Exit codes:
+0 done (for ``ask``: any of the three outcomes — the status is in the output); 2 bad input,
+one line on stderr; 1 an internal failure, a message and never a bare traceback. Command
+groups may define further codes (documented with the group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from .._version import __version__
+from ..errors import InputError
+from . import ask
+
+__all__ = ["PROG", "build_parser", "main"]
+
+PROG = "external-query"
+
+#: Modules with ``register(subparsers)``; each sets ``handler`` on its parsers.
+COMMAND_MODULES = (ask,)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """Turns argparse's usage errors into ``InputError`` (one line, exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(prog=PROG, description="Answer questions only from external evidence.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
+    for module in COMMAND_MODULES:
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except InputError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("EXTERNAL_QUERY_DEBUG"):
+            traceback.print_exc()
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
