@@ -9,7 +9,9 @@ groups may define further codes (documented with the group).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import pkgutil
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -17,14 +19,19 @@ from typing import NoReturn
 
 from .._version import __version__
 from ..errors import InputError
-from . import ask
 
 __all__ = ["PROG", "build_parser", "main"]
 
 PROG = "external-query"
 
-#: Modules with ``register(subparsers)``; each sets ``handler`` on its parsers.
-COMMAND_MODULES = (ask,)
+
+def _command_modules() -> list[str]:
+    """Every public module in this package defines ``register(subparsers)``."""
+    return sorted(
+        f"{__name__}.{info.name}"
+        for info in pkgutil.iter_modules(__path__)
+        if not info.name.startswith("_")
+    )
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -38,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog=PROG, description="Answer questions only from external evidence.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
-    for module in COMMAND_MODULES:
-        module.register(commands)
+    for name in _command_modules():
+        importlib.import_module(name).register(commands)
     return parser
 
 
