@@ -395,7 +395,10 @@ class ExternalAnswerPresenter:
         contract = packet.plan.answer_contract
         allowed = _hosts(admitted)
         sources = display_sources(admitted)
-        context: dict[str, object] = {"sources": tuple(_source_view(s) for s in sources)}
+        context: dict[str, object] = {
+            "sources": tuple(_source_view(s) for s in sources),
+            "notes": tuple(text for n in packet.uncertainties if (text := _inline(n, allowed))),
+        }
         ranked = _by_score(admitted)
         if contract == "direct_fact":
             context["best"] = _quote_view(ranked[0], allowed)
