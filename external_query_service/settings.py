@@ -43,8 +43,8 @@ from .errors import SettingsError
 __all__ = [
     "AdapterSettings",
     "GitHubSettings",
-    "LedgerSettings",
     "LLMSettings",
+    "LedgerSettings",
     "NetworkSettings",
     "Settings",
     "SourceSettings",
