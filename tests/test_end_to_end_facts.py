@@ -45,8 +45,11 @@ def test_two_places_with_the_same_name_ask_which_one(world: World) -> None:
     with service(world, world.open_meteo()) as svc:
         answer = svc.answer(
             "朝阳区明天天气？",
-            {"query_kind": "weather", "location": "朝阳区",
-             "time_range": {"start": "2026-12-01", "end": "2026-12-01"}},
+            {
+                "query_kind": "weather",
+                "location": "朝阳区",
+                "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
+            },
         )
     assert answer.status == "clarify"
     assert answer.reason == "ambiguous_target"
@@ -93,8 +96,11 @@ def test_weekend_rate_carried_forward_passes_within_max_age(world: World) -> Non
     with service(world, world.frankfurter()) as svc:
         answer = svc.answer(
             "11月29日美元兑人民币汇率？",
-            {"query_kind": "exchange_rate", "entities": ["USD", "CNY"],
-             "time_range": {"start": "2026-11-29", "end": "2026-11-29"}},
+            {
+                "query_kind": "exchange_rate",
+                "entities": ["USD", "CNY"],
+                "time_range": {"start": "2026-11-29", "end": "2026-11-29"},
+            },
         )
     assert answer.status == "answered"
     time_checks = [c for c in answer.verifier.checks if c.check == "time"]

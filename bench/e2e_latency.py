@@ -1,0 +1,98 @@
+"""End to end on a loopback world with injected latency: how close is wall time to the
+network critical path?
+
+The world: SearXNG answers after 200 ms; each of 8 pages, under 8 distinct site names,
+answers after 300 ms. Fetching pages one after another would take 200 + 8 × 300 ms; the
+critical path is 200 + 300 = 500 ms. The ratio wall / critical path should stay ≤ 1.3.
+
+    python bench/e2e_latency.py [--runs 5] [--pages 8] [--search-ms 200] [--page-ms 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from datetime import UTC, datetime
+
+from external_query_service import ExternalQueryService, Settings, fixed_clock
+from external_query_service.testing import LoopbackServer, Reply, json_reply
+
+QUESTION = "2026年珠海航展有哪些新机型亮相？"
+
+
+def page(n: int) -> str:
+    paragraphs = "".join(
+        f"<p>珠海航展第{n}篇报道：新型无人运输机与舰载预警机首次公开亮相，"
+        f"来自四十多个国家和地区的参展商参加，第{i}段详细介绍了新机型的性能与用途。</p>"
+        for i in range(12)
+    )
+    nav = "".join(f'<li><a href="/c/{i}">栏目{i}</a></li>' for i in range(30))
+    return (
+        f"<html><head><meta charset='utf-8'><title>航展报道 {n}</title></head><body>"
+        f"<nav><ul>{nav}</ul></nav><article><h1>珠海航展新机型 {n}</h1>{paragraphs}</article>"
+        "<footer>版权所有</footer></body></html>"
+    )
+
+
+def build(server: LoopbackServer, pages: int, search_ms: int, page_ms: int) -> Settings:
+    sites = [f"site-{n}.test" for n in range(pages)]
+    results = []
+    for n, site in enumerate(sites):
+        server.route("/a", Reply(body=page(n), delay_s=page_ms / 1000), host=site)
+        results.append(
+            {"url": f"http://{site}:{server.port}/a", "title": f"报道 {n}", "content": "航展"}
+        )
+    server.route(
+        "/searx/search",
+        json_reply({"query": QUESTION, "results": results}, delay_s=search_ms / 1000),
+    )
+    return Settings.from_mapping(
+        {
+            "network": {
+                "allowed_networks": ["127.0.0.1/32"],
+                "resolve": dict.fromkeys(sites, "127.0.0.1"),
+                "max_pages": pages,
+            },
+            "adapters": [{"kind": "searxng", "id": "searx", "base_url": server.url("/searx")}],
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pages", type=int, default=8)
+    parser.add_argument("--search-ms", type=int, default=200)
+    parser.add_argument("--page-ms", type=int, default=300)
+    args = parser.parse_args()
+
+    critical = (args.search_ms + args.page_ms) / 1000
+    serial = (args.search_ms + args.pages * args.page_ms) / 1000
+    walls = []
+    with LoopbackServer() as server:
+        settings = build(server, args.pages, args.search_ms, args.page_ms)
+        clock = fixed_clock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
+        with ExternalQueryService(settings, clock=clock) as service:
+            service.answer(QUESTION)  # warm-up: imports, OpenCC tables, trafilatura
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                answer = service.answer(QUESTION)
+                walls.append(time.perf_counter() - started)
+    fetched = answer.attempts[0].pages_fetched
+    median = statistics.median(walls)
+    print(
+        f"pages fetched per run: {fetched} (status {answer.status}, {len(answer.sources)} sources)"
+    )
+    print(
+        f"critical path: {critical * 1000:.0f} ms; serial fetching would be {serial * 1000:.0f} ms"
+    )
+    print(
+        f"wall time over {args.runs} runs: median {median * 1000:.0f} ms, "
+        f"min {min(walls) * 1000:.0f} ms, max {max(walls) * 1000:.0f} ms"
+    )
+    print(f"wall / critical path: {median / critical:.2f} (target <= 1.30)")
+
+
+if __name__ == "__main__":
+    main()
