@@ -231,6 +231,8 @@ class PlaceCandidate(_Model):
     latitude: str
     longitude: str
     timezone: str = ""
+    #: As the provider reports it; lets the verifier tell a city from a village of the same name.
+    population: int | None = None
 
     @property
     def label(self) -> str:

@@ -277,7 +277,13 @@ def test_an_ambiguous_name_reports_every_candidate_and_uses_the_first(
     loopback: LoopbackServer,
 ) -> None:
     taiping_gd = {**ZHANJIANG, "name": "太平镇", "admin1": "广东省", "latitude": 23.1}
-    taiping_sc = {**ZHANJIANG, "name": "太平镇", "admin1": "四川省", "latitude": 29.5}
+    taiping_sc = {
+        **ZHANJIANG,
+        "name": "太平镇",
+        "admin1": "四川省",
+        "latitude": 29.5,
+        "population": 41000,
+    }
     loopback.route("/v1/search", json_reply({"results": [taiping_gd, taiping_sc]}))
     loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])))
 
@@ -293,6 +299,7 @@ def test_an_ambiguous_name_reports_every_candidate_and_uses_the_first(
         ("太平镇", "四川省", "29.5"),
     ]
     assert finding.candidates[0].label == "太平镇，广东省，中国"
+    assert finding.candidates[1].population == 41000
     assert _one(_one_request(loopback, "/v1/forecast", FORECAST_HOST)["latitude"]) == "23.1"
 
 

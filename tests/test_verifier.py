@@ -368,3 +368,28 @@ def test_public_names_are_pinned_and_importable() -> None:
         "url_host",
     ]
     assert all(hasattr(verifier_package, name) for name in verifier_package.__all__)
+
+
+def test_a_village_sharing_a_city_name_is_not_an_ambiguity() -> None:
+    candidates = (
+        place("湛江市", "广东省").model_copy(update={"population": 7_000_000}),
+        place("湛江", "湖南省").model_copy(update={"population": 800}),
+    )
+    finding = Finding(
+        adapter_id="meteo", kind="place_candidates", slot="location", candidates=candidates
+    )
+    outcome = verify(gathered(items=[evidence()], findings=[finding]))
+    assert outcome.result.status == "answered"
+
+
+def test_two_cities_sharing_a_name_ask_which_one() -> None:
+    candidates = (
+        place("湛江市", "广东省").model_copy(update={"population": 7_000_000}),
+        place("湛江市", "湖南省").model_copy(update={"population": 900_000}),
+    )
+    finding = Finding(
+        adapter_id="meteo", kind="place_candidates", slot="location", candidates=candidates
+    )
+    outcome = verify(gathered(items=[evidence()], findings=[finding]))
+    assert outcome.result.status == "clarify"
+    assert len(outcome.result.clarify_options) == 2

@@ -123,8 +123,13 @@ def _place(entry: JsonValue) -> _Place | None:
         latitude=latitude,
         longitude=longitude,
         timezone=_text(entry.get("timezone")),
+        population=_population(entry.get("population")),
     )
     return _Place(candidate)
+
+
+def _population(value: JsonValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _iso_date(value: JsonValue) -> date | None:

@@ -291,15 +291,32 @@ def _candidate_checks(
     return tuple(checks), tuple(dict.fromkeys(options))
 
 
+#: A same-named place counts as an equally plausible reading only when its population is at
+#: least this share of the largest matching place's (a city and a village of the same name
+#: are not a real ambiguity; two cities are).
+PLAUSIBLE_POPULATION_SHARE = 0.1
+
+
 def _plausible_groups(
     candidates: Iterable[PlaceCandidate], names: Sequence[str]
 ) -> tuple[PlaceCandidate, ...]:
-    """The first candidate of each (country, admin1) group whose name matches a plan name."""
+    """The first candidate of each (country, admin1) group whose name matches a plan name.
+
+    When the provider reports populations, candidates far smaller than the largest match are
+    dropped first; without populations every matching candidate counts.
+    """
+    matching = [
+        candidate
+        for candidate in candidates
+        if any(matches_target(name, candidate.name) >= MATCH_THRESHOLD for name in names)
+    ]
+    largest = max((c.population for c in matching if c.population is not None), default=None)
     groups: dict[tuple[str, str], PlaceCandidate] = {}
-    for candidate in candidates:
-        if any(matches_target(name, candidate.name) >= MATCH_THRESHOLD for name in names):
-            key = (candidate.country_code.upper(), normalize_for_match(candidate.admin1))
-            groups.setdefault(key, candidate)
+    for candidate in matching:
+        if largest and (candidate.population or 0) < largest * PLAUSIBLE_POPULATION_SHARE:
+            continue
+        key = (candidate.country_code.upper(), normalize_for_match(candidate.admin1))
+        groups.setdefault(key, candidate)
     return tuple(groups.values())
 
 
