@@ -39,6 +39,8 @@ __all__ = [
     "ANSWER_PREFIX",
     "ExternalAnswerPresenter",
     "Presentation",
+    "Renderer",
+    "admitted_evidence",
     "display_sources",
     "strip_invisible",
 ]
@@ -66,6 +68,10 @@ _BOUNDARY_TRIES = 16
 _BOUNDARY_SHAPE = re.compile(r"[0-9a-f]{8,64}")
 _LINK_REMOVED = "[链接已移除]"
 
+#: Who wrote the answer text: the templates (extractive) or a model whose reply passed
+#: validation in code (llm).
+Renderer = Literal["extractive", "llm"]
+
 
 @dataclass(frozen=True)
 class Presentation:
@@ -78,7 +84,9 @@ class Presentation:
     prompt_template: str
     #: ``sha256:<hex>`` of the rendered prompt; ``""`` when none was rendered.
     prompt_digest: str
-    renderer: Literal["extractive"]
+    renderer: Renderer
+    #: Why a configured model's answer was not used (for the audit); None otherwise.
+    fallback_reason: str | None = None
 
 
 # --- text hygiene -----------------------------------------------------------------------
@@ -293,8 +301,9 @@ def _quote_view(item: Evidence, allowed_hosts: frozenset[str]) -> _QuoteView:
     )
 
 
-def _admitted(packet: ExternalContextPacket) -> tuple[Evidence, ...]:
-    """Evidence the verifier admitted: in the packet and carrying an ``admit`` decision."""
+def admitted_evidence(packet: ExternalContextPacket) -> tuple[Evidence, ...]:
+    """Evidence the verifier admitted: in the packet and carrying an ``admit`` decision
+    (and no ``reject``), in packet order. Only these may be quoted, cited or listed."""
     admitted = {d.evidence_id for d in packet.verifier.accepted if d.decision == "admit"}
     rejected = {d.evidence_id for d in packet.verifier.rejected}
     return tuple(
@@ -380,7 +389,7 @@ class ExternalAnswerPresenter:
                 ),
                 missing_slots=verifier.missing_slots,
             )
-        admitted = _admitted(packet)
+        admitted = admitted_evidence(packet)
         if verifier.status == "insufficient_evidence" or not admitted:
             # An "answered" verdict with nothing admitted has nothing it may quote.
             answered = verifier.status == "answered"
@@ -432,6 +441,17 @@ class ExternalAnswerPresenter:
             renderer="extractive",
         )
 
+    def render_sources(self, sources: tuple[DisplaySource, ...]) -> str:
+        """The numbered "来源：" list the extractive answers end with, for ``sources``.
+
+        Another renderer (the LLM presenter) appends it so every answer lists its sources
+        the same way, from display fields only.
+        """
+        macros = self._env.get_template("_answer.macros.j2").make_module()
+        views = tuple(_source_view(source) for source in sources)
+        # Macros are attributes of the module jinja builds; the stubs cannot know them.
+        return str(macros.source_list(views))  # type: ignore[attr-defined]
+
     def render_prompt(self, packet: ExternalContextPacket, *, boundary: str | None = None) -> str:
         """The LLM prompt for the packet's contract, built from packet content only.
 
@@ -450,7 +470,7 @@ class ExternalAnswerPresenter:
                 about=tuple(_day(day) for day in sorted(set(item.about_dates))),
                 text=strip_invisible(item.snippet).strip(),
             )
-            for item in _admitted(packet)
+            for item in admitted_evidence(packet)
         )
         time_range = plan.time_range
         context: dict[str, object] = {

@@ -19,7 +19,9 @@ from .errors import InputError, ServiceClosed
 from .gateway.fetch import HttpRuntime
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
+from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
 from .models import (
+    CORE_QUERY_KINDS,
     ExternalAnswer,
     ExternalContextPacket,
     ExternalQueryPlan,
@@ -86,9 +88,17 @@ class ExternalQueryService:
         self.gateway = ExternalQueryGateway(
             adapters, deadline_s=self.settings.network.deadline_s, needs=self.settings.verifier
         )
+        # One model client, injected into planner and presenter; neither builds its own.
+        self.llm = ChatCompletionsClient(self.settings.llm) if self.settings.llm else None
+        if planner is None and self.llm is not None:  # an explicit hook still wins
+            kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
+            planner = LLMPlanner(self.llm, kinds=tuple(dict.fromkeys(kinds)), clock=self.clock)
         self.planner = ExternalQueryPlanner(planner)
         self.verifier = EvidenceVerifier(self.settings)
         self.presenter = ExternalAnswerPresenter()
+        self._llm_presenter = (
+            LLMAnswerPresenter(self.llm, extractive=self.presenter) if self.llm else None
+        )
         self._portal = Portal()
         self._closed = False
 
@@ -150,7 +160,10 @@ class ExternalQueryService:
             verifier=result,
             uncertainties=outcome.uncertainties,
         )
-        shown = self.presenter.present(packet)
+        if self._llm_presenter is not None:
+            shown = await self._llm_presenter.present(packet)
+        else:
+            shown = self.presenter.present(packet)
         audit.record(
             "presenter",
             "render",
@@ -158,6 +171,7 @@ class ExternalQueryService:
             prompt_template=shown.prompt_template,
             prompt_digest=shown.prompt_digest,
             renderer=shown.renderer,
+            fallback_reason=shown.fallback_reason,
             sources=len(shown.sources),
         )
         return ExternalAnswer(

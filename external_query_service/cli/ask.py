@@ -8,12 +8,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..clock import fixed_clock
 from ..errors import InputError
 from ..jsonio import load_json_file
 from ..models import ExternalAnswer
 from ..service import ExternalQueryService, coerce_semantics
-from ..settings import Settings
+from ..settings import LLMSettings, Settings, format_validation_error
 
 __all__ = ["register"]
 
@@ -34,6 +36,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     ask.add_argument("--docs", type=Path, help="add a local_docs adapter over this folder")
     ask.add_argument("--now", help="the clock for time checks: ISO datetime with an offset")
+    ask.add_argument("--llm-base-url", help="OpenAI-compatible endpoint (overrides [llm])")
+    ask.add_argument("--llm-model", help="model name (overrides [llm])")
     ask.add_argument("--format", choices=["markdown", "json"], default="markdown")
     ask.set_defaults(handler=run)
 
@@ -90,13 +94,31 @@ def _settings(args: argparse.Namespace) -> Settings:
         if not args.docs.is_dir():
             raise InputError(f"--docs: not a folder: {args.docs}")
         settings = settings.with_docs(args.docs)
+    if args.llm_base_url or args.llm_model:
+        fields = settings.llm.model_dump() if settings.llm else {}
+        if args.llm_base_url:
+            fields["base_url"] = args.llm_base_url
+        if args.llm_model:
+            fields["model"] = args.llm_model
+        try:
+            llm = LLMSettings.model_validate(fields)
+        except ValidationError as exc:
+            raise InputError(f"--llm-*: {format_validation_error(exc)}") from None
+        settings = settings.model_copy(update={"llm": llm})
     return settings
 
 
 def _markdown(answer: ExternalAnswer) -> str:
-    planner = answer.plan.planner_source
-    presenter = answer.audit.named("render")
-    renderer = presenter[-1].detail.get("renderer") if presenter else "?"
+    planner: str = answer.plan.planner_source
+    render = answer.audit.named("render")
+    renderer = render[-1].detail.get("renderer") if render else "?"
+    fallback = render[-1].detail.get("fallback_reason") if render else None
+    if fallback:
+        renderer = f"{renderer} (llm fallback: {fallback})"
+    planned = answer.audit.named("plan")
+    why = planned[-1].detail.get("fallback_reason") if planned else None
+    if why and why != "no structured planner":
+        planner = f"{planner} ({why})"
     status = answer.status + (f" ({answer.reason})" if answer.reason else "")
     footer = (
         f"> status: {status} · contract: {answer.answer_contract} · "

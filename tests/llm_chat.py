@@ -1,0 +1,118 @@
+"""A loopback chat completions endpoint for the LLM tests: replies from a script and keeps
+every request body it received.
+
+``LoopbackServer`` records no request bodies (and leaves a POST body unread on the
+connection), so this subclass reads the body before routing, records it, and hands it to
+the script step.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from external_query_service.settings import LLMSettings
+from external_query_service.testing import LoopbackServer, RecordedRequest, Reply, json_reply
+
+CHAT_PATH = "/v1/chat/completions"
+
+Step = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def completion(
+    content: str | None,
+    *,
+    finish_reason: str | None = "stop",
+    refusal: str | None = None,
+    model: str = "fake-model-2026",
+) -> Reply:
+    """A chat completion in the OpenAI shape (APIS.md §6) whose message says ``content``."""
+    return json_reply(
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 1_780_000_000,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                    "logprobs": None,
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
+
+
+def answer_json(value: Any) -> Reply:
+    """A completion whose content is ``value`` as JSON text."""
+    return completion(json.dumps(value, ensure_ascii=False))
+
+
+def api_error(status: int, message: str, kind: str = "invalid_request_error") -> Reply:
+    return json_reply(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}}, status=status
+    )
+
+
+class ChatServer(LoopbackServer):
+    """``POST /v1/chat/completions`` answered by ``script`` steps, in order."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.script: list[Step] = []
+        self._current = threading.local()
+        super().__init__()
+        self.route(CHAT_PATH, self._answer)
+
+    @property
+    def base_url(self) -> str:
+        return self.url("/v1")
+
+    def settings(self, **overrides: Any) -> LLMSettings:
+        fields: dict[str, Any] = {
+            "base_url": self.base_url,
+            "model": "fake-model",
+            "timeout_s": 5.0,
+            "max_retries": 0,
+        }
+        fields.update(overrides)
+        return LLMSettings(**fields)
+
+    def then(self, *steps: Step) -> ChatServer:
+        with self._lock:
+            self.script.extend(steps)
+        return self
+
+    def messages(self, index: int = -1) -> list[dict[str, Any]]:
+        """The messages of the ``index``-th request received."""
+        return list(self.bodies[index]["messages"])
+
+    def _answer(self, _request: RecordedRequest) -> Reply:
+        body: dict[str, Any] = self._current.body
+        with self._lock:
+            step = self.script.pop(0) if self.script else None
+        if step is None:
+            return api_error(500, "the test script has no reply left", "api_error")
+        return step(body) if callable(step) else step
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        base: Any = super()._handler_class()
+        server = self
+
+        class _ReadsBodies(base):  # type: ignore[misc,valid-type]
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                body = json.loads(raw.decode("utf-8")) if raw else {}
+                with server._lock:
+                    server.bodies.append(body)
+                server._current.body = body
+                super().do_POST()
+
+        return _ReadsBodies
