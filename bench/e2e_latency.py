@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
-from external_query_service.testing import LoopbackServer, Reply, json_reply
+from external_query_service.testing import Reply, World, hit, json_reply, searx_body
 
 QUESTION = "2026年珠海航展有哪些新机型亮相？"
 
@@ -35,28 +35,19 @@ def page(n: int) -> str:
     )
 
 
-def build(server: LoopbackServer, pages: int, search_ms: int, page_ms: int) -> Settings:
-    sites = [f"site-{n}.test" for n in range(pages)]
+def build(world: World, pages: int, search_ms: int, page_ms: int) -> Settings:
+    """The world: ``pages`` sites under their own names, each slow by ``page_ms``."""
     results = []
-    for n, site in enumerate(sites):
-        server.route("/a", Reply(body=page(n), delay_s=page_ms / 1000), host=site)
-        results.append(
-            {"url": f"http://{site}:{server.port}/a", "title": f"报道 {n}", "content": "航展"}
-        )
-    server.route(
-        "/searx/search",
-        json_reply({"query": QUESTION, "results": results}, delay_s=search_ms / 1000),
+    for n in range(pages):
+        url = world.route(f"http://site-{n}.test/a", Reply(body=page(n)), latency_ms=page_ms)
+        results.append(hit(url, f"报道 {n}", "航展"))
+    search = world.searxng()
+    world.route(
+        f"{search['base_url']}/search",
+        json_reply(searx_body(QUESTION, results)),
+        latency_ms=search_ms,
     )
-    return Settings.from_mapping(
-        {
-            "network": {
-                "allowed_networks": ["127.0.0.1/32"],
-                "resolve": dict.fromkeys(sites, "127.0.0.1"),
-                "max_pages": pages,
-            },
-            "adapters": [{"kind": "searxng", "id": "searx", "base_url": server.url("/searx")}],
-        }
-    )
+    return world.settings(search, network={"max_pages": pages})
 
 
 def main() -> None:
@@ -70,8 +61,8 @@ def main() -> None:
     critical = (args.search_ms + args.page_ms) / 1000
     serial = (args.search_ms + args.pages * args.page_ms) / 1000
     walls = []
-    with LoopbackServer() as server:
-        settings = build(server, args.pages, args.search_ms, args.page_ms)
+    with World() as world:
+        settings = build(world, args.pages, args.search_ms, args.page_ms)
         clock = fixed_clock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
         with ExternalQueryService(settings, clock=clock) as service:
             service.answer(QUESTION)  # warm-up: imports, OpenCC tables, trafilatura

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["MAX_JSON_BYTES", "load_json_file", "loads_strict"]
+__all__ = ["MAX_JSON_BYTES", "load_json_file", "loads_strict", "read_regular_file"]
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
@@ -44,7 +44,9 @@ def loads_strict(text: str, *, origin: str = "input") -> Any:
         raise InputError(f"{origin}: invalid JSON: too deeply nested") from None
 
 
-def load_json_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+def read_regular_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; anything else (missing, a
+    FIFO, a device, a directory, too large, unreadable) is an ``InputError``."""
     name = str(path)
     try:
         # O_NONBLOCK so a FIFO cannot block the open; it is then refused as not regular.
@@ -53,13 +55,24 @@ def load_json_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
         raise InputError(f"{name}: file not found") from None
     except OSError as exc:
         raise InputError(f"{name}: cannot open: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    # Checked on the descriptor before wrapping it: os.fdopen refuses a folder with an
+    # IsADirectoryError that would otherwise escape as an internal error.
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"{name}: not a regular file")
         if info.st_size > max_bytes:
             raise InputError(f"{name}: larger than {max_bytes} bytes")
-        data = handle.read(max_bytes + 1)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(max_bytes + 1)
+
+
+def load_json_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    name = str(path)
+    data = read_regular_file(path, max_bytes=max_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -4,6 +4,8 @@
 [network]
 allowed_networks = []          # CIDR list; private ranges are refused unless listed
 resolve = { "docs.example" = "127.0.0.1" }   # like curl --resolve
+connect_to = { "news.example:443" = "127.0.0.1:8443" }  # like curl --connect-to
+ca_bundle = "world-ca.pem"     # extra trusted CA certificates (PEM), besides certifi's
 timeout_s = 10.0               # per request (connect/read/write/pool)
 deadline_s = 20.0              # per question, the whole gather
 max_page_bytes = 2000000       # raw and decoded
@@ -70,6 +72,14 @@ class NetworkSettings(_Section):
     max_pages: int = Field(default=5, ge=1, le=50)
     max_redirects: int = Field(default=3, ge=0, le=10)
     user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
+    #: ``"host:port" -> "host:port"``: open the connection to the right-hand side instead,
+    #: like ``curl --connect-to``. URL, Host header, TLS name, sources and evidence ids keep
+    #: the original; the guard judges the address actually connected to (so a loopback
+    #: target must be inside ``allowed_networks``). Replaying a recorded world uses this.
+    connect_to: dict[str, str] = Field(default_factory=dict)
+    #: Extra CA certificates (a PEM file) trusted besides certifi's roots, for the fetcher
+    #: and trusted endpoints alike (a test world's local CA, a corporate CA).
+    ca_bundle: Path | None = None
 
     @field_validator("allowed_networks", mode="before")
     @classmethod
@@ -92,6 +102,25 @@ class NetworkSettings(_Section):
                 raise ValueError(f"resolve[{host!r}] is not an IP address: {address!r}") from exc
             checked[host.lower().rstrip(".")] = address
         return checked
+
+    @field_validator("connect_to")
+    @classmethod
+    def _check_connect_to(cls, value: dict[str, str]) -> dict[str, str]:
+        return {
+            _host_port(origin, "connect_to key"): _host_port(target, f"connect_to[{origin!r}]")
+            for origin, target in value.items()
+        }
+
+
+def _host_port(text: str, where: str) -> str:
+    """``host:port`` normalised (lower case, no trailing dot); IPv6 hosts in brackets."""
+    host, sep, port = text.strip().rpartition(":")
+    host = host.lower().rstrip(".")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{where} is not host:port: {text!r}")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise ValueError(f"{where}: put an IPv6 host in brackets: {text!r}")
+    return f"{host}:{int(port)}"
 
 
 class AdapterSettings(_Section):
@@ -200,7 +229,7 @@ class Settings(_Section):
         return settings.with_base_dir(path.parent)
 
     def with_base_dir(self, base: Path) -> Settings:
-        """Resolve relative paths (adapter roots, the ledger) against ``base``."""
+        """Resolve relative paths (adapter roots, the ledger, the CA bundle) against ``base``."""
         adapters = tuple(
             adapter.model_copy(update={"root": base / adapter.root})
             if adapter.root is not None and not adapter.root.is_absolute()
@@ -210,7 +239,10 @@ class Settings(_Section):
         ledger = self.ledger
         if ledger.path is not None and not ledger.path.is_absolute():
             ledger = ledger.model_copy(update={"path": base / ledger.path})
-        return self.model_copy(update={"adapters": adapters, "ledger": ledger})
+        network = self.network
+        if network.ca_bundle is not None and not network.ca_bundle.is_absolute():
+            network = network.model_copy(update={"ca_bundle": base / network.ca_bundle})
+        return self.model_copy(update={"adapters": adapters, "ledger": ledger, "network": network})
 
     def with_adapter(self, adapter: AdapterSettings) -> Settings:
         """A copy with one more adapter (ids stay unique)."""

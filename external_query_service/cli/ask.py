@@ -39,6 +39,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     ask.add_argument("--llm-base-url", help="OpenAI-compatible endpoint (overrides [llm])")
     ask.add_argument("--llm-model", help="model name (overrides [llm])")
     ask.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    ask.add_argument(
+        "--world", type=Path, help="replay a world folder on loopback (its settings and clock)"
+    )
     ask.set_defaults(handler=run)
 
 
@@ -88,8 +91,8 @@ def _semantics(args: argparse.Namespace, today: date) -> dict[str, Any]:
     return fields
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings = Settings.load(args.config) if args.config else Settings()
+def _settings(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    settings = base or (Settings.load(args.config) if args.config else Settings())
     if args.docs is not None:
         if not args.docs.is_dir():
             raise InputError(f"--docs: not a folder: {args.docs}")
@@ -128,8 +131,24 @@ def _markdown(answer: ExternalAnswer) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    now = _now(args.now) if args.now else None
-    settings = _settings(args)
+    if args.world is not None:
+        return _replay(args)
+    return _answer(args, _settings(args), _now(args.now) if args.now else None)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``--world``: serve the world on loopback and answer there, on its settings and clock
+    (``--now`` still wins)."""
+    if args.config is not None:
+        raise InputError("--world brings its own settings; drop --config")
+    from ..testing.world import open_world  # only a replay needs the world server
+
+    with open_world(args.world) as world:
+        now = _now(args.now) if args.now else world.now
+        return _answer(args, _settings(args, world.settings()), now)
+
+
+def _answer(args: argparse.Namespace, settings: Settings, now: datetime | None) -> int:
     today = (now or datetime.now().astimezone()).date()
     semantics = coerce_semantics(_semantics(args, today) or None)
     clock = fixed_clock(now) if now else None

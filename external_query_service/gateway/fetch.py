@@ -15,7 +15,7 @@ import ssl
 import string
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -39,6 +39,7 @@ __all__ = [
     "ApiResponse",
     "FetchedPage",
     "HttpRuntime",
+    "RawResponse",
     "SafeFetcher",
     "TrustedEndpoint",
     "check_url",
@@ -68,6 +69,21 @@ class ApiResponse:
     status: int
     data: JsonValue
     raw_digest: str
+    #: The bytes ``data`` was parsed from (what ``raw_digest`` digests), so a recorder can
+    #: keep them exactly; empty when a double built the response without them.
+    body: bytes = field(default=b"", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A body from an endpoint's own origin, as bytes (bounded, not decoded as text)."""
+
+    url: str
+    status: int
+    content_type: str  # media type only, lower case
+    charset: str | None
+    body: bytes
+    raw_digest: str  # "sha256:<hex>" of ``body``
 
 
 # --------------------------------------------------------------------------------------
@@ -125,9 +141,18 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return (url.scheme, normalise_host(url.raw_host.decode("ascii")), port)
 
 
-def _verifying_context() -> ssl.SSLContext:
-    """Certificates checked against certifi's roots; SSL_CERT_FILE and friends ignored."""
-    return httpx.create_ssl_context(verify=True, trust_env=False)
+def _verifying_context(network: NetworkSettings) -> ssl.SSLContext:
+    """Certificates checked against certifi's roots plus ``network.ca_bundle`` (if set);
+    SSL_CERT_FILE and friends ignored."""
+    context = httpx.create_ssl_context(verify=True, trust_env=False)
+    if network.ca_bundle is not None:
+        try:
+            context.load_verify_locations(cafile=str(network.ca_bundle))
+        except (OSError, ssl.SSLError) as exc:
+            raise FetchError(
+                str(network.ca_bundle), f"cannot load ca_bundle: {exc}", reason="ca_bundle_invalid"
+            ) from None
+    return context
 
 
 def _headers(network: NetworkSettings, accept: str) -> dict[str, str]:
@@ -368,7 +393,7 @@ class SafeFetcher:
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
 
     def _new_state(self) -> _FetchLoopState:
-        self._ssl_context = self._ssl_context or _verifying_context()
+        self._ssl_context = self._ssl_context or _verifying_context(self._network)
         client = guarded_client(
             self._network,
             headers=_headers(self._network, PAGE_ACCEPT),
@@ -380,7 +405,12 @@ class SafeFetcher:
             client, asyncio.Semaphore(GLOBAL_FETCHES), _HostSlots(PER_HOST_FETCHES)
         )
 
-    async def fetch(self, url: str) -> FetchedPage:
+    async def fetch(
+        self, url: str, *, allow_redirect: Callable[[str], bool] | None = None
+    ) -> FetchedPage:
+        """Fetch ``url``. ``allow_redirect`` (optional) is asked about every redirect hop
+        after the URL gate and before the hop is requested; ``False`` stops the fetch with
+        ``UnsafeURL`` (detail "redirect to <hop> refused by the caller")."""
         start = check_url(url)
         state = self._loops.get()
         # The deadline starts once a slot is held: waiting for one is not the page's fault.
@@ -389,9 +419,15 @@ class SafeFetcher:
             state.hosts.hold(_origin(start)[1]),
             _deadline(url, self._network.timeout_s),
         ):
-            return await self._follow(state.client, url, start)
+            return await self._follow(state.client, url, start, allow_redirect)
 
-    async def _follow(self, client: httpx.AsyncClient, url: str, start: httpx.URL) -> FetchedPage:
+    async def _follow(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        start: httpx.URL,
+        allow_redirect: Callable[[str], bool] | None = None,
+    ) -> FetchedPage:
         current = start
         redirects: list[str] = []
         while True:
@@ -415,6 +451,8 @@ class SafeFetcher:
                             current = check_url(str(target))
                         except UnsafeURL as exc:
                             raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
+                        if allow_redirect is not None and not allow_redirect(str(current)):
+                            raise UnsafeURL(url, f"redirect to {current} refused by the caller")
                         redirects.append(str(current))
                         continue
                     return await self._page(response, url, redirects)
@@ -475,7 +513,7 @@ class TrustedEndpoint:
 
     def _new_client(self) -> httpx.AsyncClient:
         _, host, port = self._origin
-        self._ssl_context = self._ssl_context or _verifying_context()
+        self._ssl_context = self._ssl_context or _verifying_context(self._network)
         return guarded_client(
             self._network,
             headers=_headers(self._network, API_ACCEPT),
@@ -525,6 +563,41 @@ class TrustedEndpoint:
             url=url,
             status=response.status_code,
             data=_parse_json(url, body),
+            raw_digest=sha256_digest(body),
+            body=body,
+        )
+
+    async def get_bytes(
+        self, path: str, params: Mapping[str, str | int] | None = None
+    ) -> RawResponse:
+        """Like ``get_json`` but the body comes back as bytes, whatever its type: same
+        origin rule, no redirects (3xx → ``UpstreamStatus``), same bound and deadline.
+        Anonymous: no Cookie header is sent, even if an earlier answer set one."""
+        target = self.url_for(path)
+        if params:
+            target = target.copy_merge_params(dict(params))
+        if _origin(target) != self._origin:
+            raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
+        url = str(target)
+        client = self._loops.get()
+        async with _deadline(url, self._network.timeout_s):
+            with _mapped_errors(url):
+                request = client.build_request("GET", target)
+                request.headers.pop("cookie", None)
+                response = await client.send(request, stream=True)
+                try:
+                    if not 200 <= response.status_code < 300:
+                        raise UpstreamStatus(url, response.status_code)
+                    content_type, charset = _media_type(response)
+                    body = await _read_body(response, url, self._network.max_page_bytes)
+                finally:
+                    await response.aclose()
+        return RawResponse(
+            url=url,
+            status=response.status_code,
+            content_type=content_type,
+            charset=charset,
+            body=body,
             raw_digest=sha256_digest(body),
         )
 

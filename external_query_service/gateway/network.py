@@ -16,6 +16,8 @@ Policy (strict, stated so tests can pin it):
   any resolution.
 - If ANY resolved address is refused, the host is refused (no "pick a good one").
 - ``[network] resolve`` (host → IP, like ``curl --resolve``) answers before the resolver.
+- ``[network] connect_to`` (``host:port`` → ``host:port``, like ``curl --connect-to``) swaps
+  the destination before anything else; the policy then judges the swapped one.
 - Trusted origins (an adapter's own configured endpoint) skip the address and port
   policy for that exact (host, port); nothing else does.
 """
@@ -153,6 +155,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     the first address as an IP literal. Refusals raise ``UnsafeURL`` (port) or
     ``BlockedDestination`` (address), with ``url`` set to ``host:port``; callers rebind
     them to the URL they were fetching. Unix sockets are always refused.
+
+    ``connect_to`` (``"host:port" -> "host:port"``) first replaces the destination; trust
+    stays with the original origin, every check applies to the replacement.
     """
 
     def __init__(
@@ -163,8 +168,13 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         resolver: Resolver | None = None,
         trusted_origins: Iterable[tuple[str, int]] = (),
         inner: httpcore.AsyncNetworkBackend | None = None,
+        connect_to: Mapping[str, str] | None = None,
     ) -> None:
         self._allowed = tuple(allowed_networks)
+        self._connect_to = {
+            _split_host_port(origin): _split_host_port(target)
+            for origin, target in (connect_to or {}).items()
+        }
         self._resolve = {normalise_host(host): ip for host, ip in (resolve or {}).items()}
         self._resolver = resolver or system_resolver
         self._trusted = frozenset((normalise_host(host), port) for host, port in trusted_origins)
@@ -212,6 +222,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         trusted = (normalise_host(host), port) in self._trusted
+        host, port = self._connect_to.get((normalise_host(host), port), (host, port))
         if not trusted and port not in PUBLIC_PORTS and not self._allowed:
             raise UnsafeURL(f"{host}:{port}", f"port {port} is not allowed")
         addresses = await self.resolve(host, port)
@@ -237,6 +248,11 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+def _split_host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return normalise_host(host), int(port)
 
 
 def guarded_client(
@@ -265,6 +281,7 @@ def guarded_client(
         resolve=network.resolve,
         resolver=resolver,
         trusted_origins=trusted_origins,
+        connect_to=network.connect_to,
     )
     transport = httpx.AsyncHTTPTransport(
         verify=context, trust_env=False, http1=True, http2=False, limits=limits

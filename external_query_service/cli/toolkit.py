@@ -1,0 +1,150 @@
+"""``external-query check-task``, ``run-task`` and ``mcp``: evidence tasks and the MCP server.
+
+Exit codes: ``check-task`` 0 valid, 2 invalid (one line). ``run-task`` 0 when the report
+is saved and every required category is backed by a verified quote, 3 when the report is
+saved but some required category is not, 2 bad input (including an output file that
+already exists). ``mcp`` serves one stdio session and exits 0 when the client closes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..clock import fixed_clock
+from ..errors import InputError
+from ..service import ExternalQueryService
+from ..settings import Settings
+from ..toolkit.errors import BoundaryRefused, ToolkitError
+from ..toolkit.operations import ToolkitSession
+from ..toolkit.taskfile import load_inputs, load_task, resolve_inputs
+from ..toolkit.tasks import EvidenceTask
+
+__all__ = ["EXIT_CHECKS_FAILED", "register"]
+
+#: ``run-task``: the report was saved, but a required category has no verified quote.
+EXIT_CHECKS_FAILED = 3
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser("check-task", help="validate a task file (and inputs) statically")
+    check.add_argument("task", type=Path, help="task file (.toml or .json)")
+    check.add_argument("--inputs-json", type=Path, help="runtime inputs to validate as well")
+    check.set_defaults(handler=check_task)
+
+    run = commands.add_parser("run-task", help="collect evidence for a task and save its report")
+    run.add_argument("task", type=Path, help="task file (.toml or .json)")
+    run.add_argument("--inputs-json", type=Path, required=True, help="runtime inputs (JSON)")
+    run.add_argument("--config", type=Path, help="settings file (TOML): network policy")
+    run.add_argument("--now", help="the clock for created_at: ISO datetime with an offset")
+    run.set_defaults(handler=run_task)
+
+    mcp = commands.add_parser("mcp", help="serve the toolkit and the answer chain over MCP stdio")
+    mcp.add_argument("--config", type=Path, help="settings file (TOML)")
+    mcp.add_argument("--task", type=Path, help="task file for the toolkit tools")
+    mcp.add_argument("--inputs-json", type=Path, help="runtime inputs for --task (JSON)")
+    mcp.add_argument("--now", help="the clock for time checks: ISO datetime with an offset")
+    mcp.set_defaults(handler=serve_mcp)
+
+
+def _now(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"--now: not an ISO datetime: {value!r}") from None
+    if moment.utcoffset() is None:
+        raise InputError(f"--now needs an offset (e.g. {value}+08:00)")
+    return moment
+
+
+def _print(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _task(args: argparse.Namespace, settings: Settings) -> EvidenceTask:
+    now = _now(args.now)
+    try:
+        task = EvidenceTask.from_files(
+            args.task,
+            args.inputs_json,
+            network=settings.network,
+            clock=fixed_clock(now) if now else None,
+        )
+    except ToolkitError as exc:
+        raise InputError(str(exc)) from None
+    return task
+
+
+def check_task(args: argparse.Namespace) -> int:
+    spec, task_dir = load_task(args.task)
+    summary: dict[str, Any] = {"task": spec.model_dump(mode="json"), "valid": True}
+    if args.inputs_json is not None:
+        inputs, base_dir = load_inputs(args.inputs_json)
+        resolved = resolve_inputs(spec, inputs, base_dir=base_dir)
+        output = task_dir / spec.reports_dir / resolved.output
+        if output.exists() or output.is_symlink():
+            raise InputError(
+                f"output {resolved.output} already exists; reports are never overwritten"
+            )
+        summary["inputs_digest"] = inputs.digest
+        summary["categories"] = sorted(inputs.markers)
+        summary["required"] = list(spec.required or inputs.markers)
+    _print(summary)
+    return 0
+
+
+def run_task(args: argparse.Namespace) -> int:
+    settings = Settings.load(args.config) if args.config else Settings()
+    task = _task(args, settings)
+    try:
+        task.check_output_free()
+        summary = asyncio.run(_collect(task))
+        receipt = task.save()
+    except BoundaryRefused as exc:
+        if exc.reason == "output_exists":
+            raise InputError(str(exc)) from None
+        raise
+    checks = task.checks()
+    _print(
+        {
+            "receipt": receipt.model_dump(mode="json"),
+            "checks": [check.model_dump(mode="json") for check in checks],
+            "collection": summary.model_dump(mode="json"),
+        }
+    )
+    return 0 if all(check.passed for check in checks) else EXIT_CHECKS_FAILED
+
+
+async def _collect(task: EvidenceTask) -> Any:
+    try:
+        return await task.collect()
+    finally:
+        await task.aclose()
+
+
+def serve_mcp(args: argparse.Namespace) -> int:
+    # Import before anything else so a missing SDK fails fast, with the install hint.
+    from ..mcp_server import McpUnavailable, serve_stdio
+
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise McpUnavailable() from None
+    if (args.task is None) != (args.inputs_json is None):
+        raise InputError("--task and --inputs-json go together")
+    settings = Settings.load(args.config) if args.config else Settings()
+    now = _now(args.now)
+    task = _task(args, settings) if args.task is not None else None
+    session = ToolkitSession(task)
+    service = ExternalQueryService(
+        settings, clock=fixed_clock(now) if now else None, store=session.store
+    )
+    asyncio.run(serve_stdio(session, service))
+    return 0

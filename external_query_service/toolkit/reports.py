@@ -1,0 +1,99 @@
+"""Saved evidence reports and their artifact receipts.
+
+A report is JSON (UTF-8, keys in model order, two-space indent, final newline) written to
+a NEW file inside the task's reports folder (``O_EXCL``: an existing file is never
+overwritten). Its digest is the sha256 of exactly those bytes. A receipt re-reads the
+saved file and says whether it still equals the report the task holds in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, StrictBool
+
+from ..store import sha256_digest
+
+__all__ = [
+    "ArtifactReceipt",
+    "CategoryCheck",
+    "EvidenceRecord",
+    "ReportSource",
+    "TaskIdentity",
+    "TaskReport",
+    "report_bytes",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EvidenceRecord(_Frozen):
+    """A quote for a category: ``quote == store.quote(ref, offset, length)``."""
+
+    category: str
+    ref: str
+    offset: int
+    length: int
+    quote: str
+    source: str
+
+
+class CategoryCheck(_Frozen):
+    """Whether a required category is backed by a captured passage holding its marker.
+
+    ``reason``: ``quote_verified``, ``no_record``, ``quote_mismatch`` or ``marker_missing``.
+    """
+
+    category: str
+    passed: StrictBool
+    reason: str
+    ref: str | None = None
+    offset: int | None = None
+    length: int | None = None
+
+
+class ReportSource(_Frozen):
+    ref: str
+    source: str
+    digest: str
+    length: int
+
+
+class TaskIdentity(_Frozen):
+    name: str
+    source: str
+    digest: str
+
+
+class TaskReport(_Frozen):
+    task: TaskIdentity
+    inputs_digest: str
+    records: tuple[EvidenceRecord, ...]
+    checks: tuple[CategoryCheck, ...]
+    sources: tuple[ReportSource, ...]
+    created_at: datetime
+
+
+class ArtifactReceipt(_Frozen):
+    """What is on disk: ``matches`` is True only when the saved file's bytes equal the
+    report the task holds now; ``digest`` is the sha256 of the bytes last saved."""
+
+    path: str
+    exists: StrictBool
+    matches: StrictBool
+    record_count: int
+    digest: str | None
+    sources: tuple[str, ...]
+
+
+def report_bytes(report: TaskReport) -> bytes:
+    return (json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n").encode(
+        "utf-8"
+    )
+
+
+def report_digest(report: TaskReport) -> str:
+    return sha256_digest(report_bytes(report))

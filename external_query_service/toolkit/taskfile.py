@@ -1,0 +1,244 @@
+"""Task files and their runtime inputs, validated before anything is collected.
+
+A task file (TOML or JSON) says what kind of evidence task it is and where its reports
+go; the runtime inputs (a JSON object) say what to look at and what counts as evidence:
+
+```toml
+name = "release-requirements"
+description = "Find the documented requirements and quote them."
+source = "web"                 # or "workspace"
+reports_dir = "reports"        # relative to this file; every report stays inside it
+required = ["requirements"]    # categories that must be backed (default: every marker)
+
+[budget]                        # all optional
+max_pages = 10
+max_bytes = 5000000
+max_depth = 2
+max_files = 2000
+max_file_bytes = 1000000
+max_records_per_category = 3
+```
+
+```json
+{"url": "https://docs.example.org/", "allowed_origins": ["https://docs.example.org"],
+ "markers": {"requirements": "Python 3.11"}, "output": "research.json"}
+```
+
+A workspace task takes ``root`` (relative paths resolve against the inputs file's folder)
+and optional ``queries`` instead of ``url`` and ``allowed_origins``. ``output`` is a path
+inside ``reports_dir``. Every problem is an ``InputError`` with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import rfc8785
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import InputError
+from ..jsonio import load_json_file
+from ..settings import format_validation_error
+from ..store import sha256_digest
+from .errors import ToolkitError
+from .fsguard import split_relpath
+from .origins import OriginSet
+
+__all__ = [
+    "MAX_TASK_BYTES",
+    "TaskBudget",
+    "TaskInputs",
+    "TaskSpec",
+    "load_inputs",
+    "load_task",
+    "resolve_inputs",
+    "validate_inputs",
+]
+
+MAX_TASK_BYTES = 1_000_000
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskBudget(_Strict):
+    max_pages: int = Field(default=10, ge=1, le=500)
+    max_bytes: int = Field(default=5_000_000, ge=1)
+    max_depth: int = Field(default=2, ge=0, le=20)
+    max_files: int = Field(default=2000, ge=1)
+    max_file_bytes: int = Field(default=1_000_000, ge=1)
+    max_records_per_category: int = Field(default=3, ge=1, le=100)
+
+
+class TaskSpec(_Strict):
+    """A validated task file. ``task_dir`` (not part of the file) is the file's folder."""
+
+    name: str = Field(pattern=_NAME_PATTERN)
+    description: str = ""
+    source: Literal["web", "workspace"]
+    reports_dir: str = Field(min_length=1)
+    required: tuple[str, ...] | None = None
+    budget: TaskBudget = TaskBudget()
+
+    @field_validator("required")
+    @classmethod
+    def _non_empty(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and (not value or any(not item.strip() for item in value)):
+            raise ValueError("required must list at least one non-empty category")
+        return value
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the task's canonical JSON (RFC 8785): the report's task identity."""
+        return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
+
+
+class TaskInputs(_Strict):
+    """Runtime inputs. Exactly one source: ``url`` + ``allowed_origins``, or ``root``."""
+
+    markers: dict[str, str] = Field(min_length=1)
+    output: str = Field(min_length=1)
+    url: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+    root: str | None = None
+    queries: tuple[str, ...] = ()
+
+    @field_validator("markers")
+    @classmethod
+    def _markers(cls, value: dict[str, str]) -> dict[str, str]:
+        for label, marker in value.items():
+            if not label.strip():
+                raise ValueError("a marker category label is empty")
+            if not marker.strip():
+                raise ValueError(f"the marker for {label!r} is empty")
+        return value
+
+    @field_validator("queries")
+    @classmethod
+    def _queries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not item.strip() for item in value):
+            raise ValueError("a query is empty")
+        return value
+
+    @property
+    def digest(self) -> str:
+        return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
+
+
+def _read_text(path: Path, max_bytes: int) -> str:
+    """A regular file's UTF-8 text (opened without blocking; size checked on the fd)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{path}: not a regular file")
+        if info.st_size > max_bytes:
+            raise InputError(f"{path}: larger than {max_bytes} bytes")
+        data = handle.read(max_bytes + 1)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+
+
+def _validated(model: type[_Strict], data: Any, origin: str) -> Any:
+    if not isinstance(data, dict):
+        raise InputError(f"{origin}: the root must be an object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"{origin}: {format_validation_error(exc)}") from None
+
+
+def load_task(path: str | Path) -> tuple[TaskSpec, Path]:
+    """Read and validate a task file (``.toml`` or ``.json``); returns it and its folder."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        try:
+            data: Any = tomllib.loads(_read_text(path, MAX_TASK_BYTES))
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"{path}: invalid TOML: {exc}") from None
+    elif suffix == ".json":
+        data = load_json_file(path, max_bytes=MAX_TASK_BYTES)
+    else:
+        raise InputError(f"{path}: a task file is .toml or .json")
+    spec: TaskSpec = _validated(TaskSpec, data, str(path))
+    try:
+        split_relpath(spec.reports_dir)
+    except ToolkitError:
+        raise InputError(f"{path}: reports_dir must stay below the task's folder") from None
+    return spec, path.resolve().parent
+
+
+def validate_inputs(data: Any, *, origin: str = "inputs") -> TaskInputs:
+    """Runtime inputs from a mapping (``InputError`` with one line when invalid)."""
+    inputs: TaskInputs = _validated(TaskInputs, data, origin)
+    return inputs
+
+
+def load_inputs(path: str | Path) -> tuple[TaskInputs, Path]:
+    """Read runtime inputs from a JSON file; returns them and the file's folder."""
+    path = Path(path)
+    inputs: TaskInputs = _validated(
+        TaskInputs, load_json_file(path, max_bytes=MAX_TASK_BYTES), str(path)
+    )
+    return inputs, path.resolve().parent
+
+
+def resolve_inputs(
+    spec: TaskSpec, inputs: TaskInputs | dict[str, Any], *, base_dir: Path
+) -> TaskInputs:
+    """Check the inputs against the task (static: nothing is fetched or read).
+
+    Returns the inputs with ``root`` made absolute (against ``base_dir``) and ``output``
+    made relative to the reports folder.
+    """
+    if not isinstance(inputs, TaskInputs):
+        inputs = validate_inputs(inputs)
+    labels = set(inputs.markers)
+    unknown = sorted(set(spec.required or ()) - labels)
+    if unknown:
+        raise InputError(f"inputs: required categories without a marker: {', '.join(unknown)}")
+    update: dict[str, Any] = {"output": _output(inputs.output)}
+    if spec.source == "web":
+        if inputs.root is not None or inputs.queries:
+            raise InputError("inputs: a web task takes url and allowed_origins, not root/queries")
+        if not inputs.url or not inputs.allowed_origins:
+            raise InputError("inputs: a web task needs url and allowed_origins")
+        origins = OriginSet(inputs.allowed_origins)
+        if not origins.allows(inputs.url):
+            raise InputError(f"inputs: url {inputs.url} is outside allowed_origins")
+    else:
+        if inputs.url is not None or inputs.allowed_origins:
+            raise InputError("inputs: a workspace task takes root (and queries), not url")
+        if not inputs.root:
+            raise InputError("inputs: a workspace task needs root")
+        root = Path(inputs.root)
+        root = root if root.is_absolute() else base_dir / root
+        if not root.is_dir():
+            raise InputError(f"inputs: root is not a folder: {inputs.root}")
+        update["root"] = str(root)
+    return inputs.model_copy(update=update)
+
+
+def _output(output: str) -> str:
+    """``output`` as a clean path relative to the reports folder."""
+    try:
+        parts = split_relpath(output)
+    except ToolkitError:
+        raise InputError(f"inputs: output must stay inside the reports folder: {output}") from None
+    if not parts:
+        raise InputError("inputs: output names the reports folder itself")
+    return str(PurePosixPath(*parts))

@@ -1,0 +1,145 @@
+"""The evidence store: content-addressed captures, bounded reads, passages, exact quotes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from external_query_service import ExternalQueryService, fixed_clock
+from external_query_service.store import (
+    MAX_READ_CHARS,
+    PASSAGE_CHARS,
+    EvidenceStore,
+    sha256_digest,
+)
+from external_query_service.testing import LoopbackServer
+
+from .world import World, article, hit
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+
+
+def long_text(paragraphs: int = 40) -> str:
+    return "\n".join(
+        f"第{n}段：湛江港今年的货物吞吐量继续增长，码头扩建工程按计划推进。" * 3
+        for n in range(paragraphs)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(min_size=0, max_size=6000),
+    limit=st.integers(min_value=0, max_value=10_000),
+)
+def test_bounded_reads_never_exceed_the_cap_and_paging_covers_the_whole_text(
+    text: str, limit: int
+) -> None:
+    store = EvidenceStore()
+    ref = store.put(text, source="https://example.test/")
+    assert len(store.read(ref, 0, limit)) <= MAX_READ_CHARS
+
+    pieces = []
+    offset: int | None = 0
+    while offset is not None:
+        window = store.window(ref, offset)
+        assert window.length == len(window.text) <= MAX_READ_CHARS
+        assert window.total == len(text)
+        pieces.append(window.text)
+        offset = window.next_offset
+    assert "".join(pieces) == text
+
+
+def test_a_read_asking_for_more_than_the_cap_gets_exactly_the_cap() -> None:
+    store = EvidenceStore()
+    text = long_text()
+    ref = store.put(text, source="s")
+    assert len(text) > 3 * MAX_READ_CHARS
+    assert store.read(ref, 100, 50_000) == text[100 : 100 + MAX_READ_CHARS]
+    last = store.window(ref, len(text) - 10)
+    assert last.text == text[-10:]
+    assert last.next_offset is None
+
+
+def test_negative_offsets_and_unknown_references_are_refused() -> None:
+    store = EvidenceStore()
+    ref = store.put("some text", source="s")
+    with pytest.raises(ValueError, match="negative"):
+        store.read(ref, -1)
+    with pytest.raises(KeyError, match="unknown evidence reference"):
+        store.window("ev:" + "0" * 64)
+
+
+def test_describe_gives_source_length_digest_summary_and_metadata() -> None:
+    store = EvidenceStore()
+    text = "第一行   文字\n第二行"
+    ref = store.put(text, source="https://docs.test/a", metadata={"title": "标题"})
+    capture = store.describe(ref)
+    assert capture.ref == "ev:" + sha256_digest(text).removeprefix("sha256:")
+    assert (capture.source, capture.length) == ("https://docs.test/a", len(text))
+    assert capture.digest == sha256_digest(text.encode("utf-8"))
+    assert capture.summary == "第一行 文字 第二行"
+    assert capture.metadata == {"title": "标题"}
+    assert store.put(text, source="elsewhere") == ref
+    assert [item.ref for item in store.references()] == [ref]
+
+
+def test_passage_options_are_exact_slices_with_ids_that_resolve_again() -> None:
+    store = EvidenceStore()
+    text = long_text()
+    ref = store.put(text, source="s")
+    passages = store.passage_options(ref)
+    assert len(passages) > 5
+    for index, passage in enumerate(passages):
+        assert passage.passage_id == f"{ref}#p{index}"
+        assert passage.length <= PASSAGE_CHARS
+        quoted = store.quote(ref, passage.offset, passage.length)
+        assert quoted == text[passage.offset : passage.offset + passage.length]
+        assert quoted.startswith(passage.preview.split(" ")[0])
+        assert store.passage(passage.passage_id) == passage
+    offsets = [passage.offset for passage in passages]
+    assert offsets == sorted(offsets)
+
+
+@pytest.mark.parametrize("passage_id", ["nonsense", "ev:abc#p0", "#p1", "{ref}#p9999", "{ref}#px"])
+def test_passage_ids_that_name_nothing_are_refused(passage_id: str) -> None:
+    store = EvidenceStore()
+    ref = store.put(long_text(2), source="s")
+    with pytest.raises(KeyError, match="unknown passage"):
+        store.passage(passage_id.format(ref=ref))
+
+
+def test_a_chain_snippets_ref_offset_and_length_reproduce_its_quote(
+    loopback: LoopbackServer,
+) -> None:
+    world = World(loopback)
+    question = "湛江港今年货物吞吐量是多少？"
+    url = world.page(
+        "port-news.test",
+        "/throughput",
+        article(
+            "湛江港吞吐量创新高",
+            [
+                "湛江港今年货物吞吐量预计突破3亿吨，同比增长约百分之八，集装箱航线持续加密。",
+                "港口集团表示，新建的30万吨级航道将在明年投入使用，进一步提升吞吐能力。",
+                "业内人士认为，西部陆海新通道的建设带动了湛江港腹地货源的增长。",
+            ],
+            published="2026-11-20",
+        ),
+    )
+    world.results(question, [hit(url, "湛江港吞吐量", "湛江港货物吞吐量")])
+    store = EvidenceStore()
+    with ExternalQueryService(
+        world.settings(world.searxng()), clock=fixed_clock(NOW), store=store
+    ) as service:
+        answer = service.answer(question)
+
+    body = [item for item in answer.evidence if item.basis == "page_body"]
+    assert body, answer.model_dump_json(indent=2)
+    for item in body:
+        assert item.ref is not None
+        assert store.quote(item.ref, item.offset, item.length) == item.snippet
+        assert store.describe(item.ref).digest == item.content_digest
+        assert store.describe(item.ref).source == item.url
