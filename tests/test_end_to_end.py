@@ -12,9 +12,17 @@ import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.models import ExternalAnswer
-from external_query_service.testing import LoopbackServer, RecordedRequest, Reply, json_reply
-
-from .world import FORECAST, SEARX, World, article, hit
+from external_query_service.testing import (
+    FORECAST,
+    SEARX,
+    LoopbackServer,
+    RecordedRequest,
+    Reply,
+    World,
+    article,
+    hit,
+    json_reply,
+)
 
 CST = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=CST)

@@ -8,10 +8,17 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.testing import LoopbackServer, RecordedRequest, Reply, json_reply
+from external_query_service.testing import (
+    FORECAST,
+    FX,
+    LoopbackServer,
+    RecordedRequest,
+    Reply,
+    World,
+    json_reply,
+)
 
 from .test_end_to_end import forecast_reply
-from .world import FORECAST, FX, World
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 

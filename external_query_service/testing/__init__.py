@@ -1,5 +1,76 @@
-"""Test support that hosts can use too: a loopback server speaking the adapters' formats."""
+"""Test support that hosts can use too: record a world once, replay it forever.
 
+- ``World`` / ``open_world``: search engines, fact APIs and pages served on 127.0.0.1
+  (http and https) with per-route latency and faults; ``world.settings()`` points a
+  service there with the network guard on, URLs unchanged (``connect_to``).
+- ``RecordingRuntime`` / ``record_world``: run the chain against real providers and write
+  what they answered as a world directory (``world_files.py`` holds the format).
+- ``Case`` / ``load_cases`` / ``run_case``: regression cases in TOML; ``evaluate`` scores a
+  suite and ``report`` renders it; ``plugin`` runs cases under pytest.
+- ``LoopbackServer``: the underlying server, routing by Host header and path.
+
+See docs/architecture/testing.md.
+"""
+
+from .cases import (
+    Case,
+    CaseResult,
+    Expectation,
+    Mismatch,
+    check_answer,
+    find_case_files,
+    load_cases,
+    run_case,
+)
+from .compare import comparable_answer
+from .content import article, hit, searx_body
+from .evaluation import EvalReport, Scores, evaluate
+from .faults import FAULTS, Fault, fault_reply
+from .recorder import Recording, RecordingRuntime, RecordResult, record_world
+from .report import render_html, render_json, render_table, write_reports
 from .server import LoopbackServer, RecordedRequest, Reply, json_reply
+from .world import FORECAST, FX, GEO, SEARX, World, open_world
+from .world_files import WorldManifest, WorldSpec, load_world, write_world
 
-__all__ = ["LoopbackServer", "RecordedRequest", "Reply", "json_reply"]
+__all__ = [
+    "FAULTS",
+    "FORECAST",
+    "FX",
+    "GEO",
+    "SEARX",
+    "Case",
+    "CaseResult",
+    "EvalReport",
+    "Expectation",
+    "Fault",
+    "LoopbackServer",
+    "Mismatch",
+    "RecordResult",
+    "RecordedRequest",
+    "Recording",
+    "RecordingRuntime",
+    "Reply",
+    "Scores",
+    "World",
+    "WorldManifest",
+    "WorldSpec",
+    "article",
+    "check_answer",
+    "comparable_answer",
+    "evaluate",
+    "fault_reply",
+    "find_case_files",
+    "hit",
+    "json_reply",
+    "load_cases",
+    "load_world",
+    "open_world",
+    "record_world",
+    "render_html",
+    "render_json",
+    "render_table",
+    "run_case",
+    "searx_body",
+    "write_reports",
+    "write_world",
+]

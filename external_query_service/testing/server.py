@@ -1,15 +1,18 @@
 """A loopback HTTP server for tests and benchmarks: routes by Host header and path.
 
 Each site name a test uses (``news-a.test``) is mapped to 127.0.0.1 through
-``[network] resolve``, so one server on one port plays many sites while the network
-guard stays on. Responses can be delayed, dripped, or produced by a function.
+``[network] resolve`` (or ``connect_to``), so one server on one port plays many sites while
+the network guard stays on. Responses can be delayed, dripped, dropped, or produced by a
+function. With ``tls`` (an ``ssl.SSLContext``) the server speaks https; the handshake runs
+in the request's thread, so a stalled client never blocks the others.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
+import ssl
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +31,8 @@ class RecordedRequest:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
+    scheme: str = "http"
+    raw_query: str = ""  # as sent, percent-encoded (``query`` drops blank values)
 
 
 @dataclass
@@ -44,6 +49,8 @@ class Reply:
     #: Send this Content-Length instead of the real one (None: the real one, or none when
     #: streaming ``chunks``).
     content_length: int | None = None
+    #: Close the connection without answering at all (after ``delay_s``).
+    drop: bool = False
 
     def body_bytes(self) -> bytes:
         return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
@@ -71,22 +78,44 @@ def json_reply(data: Any, status: int = 200, **kwargs: Any) -> Reply:
 
 
 class _QuietServer(ThreadingHTTPServer):
+    tls: ssl.SSLContext | None = None
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that refuse a body (byte caps, blocked hops) reset the connection on
         # purpose; that is the behaviour under test, not a server fault.
         pass
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            # A client that rejects our certificate ends here; that is its decision.
+            return
+        # The wrapper owns the descriptor now; shutdown_request() only sees the husk.
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            with contextlib.suppress(OSError):
+                wrapped.close()
+
 
 class LoopbackServer:
     """``with LoopbackServer() as server: server.route("/x", Reply(...))``."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", *, tls: ssl.SSLContext | None = None) -> None:
         self._routes: dict[tuple[str, str], Handler] = {}
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         self._httpd = _QuietServer((host, 0), self._handler_class())
         self._httpd.daemon_threads = True
+        self._httpd.tls = tls
+        self.scheme = "https" if tls is not None else "http"
         self._thread: threading.Thread | None = None
+        # Set on stop: delays and drips end at once instead of outliving the server.
+        self._stopping = threading.Event()
 
     # -- routes -------------------------------------------------------------------------
     def route(self, path: str, reply: Reply | Handler, *, host: str = ANY_HOST) -> None:
@@ -113,7 +142,7 @@ class LoopbackServer:
         return int(self._httpd.server_address[1])
 
     def url(self, path: str = "/", *, host: str | None = None) -> str:
-        return f"http://{host or self.address}:{self.port}{path}"
+        return f"{self.scheme}://{host or self.address}:{self.port}{path}"
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> LoopbackServer:
@@ -125,6 +154,7 @@ class LoopbackServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -162,13 +192,15 @@ class LoopbackServer:
 
             def _serve(self, method: str) -> None:
                 parts = urlsplit(self.path)
-                host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+                host = _host_of(self.headers.get("Host") or "")
                 request = RecordedRequest(
                     method=method,
                     host=host,
                     path=parts.path,
                     query=parse_qs(parts.query),
                     headers={k.lower(): v for k, v in self.headers.items()},
+                    scheme=server.scheme,
+                    raw_query=parts.query,
                 )
                 server._record(request)
                 handler = server._find(host, parts.path)
@@ -177,8 +209,13 @@ class LoopbackServer:
                     self._write(reply)
 
             def _write(self, reply: Reply) -> None:
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
+                if reply.delay_s and server._stopping.wait(reply.delay_s):
+                    return
+                if reply.drop:
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 self.send_response(reply.status)
                 if reply.content_type:
                     self.send_header("Content-Type", reply.content_type)
@@ -197,9 +234,17 @@ class LoopbackServer:
                 self.end_headers()
                 self.close_connection = True
                 for chunk in reply.chunks:
-                    if reply.chunk_delay_s:
-                        time.sleep(reply.chunk_delay_s)
+                    if reply.chunk_delay_s and server._stopping.wait(reply.chunk_delay_s):
+                        return
                     self.wfile.write(chunk)
                     self.wfile.flush()
 
         return _Handler
+
+
+def _host_of(header: str) -> str:
+    """The Host header without its port (``[::1]:80`` → ``[::1]``), lower case."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0]

@@ -1,0 +1,86 @@
+"""Faults a world can inject on a route, and what each one looks like on the wire.
+
+| fault              | on the wire                                | what the chain records        |
+|--------------------|--------------------------------------------|-------------------------------|
+| ``http_500``       | 500 with a JSON error body                 | attempt ``failed``            |
+| ``refused``        | the origin's port refuses connections      | ``failed``, connect_failed    |
+| ``reset``          | the connection closes without an answer    | ``failed``, protocol_error    |
+| ``slow_body``      | 200, then one byte every 0.2 s             | deadline_exceeded             |
+| ``hang``           | nothing until the client gives up          | deadline_exceeded             |
+| ``oversized``      | 200, then 64 KiB blocks up to 64 MiB       | page ``content_too_large``    |
+| ``redirect_private`` | 302 to the cloud metadata address        | page ``blocked_destination``  |
+| ``blocked``        | the origin "resolves" to a refused address | page ``blocked_destination``  |
+
+``latency_ms`` (any route) delays the status line; beyond the per-question
+``deadline_s`` the attempt is a ``timeout``. ``refused`` and ``blocked`` act on the whole
+origin (``host:port``) through ``[network] connect_to``; the others on one route.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Literal, get_args
+
+from .server import Reply
+
+__all__ = [
+    "BLOCKED_ADDRESS",
+    "FAULTS",
+    "ORIGIN_FAULTS",
+    "PRIVATE_REDIRECT",
+    "Fault",
+    "fault_reply",
+]
+
+Fault = Literal[
+    "http_500", "refused", "reset", "slow_body", "hang", "oversized", "redirect_private", "blocked"
+]
+FAULTS: tuple[str, ...] = get_args(Fault)
+#: Faults that act on an origin (``host:port``), not on one route.
+ORIGIN_FAULTS = frozenset({"refused", "blocked"})
+
+#: Where ``redirect_private`` points: the cloud metadata service, never in a world's
+#: ``allowed_networks``.
+PRIVATE_REDIRECT = "http://169.254.169.254/latest/meta-data/"
+#: Where a ``blocked`` origin connects: TEST-NET-1, outside every policy, never reached.
+BLOCKED_ADDRESS = "192.0.2.1"
+
+#: Long enough to outlast any client deadline; the server's stop ends it early.
+_HANG_S = 3600.0
+_DRIP_S = 0.2
+_OVERSIZED_BLOCK = 64 * 1024
+_OVERSIZED_BLOCKS = 1024
+
+
+def _drip() -> Iterator[bytes]:
+    for _ in range(3000):
+        yield b" "
+
+
+def _oversized() -> Iterator[bytes]:
+    block = b"<p>" + b"x" * (_OVERSIZED_BLOCK - 7) + b"</p>\n"
+    for _ in range(_OVERSIZED_BLOCKS):
+        yield block
+
+
+def fault_reply(fault: Fault, *, content_type: str | None = None) -> Reply:
+    """The reply that produces ``fault`` on one route (origin faults have none)."""
+    if fault == "http_500":
+        body = json.dumps({"error": "search error"}).encode()
+        return Reply(status=500, body=body, content_type="application/json")
+    if fault == "reset":
+        return Reply(drop=True)
+    if fault == "hang":
+        return Reply(drop=True, delay_s=_HANG_S)
+    if fault == "slow_body":
+        return Reply(
+            content_type=content_type or "text/html; charset=utf-8",
+            chunks=_drip(),
+            chunk_delay_s=_DRIP_S,
+        )
+    if fault == "oversized":
+        return Reply(content_type=content_type or "text/html; charset=utf-8", chunks=_oversized())
+    if fault == "redirect_private":
+        return Reply(status=302, content_type=None, headers={"Location": PRIVATE_REDIRECT})
+    raise ValueError(f"{fault} acts on the origin, not on a route")

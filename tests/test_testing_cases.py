@@ -1,0 +1,121 @@
+"""Regression cases: the example suite holds, and a changed world fails with a clear diff."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from external_query_service import InputError
+from external_query_service.testing import find_case_files, load_cases, run_case
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases"
+
+FRESH_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">
+<title>台风“海燕”逼近湛江 - 南方新闻网</title>
+<meta property="article:published_time" content="2026-11-28"></head><body>
+<main><article><h1>台风“海燕”逼近湛江</h1><p class="byline">发布时间：2026-11-28</p>
+<p>11月28日，今年第25号台风“海燕”在湛江市东南方向海面加强，预计11月29日夜间在湛江市沿海登陆，
+湛江市已启动防台风二级应急响应，全市中小学停课。</p>
+<p>湛江市气象台提醒市民，台风过境期间将有暴雨和十级以上大风，请减少外出并远离海边。</p>
+</article></main></body></html>
+"""
+
+
+def copy_suite(tmp_path: Path) -> Path:
+    root = tmp_path / "cases"
+    shutil.copytree(EXAMPLES, root)
+    return root
+
+
+def support_an_answer(world: Path) -> None:
+    """Give the stale-typhoon world a recent report, so the evidence now holds up. A later
+    ``[[search]]`` for the same query replaces the earlier one."""
+    (world / "pages" / "typhoon-2026.html").write_text(FRESH_PAGE, encoding="utf-8")
+    with (world / "world.toml").open("a", encoding="utf-8") as manifest:
+        manifest.write(
+            """
+[[search]]
+query = "湛江最近有台风吗？"
+
+[[search.results]]
+url = "https://news.example.cn/2026/haiyan"
+title = "台风逼近湛江"
+content = "台风海燕逼近湛江"
+publishedDate = "2026-11-28"
+
+[[pages]]
+url = "https://news.example.cn/2026/haiyan"
+file = "pages/typhoon-2026.html"
+"""
+        )
+
+
+def test_every_example_case_passes() -> None:
+    cases = [case for path in find_case_files(EXAMPLES) for case in load_cases(path)]
+    assert len(cases) >= 7
+    failed = [result.diff() for result in map(run_case, cases) if not result.passed]
+    assert failed == []
+
+
+def test_examples_hold_chinese_and_english_worlds() -> None:
+    cases = [case for path in find_case_files(EXAMPLES) for case in load_cases(path)]
+    markers = {marker for case in cases for marker in case.markers}
+    assert {"zh", "en"} <= markers
+    assert len({case.world.name for case in cases}) >= 4
+
+
+def test_insufficient_evidence_case_fails_with_a_clear_diff_once_the_world_supports_an_answer(
+    tmp_path: Path,
+) -> None:
+    root = copy_suite(tmp_path)
+    case = load_cases(root / "typhoon_zh.toml")[0]
+    assert run_case(case).passed  # as shipped: only stale evidence
+
+    support_an_answer(root / "worlds" / "zhanjiang-typhoon")
+    result = run_case(case)
+
+    assert not result.passed
+    assert result.status == "answered"
+    diff = result.diff()
+    assert "case typhoon_zh.toml::recent-typhoon-with-only-stale-evidence: FAILED" in diff
+    assert "  status:\n    expected: insufficient_evidence\n    actual:   answered" in diff
+    assert "  reason:\n    expected: out_of_time_range\n    actual:   None" in diff
+    assert "news.example.cn" in diff.split("  sources:")[1]
+    assert "verifier checks:" in diff
+    assert "✓ time" in diff  # the check that now passes is shown
+
+
+def test_case_file_errors_name_the_file_and_the_problem(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[[case]]\nname = "x"\nquestion = "q"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="names no world"):
+        load_cases(path)
+    path.write_text(
+        'world = "w"\n[[case]]\nname = "x"\nquestion = "q"\n[case.expect]\nstatuz = "answered"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match=r"bad\.toml: case\.0\.expect\.statuz: unknown key"):
+        load_cases(path)
+    path.write_text(
+        'world = "w"\n[[case]]\nname = "x"\nquestion = "q"\n[[case]]\nname = "x"\nquestion = "q"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match="unique"):
+        load_cases(path)
+
+
+def test_a_case_whose_world_is_missing_is_an_error_result(tmp_path: Path) -> None:
+    path = tmp_path / "lost.toml"
+    path.write_text('world = "nowhere"\n[[case]]\nname = "x"\nquestion = "q"\n', encoding="utf-8")
+    result = run_case(load_cases(path)[0])
+    assert not result.passed
+    assert result.status == "error"
+    assert "not a world" in (result.error or "")
+
+
+def test_world_manifests_are_not_mistaken_for_case_files() -> None:
+    found = find_case_files(EXAMPLES)
+    assert found
+    assert all(path.name != "world.toml" for path in found)

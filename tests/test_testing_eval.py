@@ -1,0 +1,110 @@
+"""``external-query eval``: progress, table, scores, JSON and a self-contained HTML report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from external_query_service.cli import main
+from external_query_service.testing import find_case_files, load_cases
+
+from .test_testing_cases import EXAMPLES, support_an_answer
+
+
+class _Rows(HTMLParser):
+    """Case rows (``<tr id=...>``), details elements, and anything pointing outside."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[str] = []
+        self.details = 0
+        self.outside: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        found = dict(attrs)
+        if tag == "tr" and found.get("id"):
+            self.rows.append(str(found["id"]))
+        if tag == "details":
+            self.details += 1
+        self.outside += [f"{tag} {k}" for k in ("src", "href") if k in found]
+
+
+def example_ids() -> list[str]:
+    return [case.id for path in find_case_files(EXAMPLES) for case in load_cases(path)]
+
+
+def run_eval(cases: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["eval", str(cases), "--out", str(out)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_eval_of_the_example_suite_passes_and_writes_both_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_eval(EXAMPLES, tmp_path / "report", capsys)
+    ids = example_ids()
+
+    assert code == 0
+    assert f"[{len(ids)}/{len(ids)}] ok" in err  # progress goes to stderr
+    assert f"passed: {len(ids)}/{len(ids)}" in out
+    assert "status confusion" in out
+    assert "citation precision: 1.00" in out
+    data = json.loads((tmp_path / "report" / "report.json").read_text("utf-8"))
+    assert [case["id"] for case in data["cases"]] == ids
+    assert data["scores"]["failed"] == 0
+    assert data["scores"]["confusion"]["clarify"] == {"clarify": 2}
+
+
+def test_html_report_parses_and_lists_every_case_with_its_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_eval(EXAMPLES, tmp_path, capsys)
+    page = (tmp_path / "report.html").read_text("utf-8")
+    parser = _Rows()
+    parser.feed(page)
+    parser.close()
+
+    assert parser.rows == example_ids()
+    assert parser.details == len(parser.rows)
+    assert "script" not in parser.tags
+    assert parser.outside == []  # self-contained: nothing loaded from elsewhere
+    assert "verifier.outcome" in page  # the audit is inside the details
+
+
+def test_eval_exits_1_and_scores_an_unsupported_answer_when_a_case_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "cases"
+    shutil.copytree(EXAMPLES, cases)
+    support_an_answer(cases / "worlds" / "zhanjiang-typhoon")
+
+    code, out, err = run_eval(cases, tmp_path / "report", capsys)
+
+    total = len(example_ids())
+    assert code == 1
+    assert "FAIL" in err
+    assert "FAIL  typhoon_zh.toml::recent-typhoon-with-only-stale-evidence" in out
+    scores = json.loads((tmp_path / "report" / "report.json").read_text("utf-8"))["scores"]
+    assert scores["passed"] == total - 1
+    assert scores["answered_unsupported"] == 1
+    assert scores["confusion"]["insufficient_evidence"] == {
+        "answered": 1,
+        "insufficient_evidence": 1,
+    }
+    expected = (scores["answered_correct"] - 1) / total
+    assert scores["truthfulness"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_eval_of_a_folder_without_cases_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_eval(tmp_path, tmp_path / "report", capsys)
+    assert code == 2
+    assert "no case files" in err

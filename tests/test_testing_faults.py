@@ -1,0 +1,141 @@
+"""Fault injection in a world produces the attempt statuses the docs promise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import httpx
+import pytest
+
+from external_query_service.models import ExternalAnswer
+from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
+from external_query_service.testing.faults import PRIVATE_REDIRECT
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+QUESTION = "湛江港今年吞吐量是多少？"
+SEARX = "https://searx.example.org"
+ADAPTER = {"kind": "searxng", "id": "searx", "base_url": SEARX}
+GOOD = "https://port.example.cn/news"
+PAGE = article(
+    "湛江港吞吐量再创新高",
+    ["湛江港集团发布数据显示，今年前十个月湛江港货物吞吐量达到2.6亿吨，同比增长百分之八。"],
+    published="2026-11-20",
+)
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    with World(now=NOW) as built:
+        yield built
+
+
+def search_url(question: str = QUESTION) -> str:
+    return f"{SEARX}/search?" + str(httpx.QueryParams({"q": question}))
+
+
+def serve_search(world: World, *urls: str, latency_ms: int = 0) -> None:
+    hits = [hit(url, "湛江港", "湛江港货物吞吐量达到2.6亿吨") for url in urls]
+    world.route(search_url(), json_reply(searx_body(QUESTION, hits)), latency_ms=latency_ms)
+
+
+def ask(world: World, **network: Any) -> ExternalAnswer:
+    with world.service(ADAPTER, network=network) as service:
+        return service.answer(QUESTION)
+
+
+def attempt_event(answer: ExternalAnswer) -> dict[str, Any]:
+    return dict(answer.audit.named("attempt")[0].detail)
+
+
+def test_http_500_from_the_search_engine_is_a_failed_attempt(world: World) -> None:
+    world.fault(search_url(), "http_500")
+    answer = ask(world)
+    assert [(a.status, a.reason) for a in answer.attempts] == [("failed", "upstream_status_500")]
+    assert answer.reason == "all_providers_failed"
+
+
+def test_refused_connection_is_a_failed_attempt(world: World) -> None:
+    serve_search(world, GOOD)
+    world.fault(SEARX, "refused")
+    answer = ask(world)
+    assert [(a.status, a.reason) for a in answer.attempts] == [("failed", "connect_failed")]
+    assert world.requests_to("/search") == []
+
+
+def test_connection_closed_without_an_answer_is_a_failed_attempt(world: World) -> None:
+    world.fault(search_url(), "reset")
+    answer = ask(world)
+    assert [a.status for a in answer.attempts] == ["failed"]
+    assert answer.attempts[0].reason in {"protocol_error", "transport_error"}
+
+
+def test_latency_beyond_the_question_deadline_is_a_timeout(world: World) -> None:
+    world.route(GOOD, Reply(body=PAGE))
+    serve_search(world, GOOD, latency_ms=5_000)
+    answer = ask(world, deadline_s=0.3, timeout_s=10.0)
+    assert [(a.status, a.reason) for a in answer.attempts] == [("timeout", "deadline_exceeded")]
+
+
+def test_oversized_page_is_a_page_failure_and_falls_back_to_the_snippet(world: World) -> None:
+    world.fault(GOOD, "oversized")
+    serve_search(world, GOOD)
+    answer = ask(world, max_page_bytes=200_000)
+    event = attempt_event(answer)
+    assert event["page_failures"] == [f"{GOOD} content_too_large"]
+    assert answer.attempts[0].pages_failed == 1
+    assert {item.basis for item in answer.evidence} <= {"search_snippet"}
+
+
+def test_redirect_to_a_private_address_is_blocked(world: World) -> None:
+    world.fault(GOOD, "redirect_private")
+    serve_search(world, GOOD)
+    answer = ask(world)
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} blocked_destination"]
+    assert answer.evidence == ()  # a blocked page is never a source, not even by snippet
+    assert PRIVATE_REDIRECT.startswith("http://169.254.169.254/")
+
+
+def test_blocked_origin_is_refused_before_any_connection(world: World) -> None:
+    world.fault(GOOD, "blocked")
+    serve_search(world, GOOD)
+    answer = ask(world)
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} blocked_destination"]
+    assert world.requests_to("/news") == []
+
+
+def test_slow_body_runs_into_the_fetch_deadline(world: World) -> None:
+    world.fault(GOOD, "slow_body")
+    serve_search(world, GOOD)
+    answer = ask(world, timeout_s=0.5)
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} deadline_exceeded"]
+
+
+def test_world_file_faults_apply_per_route(tmp_path: Any) -> None:
+    from external_query_service.testing import open_world
+
+    (tmp_path / "world.toml").write_text(
+        f"""
+[world]
+now = "2026-11-30T10:00:00+08:00"
+
+[[adapters]]
+kind = "searxng"
+id = "searx"
+base_url = "{SEARX}"
+
+[[search]]
+query = "{QUESTION}"
+results = [{{ url = "{GOOD}", title = "湛江港", content = "湛江港货物吞吐量达到2.6亿吨" }}]
+
+[[pages]]
+url = "{GOOD}"
+fault = "redirect_private"
+""",
+        encoding="utf-8",
+    )
+    with open_world(tmp_path) as loaded, loaded.service() as service:
+        answer = service.answer(QUESTION)
+    event = dict(answer.audit.named("attempt")[0].detail)
+    assert event["page_failures"] == [f"{GOOD} blocked_destination"]

@@ -1,0 +1,298 @@
+"""Record against "live" providers (a loopback world behind a live config), then replay.
+
+The recording path is the same code a real recording runs; only the providers are local.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from external_query_service.cli import main
+from external_query_service.models import ExternalAnswer
+from external_query_service.settings import Settings
+from external_query_service.testing import (
+    RecordedRequest,
+    Reply,
+    World,
+    article,
+    comparable_answer,
+    hit,
+    json_reply,
+    load_world,
+    open_world,
+    record_world,
+    searx_body,
+)
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+QUESTION = "湛江港今年吞吐量是多少？"
+SEMANTICS = {"entities": ["湛江港"], "time_range": {"start": "2026-11-01", "end": "2026-11-30"}}
+SEARX = "https://searx.example.org"
+LLM_KEY = "sk-live-LLMSECRET-000111"
+OPTION_SECRET = "OPTIONSECRET456"
+ENV_TOKEN = "envtoken-SECRET-789"
+URL_SECRET = "SEARXSECRET123"
+SECRETS = (LLM_KEY, OPTION_SECRET, ENV_TOKEN, URL_SECRET)
+
+
+def _forecast(request: RecordedRequest) -> Reply:
+    start = date.fromisoformat(request.query["start_date"][0])
+    return json_reply(
+        {
+            "latitude": 21.25,
+            "longitude": 110.375,
+            "utc_offset_seconds": 28800,
+            "timezone": "Asia/Shanghai",
+            "daily": {
+                "time": [start.isoformat()],
+                "weather_code": [3],
+                "temperature_2m_max": [24.1],
+                "temperature_2m_min": [18.0],
+                "precipitation_sum": [0.0],
+                "precipitation_probability_max": [10],
+            },
+        }
+    )
+
+
+@pytest.fixture
+def live() -> Iterator[World]:
+    """The "real" providers: a search engine, three sites, Open-Meteo."""
+    with World() as world:
+        moved = "https://news-a.example.cn/2026/port"
+        world.route(
+            "https://news-a.example.cn/port",
+            Reply(status=301, content_type=None, headers={"Location": moved}),
+        )
+        world.route(
+            moved,
+            Reply(
+                body=article(
+                    "湛江港吞吐量再创新高",
+                    [
+                        "湛江港集团发布数据显示，今年前十个月湛江港货物吞吐量达到2.6亿吨，同比增长百分之八。"
+                    ],
+                    published="2026-11-20",
+                )
+            ),
+        )
+        gbk = article(
+            "湛江港集装箱航线加密",
+            ["湛江港今年新开集装箱航线六条，前十个月集装箱吞吐量同比增长百分之十二。"],
+            published="2026-11-18",
+            charset_meta=False,
+        ).encode("gbk", errors="xmlcharrefreplace")
+        world.route("http://port.example.cn/news", Reply(body=gbk, content_type="text/html"))
+        world.route("https://gone.example.com/x", Reply(status=404, body=b"gone"))
+        hits = [
+            hit("https://news-a.example.cn/port", "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+            hit("http://port.example.cn/news", "湛江港航线", "湛江港集装箱航线", "2026-11-18"),
+            hit("https://gone.example.com/x", "湛江港旧闻", "湛江港吞吐量旧闻", "2026-11-10"),
+        ]
+        world.route(
+            f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
+            json_reply(searx_body(QUESTION, hits)),
+        )
+        place = {
+            "id": 1791121,
+            "name": "湛江市",
+            "latitude": 21.28,
+            "longitude": 110.34,
+            "country_code": "CN",
+            "timezone": "Asia/Shanghai",
+            "country": "中国",
+            "admin1": "广东省",
+        }
+        world.route(
+            "https://geocoding-api.open-meteo.com/v1/search", json_reply({"results": [place]})
+        )
+        world.route("https://api.open-meteo.com/v1/forecast", _forecast)
+        yield world
+
+
+def live_config(world: World, folder: Path) -> Path:
+    """A live settings file with secrets in every place one could hide."""
+    network = world.settings({"kind": "searxng", "base_url": SEARX}, {"kind": "open_meteo"}).network
+    connect = ", ".join(f'"{k}" = "{v}"' for k, v in network.connect_to.items())
+    path = folder / "live.toml"
+    path.write_text(
+        f"""
+[network]
+allowed_networks = ["127.0.0.1/32"]
+connect_to = {{ {connect} }}
+ca_bundle = "{network.ca_bundle}"
+
+[[adapters]]
+kind = "searxng"
+id = "searx"
+base_url = "{SEARX}/?apikey={URL_SECRET}"
+options = {{ api_key = "{OPTION_SECRET}", token_env = "EQS_TEST_TOKEN" }}
+
+[[adapters]]
+kind = "open_meteo"
+id = "weather"
+
+[llm]
+base_url = "http://127.0.0.1:9/v1"
+model = "some-model"
+api_key_env = "EQS_TEST_LLM_KEY"
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def recorded(
+    live: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Path:
+    monkeypatch.setenv("EQS_TEST_LLM_KEY", LLM_KEY)
+    monkeypatch.setenv("EQS_TEST_TOKEN", ENV_TOKEN)
+    semantics = tmp_path / "semantics.json"
+    semantics.write_text(json.dumps(SEMANTICS, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "world"
+    code = main(
+        [
+            "record",
+            QUESTION,
+            "--config",
+            str(live_config(live, tmp_path)),
+            "--semantics-json",
+            str(semantics),
+            "--now",
+            NOW.isoformat(),
+            "--out",
+            str(out),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "recorded" in captured.out
+    live.close()  # nothing may reach the "live" providers from here on
+    return out
+
+
+def replay(directory: Path) -> ExternalAnswer:
+    with open_world(directory) as world, world.service() as service:
+        return service.answer(QUESTION, SEMANTICS)
+
+
+def test_replay_of_a_recorded_world_gives_an_identical_answer_twice(recorded: Path) -> None:
+    first, second = replay(recorded), replay(recorded)
+    assert first.status == "answered"
+    assert comparable_answer(first) == comparable_answer(second)
+
+
+def test_replay_reproduces_the_recorded_answer_exactly(recorded: Path) -> None:
+    original = ExternalAnswer.model_validate_json((recorded / "answer.json").read_text("utf-8"))
+    again = replay(recorded)
+    assert comparable_answer(again) == comparable_answer(original)
+    assert [s.url for s in again.sources] == [s.url for s in original.sources]
+    assert [(e.evidence_id, e.content_digest, e.raw_digest) for e in again.evidence] == [
+        (e.evidence_id, e.content_digest, e.raw_digest) for e in original.evidence
+    ]
+    assert "https://news-a.example.cn/2026/port" in {s.url for s in again.sources}
+    assert any("集装箱航线" in item.snippet for item in again.evidence)  # GBK survived
+
+
+def test_no_secret_from_the_live_config_appears_in_the_recorded_world(recorded: Path) -> None:
+    written = [path for path in recorded.rglob("*") if path.is_file()]
+    assert {"world.toml", "answer.json", "semantics.json"} <= {path.name for path in written}
+    for path in written:
+        data = path.read_bytes()
+        for secret in SECRETS:
+            assert secret.encode() not in data, (path.name, secret)
+            assert quote(secret, safe="").encode() not in data, (path.name, secret)
+    manifest = (recorded / "world.toml").read_text("utf-8")
+    assert "[llm]" not in manifest
+    assert "options" not in manifest
+
+
+def test_recorded_world_has_bodies_with_digests_and_the_failures(recorded: Path) -> None:
+    spec = load_world(recorded)  # also re-checks every digest
+    manifest = spec.manifest
+    assert [entry.query for entry in manifest.search] == [QUESTION]
+    pages = {page.url: page for page in manifest.pages}
+    assert pages["https://news-a.example.cn/port"].redirect_to == (
+        "https://news-a.example.cn/2026/port"
+    )
+    assert pages["https://gone.example.com/x"].status == 404
+    assert pages["http://port.example.cn/news"].content_type == "text/html"
+    assert all(page.sha256 for page in manifest.pages if page.file)
+    assert manifest.world.now == NOW
+    assert manifest.recorded is not None
+    assert manifest.recorded.status == "answered"
+
+
+def test_ask_with_world_replays_from_the_command_line(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "ask",
+            QUESTION,
+            "--world",
+            str(recorded),
+            "--semantics-json",
+            str(recorded / "semantics.json"),
+            "--format",
+            "json",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    answer = ExternalAnswer.model_validate_json(out)
+    original = ExternalAnswer.model_validate_json((recorded / "answer.json").read_text("utf-8"))
+    assert comparable_answer(answer) == comparable_answer(original)
+
+
+def test_ask_with_world_and_config_is_bad_input(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["ask", QUESTION, "--world", str(recorded), "--config", "live.toml"])
+    assert code == 2
+    assert "--world brings its own settings" in capsys.readouterr().err
+
+
+def test_record_refuses_to_overwrite_a_folder(
+    live: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me", encoding="utf-8")
+    config = str(live_config(live, tmp_path))
+    code = main(["record", QUESTION, "--config", config, "--out", str(out)])
+    assert code == 2
+    assert "not an empty folder" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text("utf-8") == "keep me"
+    assert live.requests == []  # refused before asking anyone
+
+
+def test_fact_api_recording_replays_with_identical_evidence(live: World, tmp_path: Path) -> None:
+    settings = Settings.load(live_config(live, tmp_path))
+    semantics = {
+        "query_kind": "weather",
+        "location": "湛江",
+        "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
+    }
+    result = record_world(
+        "湛江明天天气怎么样？", semantics, settings, tmp_path / "weather", now=NOW, environ={}
+    )
+    live.close()
+    assert result.answer.status == "answered"
+    manifest = load_world(tmp_path / "weather").manifest
+    assert {httpx.URL(entry.url).path for entry in manifest.api} == {
+        "/v1/search",
+        "/v1/forecast",
+    }
+    with open_world(tmp_path / "weather") as world, world.service() as service:
+        again = service.answer("湛江明天天气怎么样？", semantics)
+    assert comparable_answer(again) == comparable_answer(result.answer)
+    assert again.evidence[0].raw_digest == result.answer.evidence[0].raw_digest

@@ -1,0 +1,254 @@
+"""Fixture worlds: the directory format, https on loopback with URLs unchanged, routing."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tomllib
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+
+import external_query_service.testing as testing
+from external_query_service import ExternalQueryService, InputError, Settings, SettingsError
+from external_query_service.gateway.fetch import SafeFetcher, TrustedEndpoint
+from external_query_service.testing import (
+    Reply,
+    World,
+    article,
+    hit,
+    json_reply,
+    load_world,
+    open_world,
+    searx_body,
+)
+from external_query_service.testing.world_files import dump_toml
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases"
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+QUESTION = "2026年珠海航展有哪些新机型亮相？"
+AIRSHOW = article(
+    "珠海航展新机型集中亮相",
+    [
+        "第十六届中国航展11月在珠海开幕，多款新机型首次公开亮相，其中包括新型舰载预警机和"
+        "大型无人运输机。",
+        "主办方介绍，本届航展共有来自40多个国家和地区的参展商参加。",
+    ],
+    published="2026-11-12",
+)
+
+
+def test_testing_all_is_sorted_constants_then_classes_then_functions() -> None:
+    def kind(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert testing.__all__ == sorted(testing.__all__, key=kind)
+    assert all(hasattr(testing, name) for name in testing.__all__)
+
+
+# -- settings: connect_to and ca_bundle --------------------------------------------------------
+
+
+def test_connect_to_entries_are_normalised_and_checked() -> None:
+    settings = Settings.from_mapping(
+        {"network": {"connect_to": {"News.Example.:443": "127.0.0.1:8443"}}}
+    )
+    assert settings.network.connect_to == {"news.example:443": "127.0.0.1:8443"}
+    for bad in ({"news.example": "127.0.0.1:1"}, {"a:443": "127.0.0.1:99999"}):
+        with pytest.raises(SettingsError, match="connect_to"):
+            Settings.from_mapping({"network": {"connect_to": bad}})
+
+
+def test_relative_ca_bundle_resolves_against_the_settings_file(tmp_path: Path) -> None:
+    config = tmp_path / "live.toml"
+    config.write_text('[network]\nca_bundle = "certs/ca.pem"\n', encoding="utf-8")
+    assert Settings.load(config).network.ca_bundle == tmp_path / "certs" / "ca.pem"
+
+
+def test_https_page_is_served_on_loopback_under_its_own_url() -> None:
+    with World(now=NOW) as world:
+        url = world.route("https://news.example.cn/airshow", Reply(body=AIRSHOW))
+        settings = world.settings()
+
+        async def fetch() -> str:
+            fetcher = SafeFetcher(settings.network)
+            try:
+                page = await fetcher.fetch(url)
+            finally:
+                await fetcher.aclose()
+            return f"{page.final_url} {page.connected_address} {page.status}"
+
+        assert asyncio.run(fetch()) == f"{url} 127.0.0.1 200"
+        assert settings.network.connect_to["news.example.cn:443"].startswith("127.0.0.1:")
+        assert settings.network.ca_bundle is not None
+        assert world.requests_to("/airshow", host="news.example.cn")[0].scheme == "https"
+
+
+def test_without_the_world_ca_the_certificate_is_refused() -> None:
+    with World() as world:
+        url = world.route("https://news.example.cn/a", Reply(body=AIRSHOW))
+        network = world.settings().network.model_copy(update={"ca_bundle": None})
+
+        async def fetch() -> str:
+            fetcher = SafeFetcher(network)
+            try:
+                await fetcher.fetch(url)
+            except Exception as exc:  # the reason is what matters here
+                return getattr(exc, "reason", type(exc).__name__)
+            finally:
+                await fetcher.aclose()
+            return "fetched"
+
+        assert asyncio.run(fetch()) in {"connect_failed", "transport_error"}
+
+
+def test_connect_to_keeps_the_guard_on_for_the_mapped_address() -> None:
+    with World() as world:
+        url = world.route("https://news.example.cn/a", Reply(body=AIRSHOW))
+        network = world.settings().network.model_copy(update={"allowed_networks": ()})
+
+        async def fetch() -> str:
+            fetcher = SafeFetcher(network)
+            try:
+                await fetcher.fetch(url)
+            except Exception as exc:
+                return getattr(exc, "reason", type(exc).__name__)
+            finally:
+                await fetcher.aclose()
+            return "fetched"
+
+        # Refused on the mapped address's port before any lookup: 127.0.0.1 is not public.
+        assert asyncio.run(fetch()) in {"unsafe_url", "blocked_destination"}
+        assert world.requests == []
+
+
+def test_routes_match_the_most_specific_query_subset() -> None:
+    with World() as world:
+        base = "https://api.frankfurter.dev/v1/latest"
+        world.route(base, json_reply({"which": "any"}))
+        world.route(f"{base}?from=USD&to=CNY", json_reply({"which": "usd"}))
+        world.route(f"{base}?from=EUR", json_reply({"which": "eur"}))
+        network = world.settings().network
+
+        async def ask(params: dict[str, str | int]) -> object:
+            endpoint = TrustedEndpoint("https://api.frankfurter.dev/v1", network)
+            try:
+                response = await endpoint.get_json("latest", params)
+            finally:
+                await endpoint.aclose()
+            assert isinstance(response.data, dict)
+            return response.data["which"]
+
+        assert asyncio.run(ask({"to": "CNY", "from": "USD", "amount": 1})) == "usd"
+        assert asyncio.run(ask({"from": "EUR", "to": "JPY"})) == "eur"
+        assert asyncio.run(ask({"from": "GBP"})) == "any"
+
+
+def test_unknown_path_on_a_world_host_is_404_never_the_internet() -> None:
+    with World() as world:
+        world.claim("https://searx.example.org/")
+        network = world.settings().network
+
+        async def status() -> int:
+            endpoint = TrustedEndpoint("https://searx.example.org", network)
+            try:
+                await endpoint.get_json("nothing-here")
+            except Exception as exc:
+                return int(getattr(exc, "status", 0))
+            finally:
+                await endpoint.aclose()
+            return 200
+
+        assert asyncio.run(status()) == 404
+
+
+# -- the directory format -------------------------------------------------------------------
+
+
+def test_example_world_loads_with_its_clock_adapters_and_files() -> None:
+    spec = load_world(EXAMPLES / "worlds" / "zhanjiang-weather")
+    assert spec.now is not None
+    assert spec.now.isoformat() == "2026-11-30T10:00:00+08:00"
+    assert {adapter["kind"] for adapter in spec.manifest.adapters} == {"open_meteo", "searxng"}
+    assert b"24.1" in spec.files["api/forecast-2026-12-01.json"]
+
+
+def test_world_from_a_directory_answers_like_the_hand_built_one() -> None:
+    semantics = {
+        "query_kind": "weather",
+        "location": "湛江",
+        "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
+    }
+    with (
+        open_world(EXAMPLES / "worlds" / "zhanjiang-weather") as world,
+        world.service() as service,
+    ):
+        answer = service.answer("湛江明天天气怎么样？", semantics)
+    assert answer.status == "answered"
+    assert answer.sources[0].url.startswith("https://api.open-meteo.com/v1/forecast?")
+    assert answer.evidence[0].accessed_at == NOW
+
+
+def test_a_file_whose_digest_changed_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    (root / "pages").mkdir(parents=True)
+    (root / "pages" / "a.html").write_text("<p>changed</p>", encoding="utf-8")
+    (root / "world.toml").write_text(
+        '[[pages]]\nurl = "https://a.example/"\nfile = "pages/a.html"\nsha256 = "sha256:00"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match="digest does not match"):
+        load_world(root)
+
+
+@pytest.mark.parametrize("name", ["../outside.html", "/etc/passwd"])
+def test_a_file_outside_the_world_is_refused(tmp_path: Path, name: str) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "world.toml").write_text(
+        f'[[pages]]\nurl = "https://a.example/"\nfile = "{name}"\n', encoding="utf-8"
+    )
+    with pytest.raises(InputError, match="relative path inside the world"):
+        load_world(root)
+
+
+def test_unknown_keys_in_a_world_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "world.toml").write_text('[world]\nnmae = "typo"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"world\.nmae: unknown key"):
+        load_world(tmp_path)
+
+
+def test_toml_writer_round_trips_through_tomllib() -> None:
+    data = {
+        "title": 'quote " backslash \\ tab \t del \x7f 中文',
+        "count": 3,
+        "ratio": 0.5,
+        "flag": True,
+        "world": {"now": "2026-11-30T10:00:00+08:00", "name": "w"},
+        "pages": [{"url": "https://a.example/?q=湛江&x=1", "params": {"a b": "c"}}],
+        "empty": {},
+    }
+    parsed = tomllib.loads(dump_toml(data))
+    assert parsed == {k: v for k, v in data.items() if k != "empty"}
+
+
+def test_edited_copy_of_a_world_serves_the_new_page(tmp_path: Path) -> None:
+    root = tmp_path / "typhoon"
+    shutil.copytree(EXAMPLES / "worlds" / "zhanjiang-typhoon", root)
+    spec = load_world(root)
+    assert [page.url for page in spec.manifest.pages] == ["https://news.example.cn/2025/typhoon"]
+
+
+def test_hand_built_world_supports_search_pages_and_fact_apis_at_once() -> None:
+    with World(now=NOW) as world:
+        page = world.route("https://news-a.example.cn/airshow", Reply(body=AIRSHOW))
+        search = "https://searx.example.org/search?" + str(httpx.QueryParams({"q": QUESTION}))
+        world.route(search, json_reply(searx_body(QUESTION, [hit(page, "珠海航展", "新机型")])))
+        adapter = {"kind": "searxng", "id": "searx", "base_url": "https://searx.example.org"}
+        with ExternalQueryService(world.settings(adapter), clock=world.clock) as service:
+            answer = service.answer(QUESTION)
+    assert answer.status == "answered"
+    assert [source.url for source in answer.sources] == [page]
+    assert answer.sources[0].site == "news-a.example.cn"
