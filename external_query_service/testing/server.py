@@ -79,6 +79,9 @@ def json_reply(data: Any, status: int = 200, **kwargs: Any) -> Reply:
 
 class _QuietServer(ThreadingHTTPServer):
     tls: ssl.SSLContext | None = None
+    # socketserver's default backlog of 5 drops the SYNs of a burst of concurrent fetches;
+    # the client retransmits a second later, which would show up as fake latency.
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that refuse a body (byte caps, blocked hops) reset the connection on
