@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
@@ -20,12 +22,13 @@ from ..models import (
     AdapterCapability,
     Evidence,
     ExternalQueryPlan,
+    Fact,
     Finding,
     ProviderType,
     Readiness,
 )
 from ..settings import AdapterSettings, NetworkSettings, SourceSettings
-from ..store import EvidenceStore
+from ..store import EvidenceStore, sha256_digest
 
 if TYPE_CHECKING:
     from ..gateway.fetch import ApiResponse, FetchedPage
@@ -35,8 +38,10 @@ __all__ = [
     "AdapterOutcome",
     "AdapterRuntime",
     "EndpointClient",
+    "FactLine",
     "PageFetcher",
     "evidence_id",
+    "fact_evidence",
 ]
 
 
@@ -136,3 +141,63 @@ def evidence_id(url: str, content_digest: str, offset: int) -> str:
     """A short, stable id for a piece of evidence (same page span → same id)."""
     key = f"{url}\n{content_digest}\n{offset}".encode()
     return "ev-" + hashlib.sha256(key).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class FactLine:
+    """One stated fact of a fact-API reply, as the line of text a reader can quote."""
+
+    snippet: str
+    about: date
+    published: date
+    facts: tuple[Fact, ...]
+
+
+def fact_evidence(
+    adapter: Adapter,
+    lines: Sequence[FactLine],
+    *,
+    url: str,
+    raw_digest: str,
+    title: str,
+    gathered_for: str | None,
+    aliases: tuple[str, ...],
+    metadata: Mapping[str, str],
+) -> tuple[Evidence, ...]:
+    """Evidence for a fact-API reply: one stored text with a line per fact, and one evidence
+    per line pointing at it (``store.quote(ref, offset, length) == snippet``)."""
+    text = "\n".join(line.snippet for line in lines)
+    store = adapter.runtime.store
+    ref = store.put(text, source=url, metadata={"adapter_id": adapter.adapter_id, **metadata})
+    content_digest = sha256_digest(text)
+    accessed_at = adapter.runtime.clock().astimezone(UTC)
+    site = urlsplit(url).hostname or url
+    evidence = []
+    offset = 0
+    for line in lines:
+        evidence.append(
+            Evidence(
+                evidence_id=evidence_id(url, content_digest, offset),
+                adapter_id=adapter.adapter_id,
+                provider_type=adapter.provider_type,
+                basis="fact_api",
+                url=url,
+                title=title,
+                site=site,
+                snippet=line.snippet,
+                score=10_000,
+                published_at=line.published,
+                about_dates=(line.about,),
+                accessed_at=accessed_at,
+                content_digest=content_digest,
+                raw_digest=raw_digest,
+                ref=ref,
+                offset=offset,
+                length=len(line.snippet),
+                gathered_for=gathered_for,
+                aliases=aliases,
+                facts=line.facts,
+            )
+        )
+        offset += len(line.snippet) + 1
+    return tuple(evidence)

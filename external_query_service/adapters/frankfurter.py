@@ -9,17 +9,15 @@ that carry-forward is the verifier's job.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
 from ..errors import FetchError, UpstreamStatus
 from ..models import Evidence, ExternalQueryPlan, Fact, Finding, ProviderType, Readiness
-from ..store import sha256_digest
-from .base import Adapter, AdapterOutcome, evidence_id
+from .base import Adapter, AdapterOutcome, FactLine, fact_evidence
 
 if TYPE_CHECKING:
     from ..gateway.fetch import ApiResponse
@@ -146,9 +144,7 @@ class FrankfurterAdapter(Adapter):
             return AdapterOutcome(status="empty", reason="no_data")
         url = reply.url  # the request as sent, query included
         amount = _amount_text(reply.data.get("amount") if isinstance(reply.data, dict) else None)
-        evidence = self._evidence(
-            base, quote, amount, kept, reply=reply, url=url, now=self.runtime.clock()
-        )
+        evidence = self._evidence(base, quote, amount, kept, reply=reply, url=url)
         return AdapterOutcome(
             status="ok",
             evidence=evidence,
@@ -189,51 +185,27 @@ class FrankfurterAdapter(Adapter):
         *,
         reply: ApiResponse,
         url: str,
-        now: datetime,
     ) -> tuple[Evidence, ...]:
-        snippets = [
-            f"{day.isoformat()} 欧洲央行参考汇率：{amount} {base} = {rate} {quote}"
+        pair = f"{base}/{quote}"
+        lines = [
+            FactLine(
+                snippet=f"{day.isoformat()} 欧洲央行参考汇率：{amount} {base} = {rate} {quote}",
+                about=day,
+                published=day,
+                facts=(
+                    Fact(name="rate", value=rate, unit=f"{quote} per {amount} {base}"),
+                    Fact(name="amount", value=amount, unit=base),
+                ),
+            )
             for day, rate in rates
         ]
-        # One stored text per reply, one line per date; each evidence quotes its line.
-        text = "\n".join(snippets)
-        ref = self.runtime.store.put(
-            text,
-            source=url,
-            metadata={"adapter_id": self.adapter_id, "kind": self.kind, "pair": f"{base}/{quote}"},
+        return fact_evidence(
+            self,
+            lines,
+            url=url,
+            raw_digest=reply.raw_digest,
+            title=f"Frankfurter 欧洲央行参考汇率：{pair}",
+            gathered_for=pair,
+            aliases=(base, quote, pair),
+            metadata={"kind": self.kind, "pair": pair},
         )
-        content_digest = sha256_digest(text)
-        accessed_at = now.astimezone(UTC)
-        site = urlsplit(self.base_url).hostname or self.base_url
-        evidence: list[Evidence] = []
-        offset = 0
-        for (day, rate), snippet in zip(rates, snippets, strict=True):
-            evidence.append(
-                Evidence(
-                    evidence_id=evidence_id(url, content_digest, offset),
-                    adapter_id=self.adapter_id,
-                    provider_type=self.provider_type,
-                    basis="fact_api",
-                    url=url,
-                    title=f"Frankfurter 欧洲央行参考汇率：{base}/{quote}",
-                    site=site,
-                    snippet=snippet,
-                    score=10_000,
-                    published_at=day,
-                    about_dates=(day,),
-                    accessed_at=accessed_at,
-                    content_digest=content_digest,
-                    raw_digest=reply.raw_digest,
-                    ref=ref,
-                    offset=offset,
-                    length=len(snippet),
-                    gathered_for=f"{base}/{quote}",
-                    aliases=(base, quote, f"{base}/{quote}"),
-                    facts=(
-                        Fact(name="rate", value=rate, unit=f"{quote} per {amount} {base}"),
-                        Fact(name="amount", value=amount, unit=base),
-                    ),
-                )
-            )
-            offset += len(snippet) + 1
-        return tuple(evidence)

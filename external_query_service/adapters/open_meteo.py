@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import JsonValue
@@ -27,8 +26,7 @@ from ..models import (
     ProviderType,
     Readiness,
 )
-from ..store import sha256_digest
-from .base import Adapter, AdapterOutcome, evidence_id
+from .base import Adapter, AdapterOutcome, FactLine, fact_evidence
 from .weather_codes import UNKNOWN_WEATHER, weather_description
 
 if TYPE_CHECKING:
@@ -325,7 +323,7 @@ class OpenMeteoAdapter(Adapter):
             column = daily.get(key)
             return column[index] if isinstance(column, list) and index < len(column) else None
 
-        rows: list[tuple[date, str, tuple[Fact, ...]]] = []
+        rows: list[FactLine] = []
         for index, raw_day in enumerate(times):
             day = _iso_date(raw_day)
             if day is None:
@@ -349,46 +347,17 @@ class OpenMeteoAdapter(Adapter):
                 f"降水 {measured['precipitation_sum']}；"
                 f"降水概率 {measured['precipitation_probability_max']}"
             )
-            rows.append((day, snippet, tuple(facts)))
+            rows.append(FactLine(snippet, about=day, published=today, facts=tuple(facts)))
         if not rows:
             return ()
 
-        # One stored text per reply, one line per day; each evidence quotes its line.
-        text = "\n".join(snippet for _, snippet, _ in rows)
-        ref = self.runtime.store.put(
-            text,
-            source=url,
-            metadata={"adapter_id": self.adapter_id, "kind": self.kind, "place": place.display},
+        return fact_evidence(
+            self,
+            rows,
+            url=url,
+            raw_digest=reply.raw_digest,
+            title=f"Open-Meteo 天气预报：{place.candidate.name}",
+            gathered_for=plan.location,
+            aliases=(place.candidate.name,),
+            metadata={"kind": self.kind, "place": place.display},
         )
-        content_digest = sha256_digest(text)
-        accessed_at = now.astimezone(UTC)
-        site = urlsplit(self.base_url).hostname or self.base_url
-        evidence: list[Evidence] = []
-        offset = 0
-        for day, snippet, facts_for_day in rows:
-            evidence.append(
-                Evidence(
-                    evidence_id=evidence_id(url, content_digest, offset),
-                    adapter_id=self.adapter_id,
-                    provider_type=self.provider_type,
-                    basis="fact_api",
-                    url=url,
-                    title=f"Open-Meteo 天气预报：{place.candidate.name}",
-                    site=site,
-                    snippet=snippet,
-                    score=10_000,
-                    published_at=today,
-                    about_dates=(day,),
-                    accessed_at=accessed_at,
-                    content_digest=content_digest,
-                    raw_digest=reply.raw_digest,
-                    ref=ref,
-                    offset=offset,
-                    length=len(snippet),
-                    gathered_for=plan.location,
-                    aliases=(place.candidate.name,),
-                    facts=facts_for_day,
-                )
-            )
-            offset += len(snippet) + 1
-        return tuple(evidence)
