@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date
+from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -40,6 +41,7 @@ __all__ = [
     "EndpointClient",
     "FactLine",
     "PageFetcher",
+    "decimal_text",
     "evidence_id",
     "fact_evidence",
 ]
@@ -201,3 +203,19 @@ def fact_evidence(
         )
         offset += len(line.snippet) + 1
     return tuple(evidence)
+
+
+def decimal_text(value: JsonValue) -> str | None:
+    """A JSON number as a decimal string that keeps its value; None for null or non-numbers.
+
+    Measurements enter evidence as these strings, never as floats (hashed records hold none).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    text = repr(value)
+    # repr is the shortest round-trip form; only exponent notation needs spelling out.
+    return format(Decimal(text), "f") if "e" in text or "E" in text else text

@@ -17,7 +17,7 @@ from pydantic import JsonValue
 
 from ..errors import FetchError, UpstreamStatus
 from ..models import Evidence, ExternalQueryPlan, Fact, Finding, ProviderType, Readiness
-from .base import Adapter, AdapterOutcome, FactLine, fact_evidence
+from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
 
 if TYPE_CHECKING:
     from ..gateway.fetch import ApiResponse
@@ -42,22 +42,9 @@ def currency_pair(entities: tuple[str, ...]) -> tuple[str, str] | None:
     return None
 
 
-def _decimal_text(value: JsonValue) -> str | None:
-    """A JSON number as a decimal string that keeps its value; None for null or non-numbers."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if value != value or value in (float("inf"), float("-inf")):
-        return None
-    text = repr(value)
-    # repr is the shortest round-trip form; only exponent notation needs spelling out.
-    return format(Decimal(text), "f") if "e" in text or "E" in text else text
-
-
 def _amount_text(value: JsonValue) -> str:
     """``1`` rather than ``1.0`` for the amount the rate is quoted for."""
-    text = _decimal_text(value)
+    text = decimal_text(value)
     if text is None:
         return "1"
     number = Decimal(text)
@@ -162,7 +149,7 @@ class FrankfurterAdapter(Adapter):
             return None
         if "date" in data:
             day = _iso_date(data.get("date"))
-            rate = _decimal_text(raw.get(quote))
+            rate = decimal_text(raw.get(quote))
             if day is None:
                 return None
             return {} if rate is None else {day: rate}
@@ -171,7 +158,7 @@ class FrankfurterAdapter(Adapter):
             day = _iso_date(key)
             if day is None or not isinstance(row, dict):
                 return None
-            rate = _decimal_text(row.get(quote))
+            rate = decimal_text(row.get(quote))
             if rate is not None:
                 rates[day] = rate
         return rates

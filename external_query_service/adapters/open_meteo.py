@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -26,7 +25,7 @@ from ..models import (
     ProviderType,
     Readiness,
 )
-from .base import Adapter, AdapterOutcome, FactLine, fact_evidence
+from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
 from .weather_codes import UNKNOWN_WEATHER, weather_description
 
 if TYPE_CHECKING:
@@ -67,19 +66,6 @@ _FACT_NAMES = {
 }
 
 
-def _decimal_text(value: JsonValue) -> str | None:
-    """A JSON number as a decimal string that keeps its value; None for null or non-numbers."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if value != value or value in (float("inf"), float("-inf")):
-        return None
-    text = repr(value)
-    # repr is the shortest round-trip form; only exponent notation needs spelling out.
-    return format(Decimal(text), "f") if "e" in text or "E" in text else text
-
-
 def _text(value: JsonValue) -> str:
     return value.strip() if isinstance(value, str) else ""
 
@@ -109,8 +95,8 @@ def _place(entry: JsonValue) -> _Place | None:
     if not isinstance(entry, dict):
         return None
     name = _text(entry.get("name"))
-    latitude = _decimal_text(entry.get("latitude"))
-    longitude = _decimal_text(entry.get("longitude"))
+    latitude = decimal_text(entry.get("latitude"))
+    longitude = decimal_text(entry.get("longitude"))
     if not name or latitude is None or longitude is None:
         return None
     candidate = PlaceCandidate(
@@ -329,7 +315,7 @@ class OpenMeteoAdapter(Adapter):
             if day is None:
                 return AdapterOutcome(status="failed", reason="malformed_response")
             facts: list[Fact] = []
-            code = _decimal_text(value("weather_code", index))
+            code = decimal_text(value("weather_code", index))
             weather = UNKNOWN
             if code is not None:
                 weather = weather_description(int(code)) if code.isdigit() else UNKNOWN_WEATHER
@@ -337,7 +323,7 @@ class OpenMeteoAdapter(Adapter):
                 facts.append(Fact(name="weather", value=weather))
             measured: dict[str, str] = {}
             for key, name in _FACT_NAMES.items():
-                text = _decimal_text(value(key, index))
+                text = decimal_text(value(key, index))
                 if text is not None:
                     facts.append(Fact(name=name, value=text, unit=unit(key)))
                 measured[key] = _with_unit(text, unit(key))
