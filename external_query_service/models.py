@@ -20,6 +20,7 @@ __all__ = [
     "STRUCTURED_FACT_KINDS",
     "AdapterAttempt",
     "AdapterCapability",
+    "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
     "AttemptStatus",
@@ -307,6 +308,21 @@ class DisplaySource(_Model):
     accessed_at: datetime
 
 
+class AdmissionSummary(_Model):
+    """How the answer is bound to the evidence admission contract (``admission/``)."""
+
+    request_id: str
+    #: One evidence plan per adapter attempt that was made (``sha256:`` content ids).
+    plan_ids: tuple[str, ...]
+    receipt_digests: tuple[str, ...]
+    admission_ids: tuple[str, ...]
+    #: Admitted evidence may retire once every admitted source was read back in the answer.
+    retirement_ready: bool
+    retirement_reasons: tuple[str, ...] = ()
+    #: Written to the configured ledger (False without one, or when writing failed).
+    persisted: bool = False
+
+
 class ExternalAnswer(_Model):
     status: AnswerStatus
     reason: str | None = None
@@ -319,6 +335,7 @@ class ExternalAnswer(_Model):
     evidence: tuple[Evidence, ...]
     verifier: VerifierResult
     uncertainties: tuple[str, ...]
+    admission: AdmissionSummary
     audit: AuditTrace
 
     @property

@@ -5,6 +5,7 @@ plan → gather → verify → packet → present, each stage a typed model, all
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -13,15 +14,18 @@ from pydantic import ValidationError
 
 from ._portal import Portal
 from .adapters.base import Adapter, AdapterRuntime
+from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .audit import AuditLog
 from .clock import Clock, system_clock
 from .errors import InputError, ServiceClosed
 from .gateway.fetch import HttpRuntime
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
+from .ledger import Ledger, LedgerError
 from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
 from .models import (
     CORE_QUERY_KINDS,
+    AdmissionSummary,
     ExternalAnswer,
     ExternalContextPacket,
     ExternalQueryPlan,
@@ -99,6 +103,12 @@ class ExternalQueryService:
         self._llm_presenter = (
             LLMAnswerPresenter(self.llm, extractive=self.presenter) if self.llm else None
         )
+        self._envelope = service_envelope(self.settings)
+        self._ledger = (
+            Ledger(self.settings.ledger.path, clock=self.clock)
+            if self.settings.ledger.path is not None
+            else None
+        )
         self._portal = Portal()
         self._closed = False
 
@@ -174,6 +184,17 @@ class ExternalQueryService:
             fallback_reason=shown.fallback_reason,
             sources=len(shown.sources),
         )
+        chain = bind_answer(
+            question=question,
+            plan=plan,
+            gathered=gathered,
+            verifier=result,
+            envelope=self._envelope,
+            presented_urls=[source.url for source in shown.sources],
+            decided_at=self.clock(),
+        )
+        persisted = await self._persist(chain, audit)
+        audit.record("service", "admission", persisted=persisted, **chain.audit_detail())
         return ExternalAnswer(
             status=result.status,
             reason=result.reason,
@@ -185,8 +206,29 @@ class ExternalQueryService:
             evidence=outcome.admitted,
             verifier=result,
             uncertainties=outcome.uncertainties,
+            admission=AdmissionSummary(
+                request_id=chain.request.request_id,
+                plan_ids=chain.plan_ids,
+                receipt_digests=chain.receipt_digests,
+                admission_ids=chain.admission_ids,
+                retirement_ready=chain.retirement.ready,
+                retirement_reasons=chain.retirement.reasons,
+                persisted=persisted,
+            ),
             audit=audit.freeze(),
         )
+
+    async def _persist(self, chain: ChainRecord, audit: AuditLog) -> bool:
+        """Write the chain to the ledger when one is configured; a ledger fault is audited,
+        never allowed to lose the answer."""
+        if self._ledger is None:
+            return False
+        try:
+            await asyncio.to_thread(self._ledger.persist_chain, chain)
+        except LedgerError as exc:
+            audit.record("service", "ledger_error", reason=exc.reason, detail=str(exc))
+            return False
+        return True
 
     # -- sessions and discovery -----------------------------------------------------------
     def session(self) -> Session:
@@ -211,6 +253,8 @@ class ExternalQueryService:
         if self._portal.running:
             self._portal.call(self._http.aclose())
         self._portal.stop()
+        if self._ledger is not None:
+            self._ledger.close()
 
     async def aclose(self) -> None:
         """Close this loop's HTTP clients, then everything else."""

@@ -535,7 +535,14 @@ def test_audit_explains_plan_ranking_attempts_checks_and_template(world: World) 
     assert ("gateway", "attempt") in stages
     assert ("verifier", "check") in stages
     assert ("verifier", "outcome") in stages
-    assert stages[-1] == ("presenter", "render")
+    assert stages[-2:] == [("presenter", "render"), ("service", "admission")]
+    binding = events(answer, "admission")[0]
+    assert binding["plan_ids"] == list(answer.admission.plan_ids)
+    assert len(answer.admission.plan_ids) == len(
+        [a for a in answer.attempts if a.status != "skipped"]
+    )
+    assert all(pid.startswith("sha256:") for pid in answer.admission.plan_ids)
+    assert answer.admission.retirement_ready
     plan_event = events(answer, "plan")[0]
     assert plan_event["source"] == "upstream_semantics"
     assert plan_event["fallback_reason"] == "no structured planner"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
+from external_query_service.ledger import Ledger
 from external_query_service.testing import (
     FORECAST,
     FX,
@@ -113,3 +115,29 @@ def test_weekend_rate_carried_forward_passes_within_max_age(world: World) -> Non
     time_checks = [c for c in answer.verifier.checks if c.check == "time"]
     assert [c.reason for c in time_checks] == ["carried_forward"]
     assert any("2026-11-27" in note for note in answer.uncertainties)
+
+
+def test_a_configured_ledger_persists_every_plan_receipt_and_admission_once(
+    world: World, tmp_path: Path
+) -> None:
+    world.fx(
+        "latest",
+        json_reply({"amount": 1.0, "base": "USD", "date": "2026-11-27", "rates": {"CNY": 7.1042}}),
+    )
+    ledger_path = tmp_path / "ledger.sqlite3"
+    settings = world.settings(world.frankfurter(), ledger={"path": str(ledger_path)})
+    semantics = {"query_kind": "exchange_rate", "entities": ["USD", "CNY"]}
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as svc:
+        first = svc.answer("美元兑人民币汇率是多少？", semantics)
+        second = svc.answer("美元兑人民币汇率是多少？", semantics)
+
+    assert first.admission.persisted
+    assert first.admission.retirement_ready
+    assert second.admission.plan_ids == first.admission.plan_ids
+    with Ledger(ledger_path, create=False) as ledger:
+        assert all(ledger.has_record(plan_id) for plan_id in first.admission.plan_ids)
+        assert all(ledger.has_record(digest) for digest in first.admission.receipt_digests)
+        records = ledger.count()
+        assert ledger.verify().ok
+    # The same answer again adds nothing: every record is content-addressed.
+    assert records == len(first.admission.plan_ids) * 3 + 1

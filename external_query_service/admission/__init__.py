@@ -1,0 +1,89 @@
+"""The evidence admission contract (pure: no I/O, no clock reads).
+
+discover → plan → (provider executes) → receipt → admit → readback → retire, every record
+content-addressed with RFC 8785 canonical JSON and ``sha256:<hex>`` ids.
+"""
+
+from .admit import admission_id_of, check_admission, decide, verify_admission
+from .canonical import HASH_CONTRACT, canonical_json, content_id, loads_record, loads_value
+from .chain import ChainLink, ChainRecord, ChainRetirement, bind_answer, service_envelope
+from .discover import discover, parse_inventory, project_row, registry_rows
+from .errors import INPUT_ERROR_CODES, ContractRejected, EvidenceInputError
+from .models import (
+    PROTOCOL,
+    Admission,
+    AdmittedSource,
+    DownstreamSource,
+    EvidencePlan,
+    EvidenceReceipt,
+    EvidenceRequest,
+    LedgerCoverage,
+    ProviderInventory,
+    ProviderRow,
+    ProviderSelection,
+    Readback,
+    ReadbackSource,
+    ReceiptObservation,
+    ReceiptSource,
+    Retirement,
+    SourceDecision,
+)
+from .plan import build_plan, build_request, normalise_text, plan_id_of, verify_plan
+from .projection import compact, project
+from .receipt import check_receipt, parse_receipt, receipt_digest
+from .render import render, render_error
+from .retire import retire
+
+__all__ = [
+    "HASH_CONTRACT",
+    "INPUT_ERROR_CODES",
+    "PROTOCOL",
+    "Admission",
+    "AdmittedSource",
+    "ChainLink",
+    "ChainRecord",
+    "ChainRetirement",
+    "ContractRejected",
+    "DownstreamSource",
+    "EvidenceInputError",
+    "EvidencePlan",
+    "EvidenceReceipt",
+    "EvidenceRequest",
+    "LedgerCoverage",
+    "ProviderInventory",
+    "ProviderRow",
+    "ProviderSelection",
+    "Readback",
+    "ReadbackSource",
+    "ReceiptObservation",
+    "ReceiptSource",
+    "Retirement",
+    "SourceDecision",
+    "admission_id_of",
+    "bind_answer",
+    "build_plan",
+    "build_request",
+    "canonical_json",
+    "check_admission",
+    "check_receipt",
+    "compact",
+    "content_id",
+    "decide",
+    "discover",
+    "loads_record",
+    "loads_value",
+    "normalise_text",
+    "parse_inventory",
+    "parse_receipt",
+    "plan_id_of",
+    "project",
+    "project_row",
+    "receipt_digest",
+    "registry_rows",
+    "render",
+    "render_error",
+    "retire",
+    "service_envelope",
+    "verify_admission",
+    "verify_plan",
+]

@@ -1,0 +1,158 @@
+"""Content addressing: strict JSON in, RFC 8785 canonical bytes, ``sha256:<hex>`` ids out.
+
+The hashing contract (``HASH_CONTRACT``) is: ``"sha256:" + sha256(JCS(record)).hexdigest()``
+where JCS is RFC 8785 as implemented by the ``rfc8785`` package (keys sorted by UTF-16 code
+units, ES6 number formatting — ``json.dumps(sort_keys=True)`` fails the standard's
+vectors). Hashed records hold only objects, arrays, strings, booleans, null and integers
+within ±(2**53 - 1): no floats (a float like ``2.0**53`` canonicalises to an integer
+that no longer round-trips), no lone surrogates. Changing any of this is a new contract
+version, and the golden ids pinned in the tests must change with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import rfc8785
+from pydantic import JsonValue
+
+from .errors import EvidenceInputError
+
+__all__ = [
+    "DIGEST_PATTERN",
+    "HASH_CONTRACT",
+    "MAX_SAFE_INTEGER",
+    "canonical_json",
+    "check_hashable",
+    "content_id",
+    "is_digest",
+    "loads_record",
+    "loads_value",
+]
+
+HASH_CONTRACT: Final = "rfc8785-sha256/v0"
+MAX_SAFE_INTEGER = 2**53 - 1
+DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
+#: Deeper input is refused before Python's recursion limit is anywhere near.
+MAX_DEPTH = 64
+
+
+def is_digest(value: str) -> bool:
+    return DIGEST_PATTERN.fullmatch(value) is not None
+
+
+def check_hashable(value: object, *, where: str = "$", depth: int = 0) -> None:
+    """Raise ``EvidenceInputError`` unless ``value`` may enter a hashed record."""
+    if depth > MAX_DEPTH:
+        raise EvidenceInputError("invalid_json", f"nested deeper than {MAX_DEPTH} at {where}")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise EvidenceInputError(
+                "integer_out_of_range", f"integer at {where} is beyond ±(2**53 - 1)"
+            )
+        return
+    if isinstance(value, float):
+        raise EvidenceInputError(
+            "float_in_hashed_record",
+            f"float at {where}: use integer basis points or a decimal string",
+        )
+    if isinstance(value, str):
+        _check_text(value, where)
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_hashable(item, where=f"{where}[{index}]", depth=depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise EvidenceInputError("invalid_json", f"non-string key at {where}")
+            _check_text(key, f"{where} (a key)")
+            check_hashable(item, where=f"{where}.{key}", depth=depth + 1)
+        return
+    raise EvidenceInputError("invalid_json", f"{type(value).__name__} at {where} is not JSON")
+
+
+def _check_text(text: str, where: str) -> None:
+    # json.loads turns "\ud800" into a lone surrogate; a valid pair arrives already joined.
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+        raise EvidenceInputError(
+            "lone_surrogate", f"lone UTF-16 surrogate in the string at {where}"
+        )
+
+
+def canonical_json(value: object) -> bytes:
+    """RFC 8785 bytes of ``value`` after ``check_hashable``."""
+    check_hashable(value)
+    # check_hashable has proven the shape rfc8785 types as its own JSON alias.
+    return rfc8785.dumps(value)  # type: ignore[arg-type]
+
+
+def content_id(value: object) -> str:
+    """``sha256:<hex>`` of the canonical bytes: the id of a hashed record."""
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+# -- strict loading ------------------------------------------------------------------------
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in result:
+            raise EvidenceInputError("invalid_json", f"duplicate key {key!r}")
+        result[key] = item
+    return result
+
+
+def _constant(name: str) -> Any:
+    raise EvidenceInputError("invalid_json", f"{name} is not JSON")
+
+
+def _float(text: str) -> Any:
+    raise EvidenceInputError(
+        "float_in_hashed_record",
+        f"number {text} is not an integer: use basis points or a decimal string",
+    )
+
+
+def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
+    """Parse JSON text strictly and check it may be hashed.
+
+    Refused (``EvidenceInputError``): syntax errors, duplicate keys, NaN/Infinity, floats,
+    integers beyond ±(2**53 - 1), lone surrogates and nesting deeper than 64.
+    """
+    try:
+        value: JsonValue = json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
+        )
+    except EvidenceInputError as exc:
+        raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
+    except json.JSONDecodeError as exc:
+        raise EvidenceInputError(
+            "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}", origin=origin
+        ) from None
+    except RecursionError:
+        raise EvidenceInputError("invalid_json", "too deeply nested", origin=origin) from None
+    try:
+        check_hashable(value)
+    except EvidenceInputError as exc:
+        raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
+    return value
+
+
+def loads_record(text: str, *, origin: str | None = None) -> dict[str, JsonValue]:
+    """``loads_value`` whose root must be an object (else ``non_object_root``)."""
+    value = loads_value(text, origin=origin)
+    if not isinstance(value, dict):
+        kind = "an array" if isinstance(value, list) else type(value).__name__
+        raise EvidenceInputError(
+            "non_object_root", f"the root must be a JSON object, not {kind}", origin=origin
+        )
+    return value

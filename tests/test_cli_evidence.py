@@ -1,0 +1,353 @@
+"""``external-query evidence …`` and ``ledger start``: the round trip through files, and
+every error class in both output formats."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from external_query_service.admission import PROTOCOL
+from external_query_service.cli import main
+
+OBJECTIVE = "Compare current behavior"
+SOURCE = "https://example.com/original"
+OTHER = "https://example.com/other"
+
+
+def provider(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "provider_id": "connector:docs",
+        "provider_kind": "connector",
+        "protocol": PROTOCOL,
+        "declared": True,
+        "installed": True,
+        "enabled": True,
+        "ready": True,
+    }
+    values.update(overrides)
+    return values
+
+
+class Cli:
+    """Runs the CLI with a private ledger and keeps its files in one folder."""
+
+    def __init__(self, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.folder = folder
+        self.capsys = capsys
+        self.ledger = folder / "ledger.sqlite3"
+
+    def write(self, name: str, content: Any) -> Path:
+        path = self.folder / name
+        text = content if isinstance(content, str) else json.dumps(content)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def run(self, *args: str, fmt: str = "json") -> tuple[int, str]:
+        code = main([*args, "--ledger", str(self.ledger), "--format", fmt])
+        return code, self.capsys.readouterr().out
+
+    def ok(self, *args: str) -> Any:
+        code, out = self.run(*args)
+        assert code == 0, out
+        return json.loads(out)
+
+    def plan(self, **overrides: Any) -> Path:
+        inventory = self.write("providers.json", {"providers": [provider()]})
+        data = self.ok(
+            "evidence", "plan", "--objective", overrides.get("objective", OBJECTIVE),
+            "--user-activity", "Choose an implementation", "--decision", "Whether to adopt it",
+            "--evidence-kind", "current_behavior", "--evidence-kind", "counterexample",
+            "--provider-inventory-json", str(inventory),
+        )  # fmt: skip
+        return self.write(overrides.get("name", "plan.json"), data)
+
+    def receipt(self, plan_path: Path, **overrides: Any) -> Path:
+        plan = json.loads(plan_path.read_text(encoding="utf-8"))
+        data = {
+            "schema_version": "external_evidence_receipt_v0",
+            "plan_id": plan["plan_id"],
+            "request_id": plan["request"]["request_id"],
+            "provider_id": plan["selected_provider"]["provider_id"],
+            "provider_kind": plan["selected_provider"]["provider_kind"],
+            "status": "succeeded",
+            "sources": [
+                {
+                    "source_ref": ref,
+                    "source_family": "original-publisher",
+                    "basis": "observed",
+                    "finding": f"The bounded observation at {ref}",
+                    "limitation": "What was not inspected",
+                    "publication_date": None,
+                    "accessed_at": "2026-03-01T10:00:00Z",
+                    "content_digest": "sha256:" + "ab" * 32,
+                }
+                for ref in (SOURCE, OTHER)
+            ],
+            "summary": "Compact evidence summary",
+            "limitations": ["Caller receipt is not provider execution attestation"],
+            "completed_at": "2026-03-01T10:05:00Z",
+        }
+        data.update(overrides)
+        return self.write("receipt.json", data)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(tmp_path, capsys)
+
+
+def test_round_trip_through_files_ends_in_retirement(cli: Cli) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    seen = cli.ok("evidence", "receipt", "--plan-json", str(plan), "--receipt-json", str(receipt))
+    assert (seen["execution_attested"], seen["admitted"]) == (False, False)
+
+    admit = ("evidence", "admit", "--plan-json", str(plan), "--receipt-json", str(receipt),
+             "--decision", "admit", "--reason", "Direct source answers the decision",
+             "--admit-source", SOURCE)  # fmt: skip
+    admission = cli.write("admission.json", cli.ok(*admit))
+    assert json.loads(admission.read_text())["admitted_sources"][0]["source_ref"] == SOURCE
+
+    preview = cli.ok(
+        "evidence", "readback", "--plan-json", str(plan), "--receipt-json", str(receipt),
+        "--admission-json", str(admission), "--project", "research",
+    )  # fmt: skip
+    assert preview["ledger"]["write_blockers"] == ["project_not_started"]
+    assert preview["retirement"]["state"] == "retained"
+
+    started = cli.ok("ledger", "start", "--project", "research", "--question", OBJECTIVE)
+    assert started["created"] is True
+    readback = ("evidence", "readback", "--plan-json", str(plan), "--receipt-json",
+                str(receipt), "--admission-json", str(admission), "--project", "research",
+                "--execute")  # fmt: skip
+    written = cli.ok(*readback)
+    assert written["ledger"]["written_source_refs"] == [SOURCE]
+    assert written["ledger"]["state"] == "complete"
+    assert written["retirement"]["state"] == "retired"
+    retry = cli.ok(*readback)
+    assert (retry["ledger"]["written_source_refs"], retry["ledger"]["state"]) == ([], "complete")
+
+    # retire counts the ledger's readback with matching lineage ...
+    retired = cli.ok("evidence", "retire", "--admission-json", str(admission))
+    assert (retired["state"], retired["read_back_source_refs"]) == ("retired", [SOURCE])
+
+
+def test_retire_without_a_ledger_counts_only_the_named_downstream_sources(cli: Cli) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    admission = cli.write(
+        "admission.json",
+        cli.ok("evidence", "admit", "--plan-json", str(plan), "--receipt-json", str(receipt),
+               "--decision", "admit", "--reason", "r", "--admit-source", SOURCE,
+               "--admit-source", OTHER),
+    )  # fmt: skip
+    cli.ledger = cli.folder / "fresh.sqlite3"
+    waiting = cli.ok("evidence", "retire", "--admission-json", str(admission),
+                     "--downstream-source", SOURCE)  # fmt: skip
+    assert (waiting["state"], waiting["missing_source_refs"]) == ("retained", [OTHER])
+    done = cli.ok("evidence", "retire", "--admission-json", str(admission),
+                  "--downstream-source", SOURCE, "--downstream-source", OTHER)  # fmt: skip
+    assert done["state"] == "retired"
+    assert not cli.ledger.exists()
+
+
+def test_admitting_twice_prints_the_same_admission_and_records_it_once(cli: Cli) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    args = ("evidence", "admit", "--plan-json", str(plan), "--receipt-json", str(receipt),
+            "--decision", "reject", "--reason", "Off topic")  # fmt: skip
+    assert cli.ok(*args) == cli.ok(*args)
+    code, markdown = cli.run(*args, fmt="markdown")
+    assert code == 0
+    assert "already recorded" in markdown
+
+
+def test_discover_projects_registry_rows_as_not_ready(cli: Cli) -> None:
+    inventory = cli.write("providers.json", {"providers": [provider()]})
+    found = cli.ok("evidence", "discover", "--connector-registry", "--provider-inventory-json",
+                   str(inventory))  # fmt: skip
+    rows = {row["provider_id"]: row for row in found["providers"]}
+    assert rows["connector:docs"]["ready"] is True
+    assert rows["connector:searxng"]["ready"] is False
+    assert rows["connector:searxng"]["unavailable_reason"] == "registry_presence_is_not_readiness"
+    assert rows["method:public-github"]["unavailable_reason"] == "not_probed"
+    assert (found["execution_observed"], found["evidence_coverage_observed"]) == (False, False)
+
+
+def test_markdown_is_the_default_format(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["evidence", "discover", "--ledger", str(cli.ledger)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("## Provider inventory")
+
+
+def test_the_ledger_defaults_to_the_users_data_folder(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(cli.folder / "xdg"))
+    code = main(["ledger", "start", "--project", "p", "--question", "q", "--format", "json"])
+    assert code == 0, capsys.readouterr().out
+    assert (cli.folder / "xdg" / "external-query" / "ledger.sqlite3").is_file()
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def _error(cli: Cli, args: list[str], fmt: str) -> tuple[int, str]:
+    code, out = cli.run(*args, fmt=fmt)
+    return code, out
+
+
+def _inventory_plan(path: Path) -> list[str]:
+    return ["evidence", "plan", "--objective", "o", "--user-activity", "a", "--decision", "d",
+            "--evidence-kind", "k", "--provider-inventory-json", str(path)]  # fmt: skip
+
+
+INPUT_CASES: list[tuple[str, str, Any]] = [
+    ("file_unreadable", "missing", None),
+    ("file_unreadable", "folder", None),
+    ("file_unreadable", "fifo", None),
+    ("invalid_json", "text", "{not json"),
+    ("invalid_json", "text", '{"providers": [], "providers": []}'),
+    ("invalid_json", "text", '{"providers": [NaN]}'),
+    ("invalid_json", "bytes", b'{"providers": "\xff"}'),
+    ("lone_surrogate", "text", '{"providers": ["\\ud800"]}'),
+    ("float_in_hashed_record", "text", '{"providers": [1.5]}'),
+    ("non_object_root", "text", '"providers"'),
+    ("bare_providers_array", "text", "[]"),
+]
+
+
+def _input_file(cli: Cli, kind: str, content: Any) -> Path:
+    path = cli.folder / "input.json"
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "bytes":
+        path.write_bytes(content)
+    elif kind == "text":
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("code", "kind", "content"), INPUT_CASES)
+def test_every_input_error_is_named_in_json(cli: Cli, code: str, kind: str, content: Any) -> None:
+    exit_code, out = _error(cli, _inventory_plan(_input_file(cli, kind, content)), "json")
+    assert exit_code == 2
+    error = json.loads(out)
+    assert (error["code"], error["exit_code"]) == (code, 2)
+    assert error["error"]
+
+
+@pytest.mark.parametrize(("code", "kind", "content"), INPUT_CASES)
+def test_every_input_error_is_one_markdown_line(
+    cli: Cli, code: str, kind: str, content: Any
+) -> None:
+    exit_code, out = _error(cli, _inventory_plan(_input_file(cli, kind, content)), "markdown")
+    assert exit_code == 2
+    assert out.count("\n") == 1
+    assert out.startswith(f"**error** `{code}` (exit 2): ")
+
+
+def test_a_non_object_plan_root_is_its_own_error(cli: Cli) -> None:
+    path = cli.write("plan.json", [1, 2])
+    code, out = cli.run("evidence", "receipt", "--plan-json", str(path), "--receipt-json",
+                        str(path))  # fmt: skip
+    assert (code, json.loads(out)["code"]) == (2, "non_object_root")
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_a_missing_flag_is_reported_in_the_chosen_format(cli: Cli, fmt: str) -> None:
+    code, out = cli.run("evidence", "admit", "--decision", "admit", fmt=fmt)
+    assert code == 2
+    assert "missing_argument" in out
+    assert "--plan-json" in out
+
+
+def _rejection(cli: Cli, fmt: str, case: str) -> tuple[int, str]:
+    plan = cli.plan()
+    if case == "tampered_plan":
+        data = json.loads(plan.read_text())
+        data["request"]["decision"] = "Something else"
+        data["request"]["request_id"] = "sha256:" + "0" * 64
+        tampered = cli.write("tampered.json", data)
+        return cli.run("evidence", "receipt", "--plan-json", str(tampered), "--receipt-json",
+                       str(cli.receipt(plan)), fmt=fmt)  # fmt: skip
+    if case == "plan_id_mismatch":
+        receipt = cli.receipt(plan, plan_id="sha256:" + "1" * 64)
+        return cli.run("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
+                       str(receipt), fmt=fmt)  # fmt: skip
+    if case == "foreign_provider":
+        receipt = cli.receipt(plan, provider_id="connector:else")
+        return cli.run("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
+                       str(receipt), fmt=fmt)  # fmt: skip
+    if case == "unknown_source":
+        return cli.run("evidence", "admit", "--plan-json", str(plan), "--receipt-json",
+                       str(cli.receipt(plan)), "--decision", "admit", "--reason", "r",
+                       "--admit-source", "https://elsewhere.example/", fmt=fmt)  # fmt: skip
+    if case == "provider_not_executable":
+        return cli.run("evidence", "execute", "--plan-json", str(plan), "--execute", fmt=fmt)
+    raise AssertionError(case)
+
+
+REJECTIONS = [
+    ("tampered_plan", "request_tampered"),
+    ("plan_id_mismatch", "plan_id_mismatch"),
+    ("foreign_provider", "foreign_provider"),
+    ("unknown_source", "unknown_source"),
+    ("provider_not_executable", "provider_not_executable"),
+]
+
+
+@pytest.mark.parametrize(("case", "reason"), REJECTIONS)
+def test_contract_rejections_exit_3_with_their_reason_in_json(
+    cli: Cli, case: str, reason: str
+) -> None:
+    code, out = _rejection(cli, "json", case)
+    assert code == 3
+    assert json.loads(out)["code"] == reason
+
+
+@pytest.mark.parametrize(("case", "reason"), REJECTIONS)
+def test_contract_rejections_exit_3_with_their_reason_in_markdown(
+    cli: Cli, case: str, reason: str
+) -> None:
+    code, out = _rejection(cli, "markdown", case)
+    assert code == 3
+    assert out.startswith(f"**error** `{reason}` (exit 3): ")
+
+
+def test_a_readback_blocker_exits_3_and_still_shows_the_projection(cli: Cli) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    admission = cli.write(
+        "admission.json",
+        cli.ok("evidence", "admit", "--plan-json", str(plan), "--receipt-json", str(receipt),
+               "--decision", "admit", "--reason", "r", "--admit-source", SOURCE),
+    )  # fmt: skip
+    cli.ok("ledger", "start", "--project", "research", "--question", "Another question")
+    code, out = cli.run(
+        "evidence", "readback", "--plan-json", str(plan), "--receipt-json", str(receipt),
+        "--admission-json", str(admission), "--project", "research", "--execute",
+        fmt="markdown",
+    )  # fmt: skip
+    assert code == 3
+    assert "write blocker: question_mismatch" in out
+    assert "state: **retained**" in out
+
+
+def test_starting_a_project_with_another_question_is_a_rejection(cli: Cli) -> None:
+    cli.ok("ledger", "start", "--project", "research", "--question", OBJECTIVE)
+    code, out = cli.run("ledger", "start", "--project", "research", "--question", "Other")
+    assert (code, json.loads(out)["code"]) == (3, "project_question_conflict")
+
+
+def test_an_unusable_ledger_path_is_an_input_error(cli: Cli) -> None:
+    cli.ledger = cli.folder
+    code, out = cli.run("ledger", "start", "--project", "p", "--question", "q")
+    assert (code, json.loads(out)["code"]) == (2, "ledger_unavailable")
