@@ -64,3 +64,15 @@ def test_readme_names_one_install_and_one_test_command() -> None:
 def test_architecture_docs_exist() -> None:
     for name in ("overview.md", "RUNTIME_GUARDRAILS.md", "CODE_REFERENCE_INDEX.md"):
         assert (ROOT / "docs" / "architecture" / name).is_file(), name
+
+
+def test_code_reference_index_names_every_module() -> None:
+    index = (ROOT / "docs" / "architecture" / "CODE_REFERENCE_INDEX.md").read_text("utf-8")
+    package = ROOT / "external_query_service"
+    skipped = {"__init__.py", "__main__.py", "_version.py"}
+    modules = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if path.name not in skipped and "__pycache__" not in path.parts
+    )
+    assert [module for module in modules if module not in index] == []
