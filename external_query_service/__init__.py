@@ -32,6 +32,7 @@ from .gateway.registry import register_adapter
 from .models import (
     AdapterAttempt,
     AdapterCapability,
+    AdmissionSummary,
     DisplaySource,
     Evidence,
     ExternalAnswer,
@@ -52,6 +53,7 @@ __all__ = [
     "AdapterError",
     "AdapterOutcome",
     "AdapterRuntime",
+    "AdmissionSummary",
     "AuditEvent",
     "AuditTrace",
     "BlockedDestination",

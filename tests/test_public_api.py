@@ -11,6 +11,7 @@ EXPECTED = [
     "AdapterError",
     "AdapterOutcome",
     "AdapterRuntime",
+    "AdmissionSummary",
     "AuditEvent",
     "AuditTrace",
     "BlockedDestination",
