@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
+from external_query_service import ExternalQueryService, Settings
 from external_query_service.cli import main
+from external_query_service.mcp_server import build_server
 from external_query_service.testing import LoopbackServer
+from external_query_service.toolkit import ToolkitSession
 
 from .test_toolkit_tasks import REQUIREMENT, serve_docs, web_task, write
 from .world import World, article, hit
@@ -227,3 +230,38 @@ def test_the_core_library_and_the_toolkit_import_without_the_mcp_package() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_read_evidence_pages_through_a_capture_and_names_what_it_refuses() -> None:
+    session = ToolkitSession()
+    text = "".join(f"第{n}条证据。" for n in range(600))
+    ref = session.store.put(text, source="https://example.test/")
+
+    async def run() -> None:
+        async with (
+            ExternalQueryService(Settings(), store=session.store) as service,
+            Client(build_server(session, service)) as client,
+        ):
+            pieces: list[str] = []
+            offset: int | None = 0
+            while offset is not None:
+                window = structured(
+                    await client.call_tool(
+                        "read_evidence", {"ref": ref, "offset": offset, "limit": 10_000}
+                    )
+                )
+                assert len(window["text"]) <= 1200
+                pieces.append(window["text"])
+                offset = window["next_offset"]
+            assert "".join(pieces) == text
+
+            unknown = await client.call_tool("read_evidence", {"ref": "ev:nothing"})
+            assert "unknown evidence reference" in error_text(unknown)
+            negative = await client.call_tool("read_evidence", {"ref": ref, "offset": -1})
+            assert "must not be negative" in error_text(negative)
+            bad = await client.call_tool(
+                "answer", {"question": "x", "semantics": {"query_kind": 5}}
+            )
+            assert "query_kind" in error_text(bad)
+
+    asyncio.run(run())

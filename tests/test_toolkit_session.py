@@ -211,3 +211,45 @@ def test_a_workspace_task_offers_file_tools_and_records_from_searches(tmp_path: 
     step(session, "files.read", path="a.py")
     record = step(session, "evidence.record", category="impl")
     assert record["source"] == "workspace:a.py"
+
+
+def test_web_links_lists_what_a_captured_page_showed_and_only_those_can_be_followed(
+    session: ToolkitSession, docs: LoopbackServer
+) -> None:
+    opened = step(session, "web.open")
+    listed = step(session, "web.links", page=f":{docs.port}/")
+    assert listed["page"] == opened["ref"]
+    urls = [str(link["url"]) for link in listed["links"]]
+    assert urls == [
+        f"http://docs.test:{docs.port}/guide",
+        f"http://docs.test:{docs.port}/missing",
+    ]  # the off-origin link is counted on the page, never offered
+    state = session.observe().state_ref
+    follow = session.arguments("web.follow", state)
+    assert [option.label.split()[0] for option in follow.domains[0].options] == urls
+
+
+def test_files_list_offers_only_plain_files_and_a_symlink_is_never_readable(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "corpus" / "docs" / "a.md", "verify_token is documented here\n")
+    (tmp_path / "outside.txt").write_text("secret\n", encoding="utf-8")
+    (tmp_path / "corpus" / "docs" / "leak.md").symlink_to(tmp_path / "outside.txt")
+    spec, task_dir = load_task(
+        write(tmp_path / "t.toml", 'name = "w"\nsource = "workspace"\nreports_dir = "r"\n')
+    )
+    task = EvidenceTask(
+        spec,
+        {"root": "corpus", "markers": {"impl": "verify_token"}, "output": "w.json"},
+        task_dir=task_dir,
+        base_dir=tmp_path,
+    )
+    session = ToolkitSession(task)
+    listing = step(session, "files.list")
+    assert [item["path"] for item in listing["files"]] == ["docs/a.md"]
+    assert listing["omissions"] == {"symlinks_refused": 1}
+    state = session.observe().state_ref
+    paths = session.arguments("files.read", state).domains[0].options
+    assert [option.label for option in paths] == ["docs/a.md"]
+    read = step(session, "files.read", path="docs/a.md")
+    assert session.store.read(str(read["ref"])) == "verify_token is documented here\n"

@@ -237,6 +237,16 @@ def test_check_task_rejects_bad_task_files(
     assert message in err
 
 
+@pytest.mark.parametrize("value", ["true", '"10"', "10.0"])
+def test_task_budgets_take_integers_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    body = f'name = "x"\nsource = "web"\nreports_dir = "r"\n[budget]\nmax_pages = {value}\n'
+    code, _, err = run_cli(["check-task", str(write(tmp_path / "t.toml", body))], capsys)
+    assert code == 2
+    assert "max_pages" in err
+
+
 def test_a_json_task_file_is_read_like_a_toml_one(tmp_path: Path) -> None:
     path = write(
         tmp_path / "task.json",
@@ -340,6 +350,31 @@ def test_a_symlinked_folder_inside_the_reports_folder_is_not_written_through(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_symlinked_reports_folder_is_not_written_through(
+    tmp_path: Path, docs: LoopbackServer
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "reports").symlink_to(elsewhere, target_is_directory=True)
+    task = make_task(tmp_path, docs)
+    with pytest.raises(BoundaryRefused) as caught:
+        task.save()
+    assert caught.value.reason == "symlink_refused"
+    assert list(elsewhere.iterdir()) == []
+    assert task.artifact_receipt().exists is False
+
+
+def test_the_reports_folder_is_made_on_save_not_before(
+    tmp_path: Path, docs: LoopbackServer
+) -> None:
+    task = make_task(tmp_path, docs, output="nested/run.json")
+    assert not (tmp_path / "reports").exists()
+    receipt = task.save()
+    assert receipt.path == str(tmp_path.resolve() / "reports" / "nested" / "run.json")
+    assert receipt.exists is True
+    assert receipt.matches is True
+
+
 def test_a_required_category_without_a_marked_passage_fails_its_check(
     tmp_path: Path, docs: LoopbackServer
 ) -> None:
@@ -432,6 +467,26 @@ def test_a_workspace_task_searches_its_queries_and_records_marked_lines(
     assert [record["source"] for record in report["records"]] == ["workspace:src/auth.py"]
     assert "return verify_token" in report["records"][0]["quote"]
     assert json.loads(out)["collection"]["searches"] == 1
+
+
+def test_run_task_refuses_a_symlinked_reports_folder_as_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "corpus" / "a.py", "return verify_token(t)\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "reports").symlink_to(elsewhere, target_is_directory=True)
+    task = write(
+        tmp_path / "ws.toml", 'name = "ws"\nsource = "workspace"\nreports_dir = "reports"\n'
+    )
+    given = inputs(
+        tmp_path, {"root": "corpus", "markers": {"impl": "verify_token"}, "output": "ws.json"}
+    )
+    code, out, err = run_cli(["run-task", str(task), "--inputs-json", str(given)], capsys)
+    assert code == 2
+    assert out == ""
+    assert "symlink" in err
+    assert list(elsewhere.iterdir()) == []
 
 
 # -- docs ------------------------------------------------------------------------------------

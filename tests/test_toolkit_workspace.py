@@ -186,3 +186,20 @@ def test_without_o_nofollow_the_tools_fail_closed(
     monkeypatch.delattr(os, "O_NOFOLLOW")
     with pytest.raises(UnsafePlatform, match="O_NOFOLLOW"):
         workspace(root)
+
+
+def test_a_root_replaced_by_a_symlink_is_refused(root: Path, tmp_path: Path) -> None:
+    tools = workspace(root)
+    root.rename(tmp_path / "moved")
+    (tmp_path / "repo").symlink_to(tmp_path / "moved", target_is_directory=True)
+    with pytest.raises(BoundaryRefused) as caught:
+        tools.read("docs/guide.md")
+    assert caught.value.reason == "root_changed"
+
+
+def test_a_root_that_was_removed_is_refused_with_a_reason(root: Path, tmp_path: Path) -> None:
+    tools = workspace(root)
+    root.rename(tmp_path / "moved")
+    with pytest.raises(BoundaryRefused) as caught:
+        tools.list()
+    assert caught.value.reason == "root_changed"

@@ -20,7 +20,7 @@ from ..clock import fixed_clock
 from ..errors import InputError
 from ..service import ExternalQueryService
 from ..settings import Settings
-from ..toolkit.errors import BoundaryRefused, ToolkitError
+from ..toolkit.errors import ToolkitError
 from ..toolkit.operations import ToolkitSession
 from ..toolkit.taskfile import load_inputs, load_task, resolve_inputs
 from ..toolkit.tasks import EvidenceTask
@@ -106,11 +106,10 @@ def run_task(args: argparse.Namespace) -> int:
     try:
         task.check_output_free()
         summary = asyncio.run(_collect(task))
+        # An existing output, a symlinked reports folder or an unwritable one: bad input.
         receipt = task.save()
-    except BoundaryRefused as exc:
-        if exc.reason == "output_exists":
-            raise InputError(str(exc)) from None
-        raise
+    except ToolkitError as exc:
+        raise InputError(str(exc)) from None
     checks = task.checks()
     _print(
         {

@@ -134,7 +134,17 @@ class SafeRoot:
     # -- descriptors ----------------------------------------------------------------------
     @contextlib.contextmanager
     def _root_fd(self) -> Iterator[int]:
-        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC)
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+                # Gone, or replaced by a symlink or a file: not the folder we resolved.
+                raise BoundaryRefused(
+                    f"the root {self.path.name} was removed or replaced", reason="root_changed"
+                ) from None
+            raise ToolkitError(
+                f"the root {self.path.name}: {exc.strerror}", reason="unreadable"
+            ) from None
         try:
             info = os.fstat(fd)
             if (info.st_dev, info.st_ino) != self._identity:

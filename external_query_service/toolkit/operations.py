@@ -506,7 +506,8 @@ class ToolkitSession:
             )
         self._consumed.add(state_ref)
         self._step += 1
-        self._offered = {key: value for key, value in self._offered.items() if key[0] != state_ref}
+        # The step counter is in every state_ref, so every ref issued so far is stale now.
+        self._offered.clear()
         try:
             result = await self._run(tool, values)
         except ToolkitError as exc:

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from ..errors import InputError
 from ..jsonio import load_json_file
@@ -68,12 +68,13 @@ class _Strict(BaseModel):
 
 
 class TaskBudget(_Strict):
-    max_pages: int = Field(default=10, ge=1, le=500)
-    max_bytes: int = Field(default=5_000_000, ge=1)
-    max_depth: int = Field(default=2, ge=0, le=20)
-    max_files: int = Field(default=2000, ge=1)
-    max_file_bytes: int = Field(default=1_000_000, ge=1)
-    max_records_per_category: int = Field(default=3, ge=1, le=100)
+    # Strict: ``true``, ``"10"`` or ``10.0`` in a task file are mistakes, not numbers.
+    max_pages: StrictInt = Field(default=10, ge=1, le=500)
+    max_bytes: StrictInt = Field(default=5_000_000, ge=1)
+    max_depth: StrictInt = Field(default=2, ge=0, le=20)
+    max_files: StrictInt = Field(default=2000, ge=1)
+    max_file_bytes: StrictInt = Field(default=1_000_000, ge=1)
+    max_records_per_category: StrictInt = Field(default=3, ge=1, le=100)
 
 
 class TaskSpec(_Strict):
@@ -85,6 +86,15 @@ class TaskSpec(_Strict):
     reports_dir: str = Field(min_length=1)
     required: tuple[str, ...] | None = None
     budget: TaskBudget = TaskBudget()
+
+    @field_validator("reports_dir")
+    @classmethod
+    def _below_task(cls, value: str) -> str:
+        try:
+            split_relpath(value)
+        except ToolkitError:
+            raise ValueError("reports_dir must stay below the task's folder") from None
+        return value
 
     @field_validator("required")
     @classmethod
@@ -175,10 +185,6 @@ def load_task(path: str | Path) -> tuple[TaskSpec, Path]:
     else:
         raise InputError(f"{path}: a task file is .toml or .json")
     spec: TaskSpec = _validated(TaskSpec, data, str(path))
-    try:
-        split_relpath(spec.reports_dir)
-    except ToolkitError:
-        raise InputError(f"{path}: reports_dir must stay below the task's folder") from None
     return spec, path.resolve().parent
 
 

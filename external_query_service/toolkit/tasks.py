@@ -22,7 +22,7 @@ from ..clock import Clock, system_clock
 from ..settings import NetworkSettings
 from ..store import EvidenceStore, Passage, sha256_digest
 from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
-from .fsguard import SafeRoot
+from .fsguard import SafeRoot, split_relpath
 from .reports import (
     ArtifactReceipt,
     CategoryCheck,
@@ -95,9 +95,12 @@ class EvidenceTask:
         self.inputs = resolved
         self.store = store if store is not None else EvidenceStore()
         self.clock = clock or system_clock
-        reports_path = task_dir / spec.reports_dir
-        reports_path.mkdir(parents=True, exist_ok=True)
-        self.reports = SafeRoot(reports_path)
+        # Reports are written below the task's folder, through SafeRoot: the reports folder
+        # and any folder inside it are created on save, never followed through a symlink.
+        self.reports = SafeRoot(task_dir)
+        self._report_relpath = "/".join(
+            (*split_relpath(spec.reports_dir), *split_relpath(resolved.output))
+        )
         budget = spec.budget
         self.web: WebTools | None = None
         self.files: WorkspaceTools | None = None
@@ -153,7 +156,7 @@ class EvidenceTask:
 
     @property
     def output_path(self) -> Path:
-        return self.reports.path / self.inputs.output
+        return self.reports.path / self._report_relpath
 
     def captured_refs(self) -> tuple[str, ...]:
         """References this task's tools captured, in capture order."""
@@ -291,7 +294,7 @@ class EvidenceTask:
         """Write the report to a new file (never overwriting) and return its receipt."""
         report = self.report()
         data = report_bytes(report)
-        self.reports.create_new(self.inputs.output, data)
+        self.reports.create_new(self._report_relpath, data)
         self._saved = (report, sha256_digest(data))
         return self.artifact_receipt()
 
@@ -301,7 +304,7 @@ class EvidenceTask:
         matches = False
         if exists and self._saved is not None:
             try:
-                saved = self.reports.read_bytes(self.inputs.output, MAX_REPORT_BYTES)
+                saved = self.reports.read_bytes(self._report_relpath, MAX_REPORT_BYTES)
             except ToolkitError:
                 saved = None
             matches = saved == report_bytes(self.report())
