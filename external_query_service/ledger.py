@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from .admission.admit import admission_id_of, check_admission, verify_admission
 from .admission.canonical import canonical_json, content_id
 from .admission.chain import ChainRecord
-from .admission.errors import ContractRejected
+from .admission.errors import ContractRejected, EvidenceInputError
 from .admission.models import (
     Admission,
     EvidencePlan,
@@ -621,7 +621,8 @@ def _check_row(
             actual = admission_id_of(verify_admission(parse_model(Admission, data, "invalid")))
         else:
             actual = content_id(data)
-    except (ValueError, ContractRejected):
+    except (ValueError, ContractRejected, EvidenceInputError):
+        # A body that no longer parses, validates or hashes (a float, a lone surrogate).
         return "unreadable_body"
     return None if actual == digest else "content_id_mismatch"
 

@@ -47,6 +47,48 @@ VALUES_EXPECTED = (
 ).encode()
 
 
+# The cyberphone "structures" vector (its one number, 56.0, is a float: the pinned library
+# takes it as given, our loader refuses it, and the integer form canonicalises alike).
+STRUCTURES_INPUT = (
+    '{"1": {"f": {"f": "hi","F": 5} ,"\\n": 56.0}, "10": { }, "": "empty", "a": { },'
+    ' "111": [ {"e": "yes","E": "no" } ], "A": { }}'
+)
+STRUCTURES_EXPECTED = (
+    b'{"":"empty","1":{"\\n":56,"f":{"F":5,"f":"hi"}},"10":{},"111":[{"E":"no","e":"yes"}],'
+    b'"A":{},"a":{}}'
+)
+# The cyberphone "french" vector: no locale collation, plain code units.
+FRENCH_INPUT = (
+    '{"peach": "This sorting order", "p\u00e9ch\u00e9": "is wrong according to French",'
+    ' "p\u00eache": "but canonicalization MUST", "sin": "ignore locale"}'
+)
+FRENCH_EXPECTED = (
+    '{"peach":"This sorting order","p\u00e9ch\u00e9":"is wrong according to French",'
+    '"p\u00eache":"but canonicalization MUST","sin":"ignore locale"}'
+).encode()
+# The cyberphone "unicode" vector: strings are not Unicode-normalised.
+UNICODE_INPUT = '{"Unnormalized Unicode":"A\\u030a"}'
+UNICODE_EXPECTED = '{"Unnormalized Unicode":"A\u030a"}'.encode()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [(FRENCH_INPUT, FRENCH_EXPECTED), (UNICODE_INPUT, UNICODE_EXPECTED)],
+    ids=["french", "unicode"],
+)
+def test_cyberphone_string_vectors_are_byte_exact(text: str, expected: bytes) -> None:
+    assert canonical_json(loads_value(text)) == expected
+
+
+def test_structures_vector_is_byte_exact_and_its_float_is_refused_by_our_loader() -> None:
+    assert rfc8785.dumps(json.loads(STRUCTURES_INPUT)) == STRUCTURES_EXPECTED
+    with pytest.raises(EvidenceInputError) as caught:
+        loads_value(STRUCTURES_INPUT)
+    assert caught.value.code == "float_in_hashed_record"
+    as_integer = STRUCTURES_INPUT.replace("56.0", "56")
+    assert canonical_json(loads_value(as_integer)) == STRUCTURES_EXPECTED
+
+
 def test_utf16_key_order_vector_is_byte_exact() -> None:
     assert canonical_json(loads_value(WEIRD_INPUT)) == WEIRD_EXPECTED
 
@@ -97,6 +139,8 @@ def test_ids_read_sha256_and_the_contract_is_versioned() -> None:
         ('{"score": 0.5}', "float_in_hashed_record"),
         ('{"big": 9007199254740992.0}', "float_in_hashed_record"),
         ('{"big": 9007199254740992}', "integer_out_of_range"),
+        ('{"big": -9007199254740992}', "integer_out_of_range"),
+        ('{"huge": ' + "9" * 5000 + "}", "integer_out_of_range"),
         ('{"a": ', "invalid_json"),
         ("[" * 100 + "]" * 100, "invalid_json"),
         ("[" * 100_000, "invalid_json"),

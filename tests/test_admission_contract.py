@@ -277,6 +277,44 @@ def test_a_plan_edited_after_hashing_is_tampered() -> None:
         verify_plan(plan)
 
 
+def _set(data: Any, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    data[int(last) if isinstance(data, list) else last] = value
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "reason"),
+    [
+        ("request.objective", "Another objective", "request_tampered"),
+        ("request.user_activity", "Another activity", "request_tampered"),
+        ("request.decision", "Another decision", "request_tampered"),
+        ("request.evidence_kinds", ["current_behavior"], "request_tampered"),
+        ("request.request_id", "sha256:" + "3" * 64, "request_tampered"),
+        ("candidates.0.enabled", False, "ready_without_lifecycle"),
+        ("candidates.0.observed_by", "probe", "plan_tampered"),
+        ("candidates.0.provider_kind", "method", "plan_tampered"),
+        ("preferred_provider_id", "connector:docs", "plan_tampered"),
+        ("selected_provider.selected_by", "preferred", "plan_tampered"),
+        ("selected_provider.provider_id", "connector:other", "plan_tampered"),
+        ("envelope.executed_by", "someone", "plan_tampered"),
+        ("plan_id", "sha256:" + "4" * 64, "plan_tampered"),
+        ("hash_contract", "rfc8785-sha256/v1", "invalid_plan"),
+        ("schema_version", "external_evidence_plan_v1", "invalid_plan"),
+    ],
+)
+def test_any_plan_field_changed_is_rejected_with_a_named_reason(
+    path: str, value: Any, reason: str
+) -> None:
+    plan = make_plan(envelope={"executed_by": "caller_host"})
+    _set(plan, path, value)
+    with rejected(reason):
+        verify_plan(plan)
+    with rejected(reason):
+        check_receipt(plan, make_receipt(plan))
+
+
 def test_a_rehashed_plan_that_the_rules_would_not_build_is_refused() -> None:
     plan = make_plan(
         inventory={"providers": [row("connector:a"), row("connector:b")]},

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,11 @@ import pytest
 
 from external_query_service.admission import PROTOCOL
 from external_query_service.cli import main
+from external_query_service.ledger import Ledger
+from external_query_service.testing import LoopbackServer
+from external_query_service.testing.server import json_reply
+
+REPO = Path(__file__).resolve().parents[1]
 
 OBJECTIVE = "Compare current behavior"
 SOURCE = "https://example.com/original"
@@ -166,6 +173,52 @@ def test_admitting_twice_prints_the_same_admission_and_records_it_once(cli: Cli)
     assert "already recorded" in markdown
 
 
+def test_admitting_from_two_cli_processes_at_once_records_one_admission(cli: Cli) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    command = [sys.executable, "-m", "external_query_service.cli", "evidence", "admit",
+               "--plan-json", str(plan), "--receipt-json", str(receipt), "--decision", "admit",
+               "--reason", "Direct source", "--admit-source", SOURCE,
+               "--ledger", str(cli.ledger), "--format", "json"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runs = [
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=60) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    first, second = (json.loads(out) for out, _ in outputs)
+    assert first == second
+    with Ledger(cli.ledger, create=False) as ledger:
+        assert (ledger.count("plan"), ledger.count("receipt"), ledger.count("admission")) == (
+            1,
+            1,
+            1,
+        )
+        assert ledger.has_record(first["admission_id"])
+
+
+def test_a_preferred_provider_id_selects_among_ready_providers(cli: Cli) -> None:
+    inventory = cli.write(
+        "providers.json",
+        {"providers": [provider(), provider(provider_id="connector:search")]},
+    )
+    args = ["evidence", "plan", "--objective", OBJECTIVE, "--user-activity", "a",
+            "--decision", "d", "--evidence-kind", "k", "--provider-inventory-json",
+            str(inventory)]  # fmt: skip
+    code, out = cli.run(*args)
+    assert (code, json.loads(out)["code"]) == (3, "several_ready_providers")
+    chosen = cli.ok(*args, "--preferred-provider-id", "connector:search")
+    assert chosen["selected_provider"] == {
+        "provider_id": "connector:search",
+        "provider_kind": "connector",
+        "selected_by": "preferred",
+    }
+    assert chosen["preferred_provider_id"] == "connector:search"
+
+
 def test_discover_projects_registry_rows_as_not_ready(cli: Cli) -> None:
     inventory = cli.write("providers.json", {"providers": [provider()]})
     found = cli.ok("evidence", "discover", "--connector-registry", "--provider-inventory-json",
@@ -194,6 +247,55 @@ def test_the_ledger_defaults_to_the_users_data_folder(
     assert (cli.folder / "xdg" / "external-query" / "ledger.sqlite3").is_file()
 
 
+def test_a_settings_file_names_the_ledger_and_the_github_endpoints(
+    cli: Cli, capsys: pytest.CaptureFixture[str], loopback: LoopbackServer
+) -> None:
+    loopback.route("/repos/o/r", json_reply({"private": False, "visibility": "public"}))
+    config = cli.write(
+        "settings.toml",
+        f'[ledger]\npath = "from-settings.sqlite3"\n\n[github]\n'
+        f'api_url = "{loopback.url("")}"\nraw_url = "{loopback.url("/raw")}"\n',
+    )
+    code = main(["ledger", "start", "--project", "p", "--question", "q",
+                 "--config", str(config), "--format", "json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (cli.folder / "from-settings.sqlite3").is_file()
+    # --ledger still wins over the settings file.
+    code = main(["ledger", "start", "--project", "p", "--question", "q", "--config",
+                 str(config), "--ledger", str(cli.ledger), "--format", "json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert cli.ledger.is_file()
+    # The visibility probe goes to the endpoint the settings file names.
+    code = main(["evidence", "plan", "--public-github", "--objective", "o",
+                 "--user-activity", "a", "--decision", "d", "--evidence-kind", "k",
+                 "--source", f"https://github.com/o/r/blob/{'0' * 40}/README.md",
+                 "--search-term", "x", "--config", str(config), "--format", "json"])  # fmt: skip
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0, plan
+    assert plan["envelope"]["api_url"] == loopback.url("").rstrip("/")
+    assert len(loopback.requests_to("/repos/o/r")) == 1
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+@pytest.mark.parametrize("content", [None, "[ledger\n", "[nope]\nx = 1\n"])
+def test_an_unusable_settings_file_is_a_named_input_error(
+    cli: Cli, fmt: str, content: str | None
+) -> None:
+    config = cli.folder / "settings.toml"
+    if content is not None:
+        config.write_text(content, encoding="utf-8")
+    code, out = cli.run("ledger", "start", "--project", "p", "--question", "q",
+                        "--config", str(config), fmt=fmt)  # fmt: skip
+    assert code == 2
+    if fmt == "json":
+        assert json.loads(out)["code"] == "settings_unreadable"
+    else:
+        assert out.startswith("**error** `settings_unreadable` (exit 2): ")
+    assert not cli.ledger.exists()
+
+
 # -- errors --------------------------------------------------------------------------------
 
 
@@ -209,6 +311,7 @@ def _inventory_plan(path: Path) -> list[str]:
 
 INPUT_CASES: list[tuple[str, str, Any]] = [
     ("file_unreadable", "missing", None),
+    ("file_unreadable", "inline", '{"providers": []}'),
     ("file_unreadable", "folder", None),
     ("file_unreadable", "fifo", None),
     ("invalid_json", "text", "{not json"),
@@ -224,6 +327,8 @@ INPUT_CASES: list[tuple[str, str, Any]] = [
 
 def _input_file(cli: Cli, kind: str, content: Any) -> Path:
     path = cli.folder / "input.json"
+    if kind == "inline":
+        return Path(content)  # JSON text where a path belongs: never parsed as JSON
     if kind == "folder":
         path.mkdir()
     elif kind == "fifo":
@@ -339,6 +444,25 @@ def test_a_readback_blocker_exits_3_and_still_shows_the_projection(cli: Cli) -> 
     assert code == 3
     assert "write blocker: question_mismatch" in out
     assert "state: **retained**" in out
+
+
+def test_a_readback_blocker_exits_3_with_its_reason_in_json(cli: Cli) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    admission = cli.write(
+        "admission.json",
+        cli.ok("evidence", "admit", "--plan-json", str(plan), "--receipt-json", str(receipt),
+               "--decision", "admit", "--reason", "r", "--admit-source", SOURCE),
+    )  # fmt: skip
+    code, out = cli.run(
+        "evidence", "readback", "--plan-json", str(plan), "--receipt-json", str(receipt),
+        "--admission-json", str(admission), "--project", "never-started", "--execute",
+    )  # fmt: skip
+    assert code == 3
+    readback = json.loads(out)
+    assert readback["ledger"]["write_blockers"] == ["project_not_started"]
+    assert readback["ledger"]["written_source_refs"] == []
+    assert readback["retirement"]["state"] == "retained"
 
 
 def test_starting_a_project_with_another_question_is_a_rejection(cli: Cli) -> None:

@@ -3,6 +3,7 @@ safety, tamper evidence, and blockers reported as results."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -11,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,7 @@ def run_python(code: str, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code), *args],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -187,6 +188,9 @@ def test_admitting_from_two_processes_at_once_leaves_one_record(tmp_path: Path) 
         files[name] = tmp_path / f"{name}.json"
         files[name].write_text(record.model_dump_json(), encoding="utf-8")
     path = tmp_path / "ledger.sqlite3"
+    # Both writers open the ledger, say so, and wait for one shared "go": the admissions
+    # then race instead of running one after the other. Each reports how many records it
+    # inserted itself; the two together must have inserted each record exactly once.
     code = """
         import json, sys
         from external_query_service.ledger import Ledger
@@ -195,15 +199,27 @@ def test_admitting_from_two_processes_at_once_leaves_one_record(tmp_path: Path) 
         load = lambda name: json.load(open(name, encoding="utf-8"))
         plan, receipt = verify_plan(load(plan)), parse_receipt(load(receipt))
         admission = verify_admission(load(admission))
+        inserted = 0
         with Ledger(path) as ledger:
+            print("ready", flush=True)
+            sys.stdin.readline()
             for _ in range(15):
-                ledger.record_admission(plan, receipt, admission)
-        print("done")
+                results = ledger.record_admission(plan, receipt, admission)
+                inserted += sum(item.inserted for item in results)
+        print(inserted, flush=True)
     """
     args = [str(path), *(str(files[name]) for name in ("plan", "receipt", "admission"))]
     writers = [run_python(code, *args) for _ in range(2)]
+    for writer in writers:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "ready"
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
     outputs = [writer.communicate(timeout=60) for writer in writers]
     assert [writer.returncode for writer in writers] == [0, 0], outputs
+    assert sum(int(out.strip()) for out, _ in outputs) == 3
     with Ledger(path) as opened:
         assert (opened.count("plan"), opened.count("receipt"), opened.count("admission")) == (
             1,
@@ -234,18 +250,22 @@ def test_two_writers_of_different_records_never_share_a_seq(tmp_path: Path) -> N
 
 # -- crashes and tampering -----------------------------------------------------------------
 
-KILL_ROUNDS = 5
+KILL_ROUNDS = 8
 
+# Each iteration writes one admission with its own plan and receipt: three records in one
+# transaction, then a progress line. The parent kills the writer right after reading a
+# random number of those lines, while it is busy with the next write.
 WRITER = """
     import sys
     from external_query_service.ledger import Ledger
-    from external_query_service.admission import content_id
+    from tests.test_ledger import SOURCES, admitted, make_plan, make_receipt
     with Ledger(sys.argv[1]) as ledger:
-        print("ready", flush=True)
         n = int(sys.argv[2])
         while True:
-            body = {"round": sys.argv[2], "n": n, "pad": "x" * 400}
-            ledger.record("chain", content_id(body), body)
+            plan = make_plan(f"Question {n} " + "x" * 400)
+            receipt = make_receipt(plan)
+            ledger.record_admission(plan, receipt, admitted(plan, receipt, SOURCES[:2]))
+            print(n, flush=True)
             n += 1
 """
 
@@ -256,8 +276,8 @@ def test_killing_a_writer_mid_write_leaves_a_sound_ledger(tmp_path: Path) -> Non
     for round_number in range(KILL_ROUNDS):
         writer = run_python(WRITER, str(path), str(round_number * 1_000_000))
         assert writer.stdout is not None
-        assert writer.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.02, 0.15))
+        for _ in range(rng.randint(1, 25)):
+            assert writer.stdout.readline().strip(), writer.communicate(timeout=30)
         writer.send_signal(signal.SIGKILL)
         writer.communicate(timeout=30)
         assert writer.returncode == -signal.SIGKILL
@@ -265,7 +285,11 @@ def test_killing_a_writer_mid_write_leaves_a_sound_ledger(tmp_path: Path) -> Non
         check = opened.verify()
         assert check.integrity == "ok"
         assert check.ok, check
-        assert check.records > 0
+        # Whole writes only: every admission has its plan and receipt, none is half there.
+        admissions = opened.count("admission")
+        assert admissions >= KILL_ROUNDS
+        assert (opened.count("plan"), opened.count("receipt")) == (admissions, admissions)
+        assert check.records == 3 * admissions
 
 
 def test_a_flipped_byte_in_a_stored_body_is_found_at_its_seq(tmp_path: Path) -> None:
@@ -294,8 +318,6 @@ def test_a_rewritten_record_with_a_fresh_body_digest_still_breaks_the_chain(
             opened.record("chain", content_id({"n": n}), {"n": n})
     db = sqlite3.connect(path)
     text = '{"n":9}'
-    import hashlib
-
     digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     db.execute(
         "UPDATE records SET body = ?, body_digest = ?, digest = ? WHERE seq = 2",
@@ -306,6 +328,23 @@ def test_a_rewritten_record_with_a_fresh_body_digest_still_breaks_the_chain(
     with Ledger(path) as opened:
         check = opened.verify()
     assert (check.first_bad_seq, check.problem) == (2, "chain_broken")
+
+
+@pytest.mark.parametrize("body", ['{"n":0.5}', '{"n":"\\ud800"}', "not json"])
+def test_a_rewritten_body_that_no_longer_hashes_is_reported_not_raised(
+    tmp_path: Path, body: str
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as opened:
+        opened.record("chain", content_id({"n": 0}), {"n": 0})
+    db = sqlite3.connect(path)
+    digest = "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+    db.execute("UPDATE records SET body = ?, body_digest = ? WHERE seq = 1", (body, digest))
+    db.commit()
+    db.close()
+    with Ledger(path) as opened:
+        check = opened.verify()
+    assert (check.ok, check.first_bad_seq, check.problem) == (False, 1, "unreadable_body")
 
 
 # -- projects and readback -----------------------------------------------------------------

@@ -134,18 +134,32 @@ def test_a_public_file_is_read_and_its_literal_matches_become_the_finding(
     assert len(github.requests_to("/repos/octo/public")) == 2
 
 
-def test_no_token_cookie_or_auth_header_is_ever_sent(github: LoopbackServer) -> None:
-    plan = run_plan(github, [README], ["LoopX"])
+def test_no_token_cookie_or_auth_header_is_ever_sent(
+    github: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A token in the environment is never picked up, and the API answers set a cookie
+    # that the second visibility check of the same repository must not send back.
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_should_never_be_sent")
+    monkeypatch.setenv("GH_TOKEN", "ghp_should_never_be_sent")
+    plan = run_plan(github, [README, GUIDE], ["LoopX"])
     run_execute(github, plan)
-    assert github.requests
+    assert len(github.requests_to("/repos/octo/public")) == 3
     for request in github.requests:
         assert request.method == "GET"
         assert not {"authorization", "cookie", "proxy-authorization"} & set(request.headers)
 
 
-def test_a_private_or_missing_repository_is_refused_at_planning(github: LoopbackServer) -> None:
+@pytest.mark.parametrize(
+    "url",
+    [PRIVATE, f"https://github.com/octo/missing/blob/{SHA}/README.md"],
+    ids=["private", "missing"],
+)
+def test_a_private_or_missing_repository_is_refused_at_planning(
+    github: LoopbackServer, url: str
+) -> None:
+    # Anonymous GitHub answers 404 for both; the loopback imitation does the same.
     with pytest.raises(ContractRejected) as caught:
-        run_plan(github, [PRIVATE], ["LoopX"])
+        run_plan(github, [url], ["LoopX"])
     assert caught.value.reason == "repository_not_public"
     assert "HTTP 404" in str(caught.value)
     assert SECRET not in str(caught.value)
@@ -229,6 +243,10 @@ def test_a_transport_failure_names_the_step_without_its_reason() -> None:
         (f"https://github.com/octo/public/tree/{SHA}/docs", "OWNER/REPO/blob"),
         (f"https://github.com/octo/public/blob/{SHA}/a/../README.md", "normal form"),
         (f"https://github.com/octo/public/blob/{SHA}/a//README.md", "unsafe segment"),
+        (f"https://github.com/octo/public/blob/{SHA}/%2e%2e/%2E%2E/x/README.md", "unsafe segment"),
+        (f"https://github.com/octo/public/blob/{SHA}/docs%2Fguide.md", "unsafe segment"),
+        (f"https://github.com/octo/public/blob/{SHA}/docs%5Cguide.md", "unsafe segment"),
+        (f"https://github.com/octo/public/blob/{SHA}/bad%zzescape.md", "unsafe segment"),
         (f"https://github.com:443/octo/public/blob/{SHA}/README.md", "normal form"),
         (f"https://github.com:8443/octo/public/blob/{SHA}/README.md", "only https://github.com/"),
         (f"https://github.com/octo/public/blob/{SHA}/README.md?plain=1", "no query"),
@@ -263,9 +281,25 @@ def test_endpoints_come_from_settings_and_environment() -> None:
     assert github_endpoints(settings, env) == GitHubEndpoints(
         "http://127.0.0.1:9", "http://localhost:9/raw"
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://api.example.com",
+        "ftp://127.0.0.1/",
+        "https://ghp_token@api.github.com",
+        "https://user:secret@api.github.com",
+        "https://api.github.com/?access_token=ghp_token",
+        "not a url",
+    ],
+)
+def test_an_endpoint_that_is_not_plain_anonymous_https_is_refused(url: str) -> None:
     with pytest.raises(ContractRejected) as caught:
-        github_endpoints(settings, {ENV_API_URL: "http://api.example.com"})
+        github_endpoints(GitHubSettings(), {ENV_API_URL: url})
     assert caught.value.reason == "insecure_endpoint"
+    assert "ghp_token" not in str(caught.value)
+    assert "secret" not in str(caught.value)
 
 
 def test_a_plan_made_for_other_endpoints_is_not_executed(github: LoopbackServer) -> None:

@@ -122,6 +122,19 @@ def _float(text: str) -> Any:
     )
 
 
+#: More digits than any integer within ±(2**53 - 1) has; checked before ``int()`` so a
+#: huge literal never reaches Python's own digit limit (a bare ValueError).
+_MAX_INT_DIGITS = len(str(MAX_SAFE_INTEGER))
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise EvidenceInputError(
+            "integer_out_of_range", f"integer of {len(text)} characters is beyond ±(2**53 - 1)"
+        )
+    return int(text)
+
+
 def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
     """Parse JSON text strictly and check it may be hashed.
 
@@ -130,7 +143,11 @@ def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
     """
     try:
         value: JsonValue = json.loads(
-            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_constant,
+            parse_float=_float,
+            parse_int=_int,
         )
     except EvidenceInputError as exc:
         raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
@@ -138,6 +155,9 @@ def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
         raise EvidenceInputError(
             "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}", origin=origin
         ) from None
+    except ValueError:
+        # Any other refusal of the json module is still unusable JSON, never a crash.
+        raise EvidenceInputError("invalid_json", "not valid JSON", origin=origin) from None
     except RecursionError:
         raise EvidenceInputError("invalid_json", "too deeply nested", origin=origin) from None
     try:

@@ -28,6 +28,7 @@ INPUT_ERROR_CODES = frozenset(
         "bare_providers_array",  # an inventory given as [...] instead of {"providers": [...]}
         "missing_argument",  # a flag the chosen mode needs was not given
         "ledger_unavailable",  # the ledger file cannot be opened or written
+        "settings_unreadable",  # --config names a settings file that does not load
     }
 )
 

@@ -2,11 +2,13 @@
 contract on the command line (parse, call the contract, print).
 
 JSON inputs are file paths, never inline JSON. Every command takes ``--ledger PATH``
-(default: ``ledger.sqlite3`` under the user's data folder) and ``--format
-json|markdown`` (markdown by default); JSON output is the record itself, so a saved
-``plan``/``admit``/``execute`` output is the next command's input. Exit codes: 0 done;
-2 input error (``file_unreadable``, ``invalid_json``, ``non_object_root``,
-``bare_providers_array``, … and an unusable ledger), 3 contract rejection or ledger
+(default: the ``--config`` file's ``[ledger] path``, else ``ledger.sqlite3`` under the
+user's data folder), ``--format json|markdown`` (markdown by default) and ``--config``
+(its ``[github]`` endpoints and ``[network]`` policy serve ``method:public-github``).
+JSON output is the record itself, so a saved ``plan``/``admit``/``execute`` output is
+the next command's input. Exit codes: 0 done; 2 input error (``file_unreadable``,
+``invalid_json``, ``non_object_root``, ``bare_providers_array``,
+``settings_unreadable``, … and an unusable ledger), 3 contract rejection or ledger
 blocker — each rendered in the chosen format on stdout (JSON: ``{"error", "code",
 "exit_code"}``; Markdown: one line).
 """
@@ -50,7 +52,7 @@ from ..admission import (
 from ..admission.canonical import loads_value
 from ..admission.models import Admission, ProviderRow
 from ..clock import system_clock
-from ..errors import InputError
+from ..errors import InputError, SettingsError
 from ..gateway.registry import known_kinds
 from ..jsonio import MAX_JSON_BYTES, read_regular_file
 from ..ledger import Ledger, LedgerError, resolve_ledger_path
@@ -100,6 +102,11 @@ def _common() -> argparse.ArgumentParser:
         "--ledger", type=Path, help="ledger file (default: under the user's data folder)"
     )
     common.add_argument("--format", choices=["json", "markdown"], default="markdown")
+    common.add_argument(
+        "--config",
+        type=Path,
+        help="settings file (TOML): [ledger] path, [github] endpoints, [network] policy",
+    )
     return common
 
 
@@ -246,12 +253,23 @@ def _admission(path: Path) -> Admission:
     return verify_admission(_object(path))
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """``--config`` when given, else the defaults (``settings_unreadable`` if it fails)."""
+    if args.config is None:
+        return Settings()
+    try:
+        return Settings.load(args.config)
+    except SettingsError as exc:
+        raise EvidenceInputError("settings_unreadable", str(exc)) from None
+
+
 def _ledger_path(args: argparse.Namespace) -> Path:
-    return resolve_ledger_path(args.ledger, None, os.environ)
+    """``--ledger``, else the settings' ``[ledger] path``, else the user's data folder."""
+    return resolve_ledger_path(args.ledger, _settings(args), os.environ)
 
 
-def _run_async(factory: Callable[[PublicGitHub], Any]) -> Any:
-    settings = Settings()
+def _run_async(args: argparse.Namespace, factory: Callable[[PublicGitHub], Any]) -> Any:
+    settings = _settings(args)
     method = PublicGitHub(
         github_endpoints(settings.github, os.environ), settings.network, clock=system_clock
     )
@@ -284,6 +302,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.public_github:
         _need(args, "source", "search_term")
         made: EvidencePlan = _run_async(
+            args,
             lambda method: method.plan(
                 objective=args.objective,
                 user_activity=args.user_activity,
@@ -291,7 +310,7 @@ def run_plan(args: argparse.Namespace) -> int:
                 evidence_kinds=args.evidence_kind,
                 sources=args.source,
                 search_terms=args.search_term,
-            )
+            ),
         )
         _print(made, args.format)
         return 0
@@ -411,7 +430,7 @@ def run_execute(args: argparse.Namespace) -> int:
         )
         _print(preview, args.format)
         return 0
-    receipt: EvidenceReceipt = _run_async(lambda method: method.execute(plan))
+    receipt: EvidenceReceipt = _run_async(args, lambda method: method.execute(plan))
     with Ledger(_ledger_path(args)) as ledger:
         results = ledger.record_receipt(plan, receipt)
     _print(receipt, args.format, _recorded(results[-1].inserted, results[-1].seq))

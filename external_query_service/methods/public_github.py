@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+from urllib.parse import unquote
 
 import httpx
 
@@ -33,7 +34,7 @@ from ..admission.plan import build_plan, build_request, verify_plan
 from ..admission.projection import compact
 from ..clock import Clock
 from ..errors import FetchError, UpstreamStatus
-from ..gateway.fetch import TrustedEndpoint
+from ..gateway.fetch import TrustedEndpoint, check_url
 from ..gateway.network import Resolver
 from ..settings import GitHubSettings, NetworkSettings
 from ..store import sha256_digest
@@ -63,6 +64,7 @@ _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _PATH_SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@%-]+")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 Step = Literal["repository visibility check", "source file read", "source text validation"]
 
@@ -78,6 +80,19 @@ class GitHubSource:
     @property
     def repository(self) -> str:
         return f"{self.owner}/{self.repo}"
+
+
+def _safe_segment(segment: str) -> bool:
+    """A path segment that means the same to every server: allowed characters, well-formed
+    escapes, and once decoded neither a dot segment nor a slash, backslash or control
+    character (``%2e%2e`` would let the read leave the repository whose visibility was
+    checked)."""
+    if not _PATH_SEGMENT.fullmatch(segment) or _BAD_ESCAPE.search(segment):
+        return False
+    decoded = unquote(segment)
+    return decoded not in (".", "..") and not any(
+        char in "/\\" or ord(char) < 0x20 or ord(char) == 0x7F for char in decoded
+    )
 
 
 def _refuse(url: str, why: str) -> ContractRejected:
@@ -110,9 +125,7 @@ def parse_source_url(url: str) -> GitHubSource:
         raise _refuse(url, "not an owner/repository name")
     if not _COMMIT.fullmatch(commit):
         raise _refuse(url, "the revision must be a full 40-hex commit (no branch or tag)")
-    if any(
-        not _PATH_SEGMENT.fullmatch(segment) or segment in (".", "..") for segment in path_parts
-    ):
+    if not all(_safe_segment(segment) for segment in path_parts):
         raise _refuse(url, "the file path has an empty, dot or unsafe segment")
     return GitHubSource(url=url, owner=owner, repo=repo, commit=commit, path="/".join(path_parts))
 
@@ -137,9 +150,15 @@ def _loopback(host: str) -> bool:
 
 def _endpoint(url: str, name: str) -> str:
     try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL:
-        raise ContractRejected("insecure_endpoint", f"{name} is not a URL") from None
+        # The fetcher's own URL gate: http(s), a plain host, no credentials in the URL.
+        parsed = check_url(url)
+    except FetchError:
+        raise ContractRejected(
+            "insecure_endpoint", f"{name} must be a plain http(s) base URL without credentials"
+        ) from None
+    if parsed.query or parsed.fragment:
+        # Nothing rides along in a query either (no access_token=…): anonymous reads only.
+        raise ContractRejected("insecure_endpoint", f"{name} must be a base URL without query")
     if parsed.scheme == "https" or (parsed.scheme == "http" and _loopback(parsed.host)):
         return url.rstrip("/")
     raise ContractRejected("insecure_endpoint", f"{name} must be https (http only on loopback)")
