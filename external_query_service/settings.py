@@ -40,7 +40,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ._version import __version__
-from .errors import SettingsError
+from .errors import InputError, SettingsError
+from .jsonio import read_regular_file
 
 __all__ = [
     "AdapterSettings",
@@ -57,6 +58,7 @@ __all__ = [
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_USER_AGENT = f"external-query-service/{__version__} (evidence fetcher)"
+MAX_SETTINGS_BYTES = 1024 * 1024
 
 
 class _Section(BaseModel):
@@ -219,12 +221,15 @@ class Settings(_Section):
     def load(cls, path: str | Path) -> Settings:
         """Read settings from a TOML file. Relative ``root`` paths resolve against its folder."""
         path = Path(path)
+        if not path.exists():
+            raise SettingsError(f"settings file not found: {path}")
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SettingsError(f"settings file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"cannot read settings file {path}: {exc}") from None
+            # Regular files only, size-capped: a FIFO or device must not block or flood.
+            text = read_regular_file(path, max_bytes=MAX_SETTINGS_BYTES).decode("utf-8")
+        except InputError as exc:
+            raise SettingsError(f"cannot read settings file: {exc}") from None
+        except UnicodeDecodeError:
+            raise SettingsError(f"settings file {path} is not UTF-8 text") from None
         settings = cls.from_toml(text, origin=str(path))
         return settings.with_base_dir(path.parent)
 

@@ -93,3 +93,14 @@ def test_missing_file_is_a_settings_error(tmp_path: Path) -> None:
 def test_with_docs_adds_a_local_docs_adapter(tmp_path: Path) -> None:
     settings = Settings().with_docs(tmp_path)
     assert [(a.kind, a.id, a.root) for a in settings.adapters] == [("local_docs", "docs", tmp_path)]
+
+
+def test_a_fifo_or_folder_as_settings_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "settings.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(SettingsError, match="not a regular file"):
+        Settings.load(fifo)
+    with pytest.raises(SettingsError, match="not a regular file"):
+        Settings.load(tmp_path)
