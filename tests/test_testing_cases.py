@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from external_query_service import InputError
-from external_query_service.testing import find_case_files, load_cases, run_case
+from external_query_service.models import ExternalAnswer
+from external_query_service.testing import (
+    Expectation,
+    check_answer,
+    find_case_files,
+    load_cases,
+    run_case,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases"
 
@@ -119,3 +128,84 @@ def test_world_manifests_are_not_mistaken_for_case_files() -> None:
     found = find_case_files(EXAMPLES)
     assert found
     assert all(path.name != "world.toml" for path in found)
+
+
+@pytest.fixture(scope="module")
+def rust_answer() -> ExternalAnswer:
+    """The English web answer: three sites shown, one of them by its search snippet only."""
+    result = run_case(load_cases(EXAMPLES / "english.toml")[0])
+    assert result.passed, result.diff()
+    assert result.answer is not None
+    return result.answer
+
+
+def test_an_empty_expectation_accepts_any_answer(rust_answer: ExternalAnswer) -> None:
+    assert check_answer(Expectation(), rust_answer) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "what"),
+    [
+        ("status", "clarify", "status"),
+        ("reason", "filtered_out", "reason"),
+        ("contract", "direct_fact", "contract"),
+        ("sites", ["blog.rust-lang.example", "nowhere.example"], "sites shown"),
+        ("not_sites", ["devnews.example.com"], "sites not shown or admitted"),
+        ("min_sources", 4, "sources"),
+        ("answer_contains", ["Rust 1.80.0", "Rust 2.0"], "answer text"),
+        ("answer_excludes", ["LazyLock"], "answer text"),
+        ("evidence_contains", ["July 25, 2024", "June 13, 2024"], "admitted evidence"),
+        ("evidence_excludes", ["Ignore all previous instructions"], "admitted evidence"),
+    ],
+)
+def test_each_expectation_reports_the_answer_that_misses_it(
+    rust_answer: ExternalAnswer, field: str, value: Any, what: str
+) -> None:
+    mismatches = check_answer(Expectation.model_validate({field: value}), rust_answer)
+    assert [item.what for item in mismatches] == [what]
+    if isinstance(value, list):  # names only what is missing or present, not the rest
+        assert mismatches[0].expected.endswith(f"{[value[-1]]}")
+
+
+def test_each_expectation_accepts_the_answer_that_meets_it(rust_answer: ExternalAnswer) -> None:
+    expect = Expectation(
+        status="answered",
+        contract="summary_with_sources",
+        sites=("blog.rust-lang.example", "mirror.example.net"),
+        not_sites=("evil.example",),
+        min_sources=3,
+        answer_contains=("July 25, 2024",),
+        answer_excludes=("evil.example",),
+        evidence_contains=("Ignore all previous instructions",),  # admitted as data
+        evidence_excludes=("June 13, 2024",),
+    )
+    assert check_answer(expect, rust_answer) == []
+
+
+def test_a_case_now_overrides_the_world_clock(tmp_path: Path) -> None:
+    world = (EXAMPLES / "worlds" / "usd-cny").resolve()
+    path = tmp_path / "later.toml"
+    path.write_text(
+        f'world = "{world.as_posix()}"\nnow = "2026-12-03T09:00:00+08:00"\n'
+        '[[case]]\nname = "rate"\nquestion = "USD to CNY?"\n'
+        'semantics = { query_kind = "exchange_rate", entities = ["USD", "CNY"] }\n',
+        encoding="utf-8",
+    )
+    result = run_case(load_cases(path)[0])
+    assert result.answer is not None
+    assert [item.accessed_at for item in result.answer.evidence] == [
+        datetime(2026, 12, 3, 1, 0, tzinfo=UTC)
+    ]
+
+
+def test_case_ids_name_the_file_relative_to_the_suite(tmp_path: Path) -> None:
+    for folder in ("zh", "en"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "weather.toml").write_text(
+            'world = "w"\n[[case]]\nname = "tomorrow"\nquestion = "q"\n', encoding="utf-8"
+        )
+    ids = [
+        case.id for path in find_case_files(tmp_path) for case in load_cases(path, root=tmp_path)
+    ]
+    assert ids == ["en/weather.toml::tomorrow", "zh/weather.toml::tomorrow"]
+    assert load_cases(tmp_path / "zh" / "weather.toml")[0].id == "weather.toml::tomorrow"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from external_query_service.cli import main
-from external_query_service.testing import find_case_files, load_cases
+from external_query_service.cli.eval import _Progress
+from external_query_service.testing import CaseResult, find_case_files, load_cases
 
 from .test_testing_cases import EXAMPLES, support_an_answer
 
@@ -45,28 +49,43 @@ def run_eval(cases: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tupl
     return code, captured.out, captured.err
 
 
+@dataclass(frozen=True)
+class EvalRun:
+    code: int
+    out: str
+    err: str
+    reports: Path
+
+
+@pytest.fixture(scope="module")
+def example_eval(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
+    """``external-query eval examples/cases`` once; the tests below read what it wrote."""
+    reports = tmp_path_factory.mktemp("eval") / "report"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["eval", str(EXAMPLES), "--out", str(reports)])
+    return EvalRun(code, out.getvalue(), err.getvalue(), reports)
+
+
 def test_eval_of_the_example_suite_passes_and_writes_both_reports(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    example_eval: EvalRun,
 ) -> None:
-    code, out, err = run_eval(EXAMPLES, tmp_path / "report", capsys)
     ids = example_ids()
 
-    assert code == 0
-    assert f"[{len(ids)}/{len(ids)}] ok" in err  # progress goes to stderr
+    assert example_eval.code == 0, example_eval.out
+    assert f"[{len(ids)}/{len(ids)}] ok" in example_eval.err  # progress goes to stderr
+    out = example_eval.out
     assert f"passed: {len(ids)}/{len(ids)}" in out
     assert "status confusion" in out
     assert "citation precision: 1.00" in out
-    data = json.loads((tmp_path / "report" / "report.json").read_text("utf-8"))
+    data = json.loads((example_eval.reports / "report.json").read_text("utf-8"))
     assert [case["id"] for case in data["cases"]] == ids
     assert data["scores"]["failed"] == 0
     assert data["scores"]["confusion"]["clarify"] == {"clarify": 2}
 
 
-def test_html_report_parses_and_lists_every_case_with_its_audit(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run_eval(EXAMPLES, tmp_path, capsys)
-    page = (tmp_path / "report.html").read_text("utf-8")
+def test_html_report_parses_and_lists_every_case_with_its_audit(example_eval: EvalRun) -> None:
+    page = (example_eval.reports / "report.html").read_text("utf-8")
     parser = _Rows()
     parser.feed(page)
     parser.close()
@@ -108,3 +127,41 @@ def test_eval_of_a_folder_without_cases_is_bad_input(
     code, _, err = run_eval(tmp_path, tmp_path / "report", capsys)
     assert code == 2
     assert "no case files" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_is_one_bar_redrawn_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "lost.toml"
+    path.write_text('world = "nowhere"\n[[case]]\nname = "x"\nquestion = "q"\n', encoding="utf-8")
+    (case,) = load_cases(path)
+    stream = _Terminal()
+    progress = _Progress(stream)
+    progress(1, 2, CaseResult(case, None))
+    progress(2, 2, CaseResult(case, None, error="broken"))
+    assert stream.getvalue().count("\r[") == 2
+    assert "[############------------] 1/2 ok" in stream.getvalue()
+    assert "[########################] 2/2 FAIL lost.toml::x" in stream.getvalue()
+    assert stream.getvalue().endswith("\n")
+
+
+def test_eval_names_cases_by_their_path_in_the_suite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "suite"
+    for folder in ("zh", "en"):
+        (suite / folder).mkdir(parents=True)
+        (suite / folder / "cases.toml").write_text(
+            'world = "nowhere"\n[[case]]\nname = "x"\nquestion = "q"\n', encoding="utf-8"
+        )
+    code, out, _ = run_eval(suite, tmp_path / "report", capsys)
+    assert code == 1  # a case whose world is missing fails
+    data = json.loads((tmp_path / "report" / "report.json").read_text("utf-8"))
+    assert [case["id"] for case in data["cases"]] == ["en/cases.toml::x", "zh/cases.toml::x"]
+    assert "FAIL  en/cases.toml::x" in out
+    parser = _Rows()
+    parser.feed((tmp_path / "report" / "report.html").read_text("utf-8"))
+    assert parser.rows == ["en/cases.toml::x", "zh/cases.toml::x"]

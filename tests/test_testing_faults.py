@@ -108,8 +108,17 @@ def test_blocked_origin_is_refused_before_any_connection(world: World) -> None:
 def test_slow_body_runs_into_the_fetch_deadline(world: World) -> None:
     world.fault(GOOD, "slow_body")
     serve_search(world, GOOD)
-    answer = ask(world, timeout_s=0.5)
+    answer = ask(world, timeout_s=0.3)
     assert attempt_event(answer)["page_failures"] == [f"{GOOD} deadline_exceeded"]
+    assert answer.attempts[0].status == "ok"  # the search answered; one page did not
+
+
+def test_hanging_page_runs_into_the_fetch_deadline(world: World) -> None:
+    world.fault(GOOD, "hang")
+    serve_search(world, GOOD)
+    answer = ask(world, timeout_s=0.3)
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} deadline_exceeded"]
+    assert len(world.requests_to("/news")) == 1  # asked once, never answered
 
 
 def test_world_file_faults_apply_per_route(tmp_path: Any) -> None:

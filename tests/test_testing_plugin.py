@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 # Imported here, before any in-process pytester run: pytester drops modules a run imported,
-# and cryptography's Rust core cannot be imported twice in one process.
+# and cryptography's Rust core cannot be imported twice in one process. hypothesis too:
+# its pytest plugin imports it at the end of every run, about a second each time otherwise.
+import hypothesis  # noqa: F401
+import pytest
 import trustme  # noqa: F401
 
 from .test_testing_cases import EXAMPLES, support_an_answer
@@ -82,7 +83,8 @@ def test_failing_case_shows_expected_and_actual_status_sources_and_checks(
 
 
 def test_cases_run_under_xdist(pytester: pytest.Pytester, cases: Path) -> None:
+    # hypothesis is no part of this run; its plugin would only add start-up time per process.
     result = pytester.runpytest_subprocess(
-        "--external-query-cases", "cases", "-p", "xdist", "-n", "2"
+        "--external-query-cases", "cases", "-p", "xdist", "-n", "2", "-p", "no:hypothesispytest"
     )
     result.assert_outcomes(passed=ALL_CASES)

@@ -5,6 +5,8 @@ The recording path is the same code a real recording runs; only the providers ar
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
@@ -14,6 +16,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from external_query_service import InputError
 from external_query_service.cli import main
 from external_query_service.models import ExternalAnswer
 from external_query_service.settings import Settings
@@ -62,8 +65,8 @@ def _forecast(request: RecordedRequest) -> Reply:
     )
 
 
-@pytest.fixture
-def live() -> Iterator[World]:
+@contextlib.contextmanager
+def live_world() -> Iterator[World]:
     """The "real" providers: a search engine, three sites, Open-Meteo."""
     with World() as world:
         moved = "https://news-a.example.cn/2026/port"
@@ -110,10 +113,19 @@ def live() -> Iterator[World]:
             "country": "中国",
             "admin1": "广东省",
         }
+        # A provider that echoes credentials back (debug data): the recording keeps the
+        # body with them scrubbed out.
         world.route(
-            "https://geocoding-api.open-meteo.com/v1/search", json_reply({"results": [place]})
+            "https://geocoding-api.open-meteo.com/v1/search",
+            json_reply({"results": [place], "debug": f"{ENV_TOKEN} {OPTION_SECRET}"}),
         )
         world.route("https://api.open-meteo.com/v1/forecast", _forecast)
+        yield world
+
+
+@pytest.fixture
+def live() -> Iterator[World]:
+    with live_world() as world:
         yield world
 
 
@@ -149,33 +161,39 @@ api_key_env = "EQS_TEST_LLM_KEY"
     return path
 
 
-@pytest.fixture
-def recorded(
-    live: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Path:
-    monkeypatch.setenv("EQS_TEST_LLM_KEY", LLM_KEY)
-    monkeypatch.setenv("EQS_TEST_TOKEN", ENV_TOKEN)
-    semantics = tmp_path / "semantics.json"
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One recording (through the CLI) that the read-only tests below share."""
+    folder = tmp_path_factory.mktemp("record")
+    semantics = folder / "semantics.json"
     semantics.write_text(json.dumps(SEMANTICS, ensure_ascii=False), encoding="utf-8")
-    out = tmp_path / "world"
-    code = main(
-        [
-            "record",
-            QUESTION,
-            "--config",
-            str(live_config(live, tmp_path)),
-            "--semantics-json",
-            str(semantics),
-            "--now",
-            NOW.isoformat(),
-            "--out",
-            str(out),
-        ]
-    )
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert "recorded" in captured.out
-    live.close()  # nothing may reach the "live" providers from here on
+    out = folder / "world"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with (
+        live_world() as live,
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
+        patch.setenv("EQS_TEST_LLM_KEY", LLM_KEY)
+        patch.setenv("EQS_TEST_TOKEN", ENV_TOKEN)
+        code = main(
+            [
+                "record",
+                QUESTION,
+                "--config",
+                str(live_config(live, folder)),
+                "--semantics-json",
+                str(semantics),
+                "--now",
+                NOW.isoformat(),
+                "--out",
+                str(out),
+            ]
+        )
+    # The "live" providers are gone: nothing may reach them from here on.
+    assert code == 0, stderr.getvalue()
+    assert "recorded" in stdout.getvalue()
     return out
 
 
@@ -236,21 +254,13 @@ def test_recorded_world_has_bodies_with_digests_and_the_failures(recorded: Path)
     assert manifest.recorded.status == "answered"
 
 
+@pytest.mark.parametrize("semantics_flag", [True, False], ids=["explicit", "recorded"])
 def test_ask_with_world_replays_from_the_command_line(
-    recorded: Path, capsys: pytest.CaptureFixture[str]
+    recorded: Path, capsys: pytest.CaptureFixture[str], semantics_flag: bool
 ) -> None:
-    code = main(
-        [
-            "ask",
-            QUESTION,
-            "--world",
-            str(recorded),
-            "--semantics-json",
-            str(recorded / "semantics.json"),
-            "--format",
-            "json",
-        ]
-    )
+    # Without semantics flags the recorded question replays with its recorded semantics.
+    flags = ["--semantics-json", str(recorded / "semantics.json")] if semantics_flag else []
+    code = main(["ask", QUESTION, "--world", str(recorded), *flags, "--format", "json"])
     out = capsys.readouterr().out
     assert code == 0
     answer = ExternalAnswer.model_validate_json(out)
@@ -289,19 +299,35 @@ def test_fact_api_recording_replays_with_identical_evidence(live: World, tmp_pat
         "location": "湛江",
         "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
     }
+    environ = {"EQS_TEST_TOKEN": ENV_TOKEN}
     result = record_world(
-        "湛江明天天气怎么样？", semantics, settings, tmp_path / "weather", now=NOW, environ={}
+        "湛江明天天气怎么样？", semantics, settings, tmp_path / "weather", now=NOW, environ=environ
     )
     live.close()
     assert result.answer.status == "answered"
-    manifest = load_world(tmp_path / "weather").manifest
+    spec = load_world(tmp_path / "weather")
+    manifest = spec.manifest
     assert {httpx.URL(entry.url).path for entry in manifest.api} == {
         "/v1/search",
         "/v1/forecast",
     }
+    (geocoding,) = [entry for entry in manifest.api if httpx.URL(entry.url).path == "/v1/search"]
+    assert geocoding.file is not None
+    assert b"REDACTED REDACTED" in spec.files[geocoding.file]  # the echoed option and token
+    assert result.scrubbed == (geocoding.file,)
     with open_world(tmp_path / "weather") as world, world.service() as service:
         again = service.answer("湛江明天天气怎么样？", semantics)
     assert comparable_answer(again, same_envelope=False) == comparable_answer(
         result.answer, same_envelope=False
     )
     assert again.evidence[0].raw_digest == result.answer.evidence[0].raw_digest
+
+
+def test_a_recording_beyond_its_byte_cap_is_refused_and_writes_nothing(
+    live: World, tmp_path: Path
+) -> None:
+    settings = Settings.load(live_config(live, tmp_path))
+    out = tmp_path / "capped"
+    with pytest.raises(InputError, match="beyond 2000 bytes"):
+        record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={}, max_bytes=2000)
+    assert not out.exists()

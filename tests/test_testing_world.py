@@ -252,3 +252,66 @@ def test_hand_built_world_supports_search_pages_and_fact_apis_at_once() -> None:
     assert answer.status == "answered"
     assert [source.url for source in answer.sources] == [page]
     assert answer.sources[0].site == "news-a.example.cn"
+
+
+def test_world_settings_resolve_every_site_to_loopback_with_the_guard_on() -> None:
+    with open_world(EXAMPLES / "worlds" / "rust-release") as world:
+        settings = world.settings()
+    network = settings.network
+    sites = {
+        "searx.example.org",
+        "blog.rust-lang.example",
+        "devnews.example.com",
+        "mirror.example.net",
+    }
+    assert network.resolve == dict.fromkeys(sites, "127.0.0.1")
+    assert set(network.connect_to) == {f"{site}:443" for site in sites}
+    # The guard stays on: loopback alone is admitted, nothing private besides it.
+    assert [str(net) for net in network.allowed_networks] == ["127.0.0.1/32"]
+    assert [(a.kind, a.base_url) for a in settings.adapters] == [
+        ("searxng", "https://searx.example.org")
+    ]
+
+
+def test_a_redacted_credential_in_a_route_matches_a_request_without_it() -> None:
+    with World() as world:
+        world.route(
+            "https://api.example.com/v1/data?city=zhanjiang&apikey=REDACTED",
+            json_reply({"which": "recorded"}),
+        )
+        network = world.settings().network
+
+        async def ask(params: dict[str, str | int]) -> int:
+            endpoint = TrustedEndpoint("https://api.example.com/v1", network)
+            try:
+                await endpoint.get_json("data", params)
+            except Exception as exc:
+                return int(getattr(exc, "status", 0))
+            finally:
+                await endpoint.aclose()
+            return 200
+
+        assert asyncio.run(ask({"city": "zhanjiang"})) == 200
+        assert asyncio.run(ask({"city": "zhanjiang", "apikey": "any"})) == 200
+        assert asyncio.run(ask({"city": "beihai"})) == 404
+
+
+def test_a_recorded_world_offers_its_semantics_for_the_recorded_question_only(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "semantics.json").write_text('{"query_kind": "news"}', encoding="utf-8")
+    (tmp_path / "world.toml").write_text(
+        '[recorded]\nquestion = "湛江最近有台风吗？"\nsemantics_file = "semantics.json"\n',
+        encoding="utf-8",
+    )
+    spec = load_world(tmp_path)
+    assert spec.recorded_semantics("湛江最近有台风吗？") == {"query_kind": "news"}
+    assert spec.recorded_semantics("另一个问题") is None
+    with open_world(tmp_path) as world:
+        assert world.spec is not None
+        assert world.spec.root == tmp_path
+    (tmp_path / "world.toml").write_text(
+        '[recorded]\nquestion = "q"\nsemantics_file = "../semantics.json"\n', encoding="utf-8"
+    )
+    with pytest.raises(InputError, match="not a file inside the world"):
+        load_world(tmp_path).recorded_semantics("q")

@@ -145,12 +145,20 @@ def _replay(args: argparse.Namespace) -> int:
 
     with open_world(args.world) as world:
         now = _now(args.now) if args.now else world.now
-        return _answer(args, _settings(args, world.settings()), now)
+        # The recorded question replays with its recorded semantics unless flags say otherwise.
+        recorded = world.spec.recorded_semantics(args.question) if world.spec else None
+        return _answer(args, _settings(args, world.settings()), now, default=recorded)
 
 
-def _answer(args: argparse.Namespace, settings: Settings, now: datetime | None) -> int:
+def _answer(
+    args: argparse.Namespace,
+    settings: Settings,
+    now: datetime | None,
+    *,
+    default: dict[str, Any] | None = None,
+) -> int:
     today = (now or datetime.now().astimezone()).date()
-    semantics = coerce_semantics(_semantics(args, today) or None)
+    semantics = coerce_semantics(_semantics(args, today) or default or None)
     clock = fixed_clock(now) if now else None
     with ExternalQueryService(settings, clock=clock) as service:
         answer = service.answer(args.question, semantics)

@@ -52,7 +52,8 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     files = find_case_files(args.cases)
-    cases = [case for path in files for case in load_cases(path)]
+    root = args.cases if args.cases.is_dir() else None
+    cases = [case for path in files for case in load_cases(path, root=root)]
     if not cases:
         raise InputError(f"{args.cases}: no case files ([[case]] tables) found")
     report = evaluate(cases, progress=_Progress(sys.stderr))

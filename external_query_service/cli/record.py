@@ -64,4 +64,10 @@ def run(args: argparse.Namespace) -> int:
         f"recorded {result.exchanges} exchanges ({result.bytes} bytes) to {result.directory}\n"
         f"answer: {status} · {len(answer.sources)} sources\n"
     )
+    if result.scrubbed:
+        # Not an error: the secret stays off disk, and the user learns why digests differ.
+        sys.stderr.write(
+            f"note: secrets scrubbed from {', '.join(result.scrubbed)}; evidence drawn from "
+            "these bodies replays with a different raw_digest\n"
+        )
     return 0

@@ -114,15 +114,24 @@ class Case(_Model):
     now: datetime | None = None
     markers: tuple[str, ...] = ()
     expect: Expectation = Expectation()
+    #: The file as the suite names it (relative to the suite's folder); default its name.
+    label: str = ""
 
     @property
     def id(self) -> str:
-        return f"{self.file.name}::{self.name}"
+        return f"{self.label or self.file.name}::{self.name}"
 
 
-def load_cases(path: str | Path) -> list[Case]:
-    """The cases of one TOML file; bad input is an ``InputError`` naming the file."""
+def load_cases(path: str | Path, *, root: str | Path | None = None) -> list[Case]:
+    """The cases of one TOML file; bad input is an ``InputError`` naming the file.
+
+    With ``root`` (the suite's folder), case ids name the file relative to it
+    (``zh/weather.toml::name``), so files of the same name in two folders stay apart.
+    """
     path = Path(path)
+    label = ""
+    if root is not None and path.resolve().is_relative_to(Path(root).resolve()):
+        label = path.resolve().relative_to(Path(root).resolve()).as_posix()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -149,6 +158,7 @@ def load_cases(path: str | Path) -> list[Case]:
                 now=entry.now or parsed.now,
                 markers=tuple(dict.fromkeys((*parsed.markers, *entry.markers))),
                 expect=entry.expect,
+                label=label,
             )
         )
     return cases

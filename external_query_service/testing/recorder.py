@@ -79,6 +79,9 @@ class Recording:
 
     max_bytes: int = MAX_WORLD_BYTES
     exchanges: list[Exchange] = field(default_factory=list)
+    #: Set when an exchange would pass ``max_bytes``. The chain may swallow the error
+    #: (an adapter that crashes is just a failed attempt), so ``record_world`` checks this.
+    overflow: bool = False
     _seen: set[str] = field(default_factory=set)
     _bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -87,9 +90,10 @@ class Recording:
         with self._lock:
             if exchange.url in self._seen:
                 return
-            self._bytes += len(exchange.body or b"")
-            if self._bytes > self.max_bytes:
+            if self._bytes + len(exchange.body or b"") > self.max_bytes:
+                self.overflow = True
                 raise InputError(f"the recording grew beyond {self.max_bytes} bytes")
+            self._bytes += len(exchange.body or b"")
             self._seen.add(exchange.url)
             self.exchanges.append(exchange)
 
@@ -262,6 +266,7 @@ def _searxng_bases(settings: Settings) -> dict[str, str]:
 class _WorldParts:
     manifest: WorldManifest
     files: dict[str, bytes]
+    scrubbed: tuple[str, ...] = ()
 
 
 def _build_world(
@@ -274,6 +279,7 @@ def _build_world(
     secrets: frozenset[str],
 ) -> _WorldParts:
     files: dict[str, bytes] = {}
+    scrubbed: list[str] = []
     search: list[SearchEntry] = []
     pages: list[PageEntry] = []
     api: list[ApiEntry] = []
@@ -301,6 +307,8 @@ def _build_world(
             body = scrub(item.body, secrets)
             file = f"{folder}/{number:04d}{_extension(item.content_type, item.kind)}"
             files[file] = body
+            if body != item.body:
+                scrubbed.append(file)
             common.update(file=file, sha256=sha256_digest(body))
         if is_search:
             search.append(SearchEntry(query=query, adapter=engine, **common))
@@ -324,7 +332,7 @@ def _build_world(
         pages=tuple(pages),
         api=tuple(api),
     )
-    return _WorldParts(manifest, files)
+    return _WorldParts(manifest, files, tuple(scrubbed))
 
 
 @dataclass(frozen=True)
@@ -333,6 +341,9 @@ class RecordResult:
     answer: ExternalAnswer
     exchanges: int
     bytes: int
+    #: Body files a provider had echoed a secret into, stored with it replaced by
+    #: ``REDACTED``: evidence drawn from them replays with a different ``raw_digest``.
+    scrubbed: tuple[str, ...] = ()
 
 
 def record_world(
@@ -361,6 +372,9 @@ def record_world(
     runtime = RecordingRuntime(live.network, recording=Recording(max_bytes=max_bytes))
     with ExternalQueryService(live, clock=fixed_clock(moment), http=runtime) as service:
         answer = service.answer(question, semantics)
+    if runtime.recording.overflow:
+        # The answer went on without what did not fit; such a world would not replay it.
+        raise InputError(f"the recording grew beyond {max_bytes} bytes; allow more (--max-bytes)")
 
     out = Path(out)
     semantics_data = (
@@ -390,4 +404,5 @@ def record_world(
         answer=answer,
         exchanges=len(runtime.recording.exchanges),
         bytes=sum(len(data) for data in parts.files.values()),
+        scrubbed=parts.scrubbed,
     )

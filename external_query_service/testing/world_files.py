@@ -171,6 +171,24 @@ class WorldSpec:
     def now(self) -> datetime | None:
         return self.manifest.world.now
 
+    def recorded_semantics(self, question: str) -> dict[str, Any] | None:
+        """The ``query_semantics`` this world was recorded with, when ``question`` is the
+        recorded question (a replay that drops them plans differently); else None."""
+        run = self.manifest.recorded
+        if run is None or run.question != question or run.semantics_file is None:
+            return None
+        base = self.root.resolve()
+        path = (self.root / run.semantics_file).resolve()
+        if not path.is_relative_to(base) or not path.is_file():
+            raise InputError(f"{self.root}: {run.semantics_file}: not a file inside the world")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"{path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: the root must be a JSON object")
+        return data
+
     def body(self, entry: SearchEntry | PageEntry | ApiEntry) -> bytes | None:
         """The entry's body: its file, its inline text, or None."""
         if entry.file is not None:
