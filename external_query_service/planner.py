@@ -92,8 +92,12 @@ def _merge(proposed: QuerySemantics, upstream: QuerySemantics | None) -> QuerySe
     """Upstream fields that are set win over the proposal."""
     if upstream is None:
         return proposed
-    return proposed.model_copy(
-        update=upstream.model_dump(exclude_unset=True, exclude_defaults=True)
+    # Validated again (``model_copy(update=...)`` would not), so nested fields stay models.
+    return QuerySemantics.model_validate(
+        {
+            **proposed.model_dump(exclude_unset=True),
+            **upstream.model_dump(exclude_unset=True, exclude_defaults=True),
+        }
     )
 
 

@@ -249,3 +249,27 @@ def test_an_existing_folder_is_ready(docs: Path) -> None:
     assert asyncio.run(adapter.probe()) == Readiness(ready=True)
     assert adapter.capability.provider_type == "doc_search"
     assert adapter.capability.supported_query_kinds == ("documentation",)
+
+
+@pytest.mark.parametrize(
+    ("markdown", "title"),
+    [
+        ("# 安装指南\n正文", "安装指南"),
+        ("## Closing hashes ##\r\nbody", "Closing hashes"),
+        ("#   \n# Second heading", "Second heading"),
+        ("# C# tips", "C# tips"),
+        ("#nospace\ntext", ""),
+        ("    # indented code, not a heading", ""),
+    ],
+)
+def test_the_first_atx_heading_titles_a_markdown_file(markdown: str, title: str) -> None:
+    assert local_docs._markdown_title(markdown) == title
+
+
+def test_a_heading_line_full_of_spaces_and_hashes_is_read_to_its_end() -> None:
+    # The old pattern backtracked cubically on this line (SECURITY T14).
+    line = "# a" + " " * 20000 + "#" * 20000 + " " * 20000 + "b"
+    assert (
+        local_docs._markdown_title(line + "\n")
+        == "a" + " " * 20000 + "#" * 20000 + " " * 20000 + "b"
+    )

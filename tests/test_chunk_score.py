@@ -1,5 +1,13 @@
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
+import string
+from re import _constants as re_constants  # type: ignore[attr-defined]
+from re import _parser as re_parser  # type: ignore[attr-defined]
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -215,3 +223,172 @@ def test_best_snippets_respects_limit_and_min_score() -> None:
     assert all(item.score >= MIN_SCORE for item in best)
     assert best_snippets(chunks, "北京明天天气", limit=5, min_score=10001) == []
     assert len(best_snippets(chunks, "北京明天天气", limit=5, min_score=0)) == 3
+
+
+# -- every pattern on the evidence path is safe from catastrophic backtracking (SECURITY T14) --
+#
+# Two checks, neither timed: a structural audit of each compiled pattern (no unbounded repeat
+# inside another, and no two unbounded single-character runs that can match the same
+# character side by side, the shapes behind ``(a+)+$`` and ``[ \t]+(.+?)[ \t]*``), and a run
+# of every pattern over long adversarial strings, which a backtracking pattern never finishes.
+
+_PROBE = string.printable + "\u00a0\u3000\u2028。！？；，、：”’」』）】年月日号中文"
+_CATEGORIES = {
+    re_constants.CATEGORY_DIGIT: lambda c: c.isdigit(),
+    re_constants.CATEGORY_NOT_DIGIT: lambda c: not c.isdigit(),
+    re_constants.CATEGORY_SPACE: lambda c: c.isspace(),
+    re_constants.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
+    re_constants.CATEGORY_WORD: lambda c: c.isalnum() or c == "_",
+    re_constants.CATEGORY_NOT_WORD: lambda c: not (c.isalnum() or c == "_"),
+}
+_REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT)
+_ZERO_WIDTH = (re_constants.AT, re_constants.ASSERT, re_constants.ASSERT_NOT)
+
+
+def _class_matches(items: Any, char: str) -> bool:
+    negate = hit = False
+    for op, arg in items:
+        if op is re_constants.NEGATE:
+            negate = True
+        elif op is re_constants.LITERAL:
+            hit |= ord(char) == arg
+        elif op is re_constants.RANGE:
+            hit |= arg[0] <= ord(char) <= arg[1]
+        elif op is re_constants.CATEGORY:
+            hit |= _CATEGORIES[arg](char)
+    return hit != negate
+
+
+def _single_char(node: Any) -> frozenset[str] | None:
+    """The probe characters a one-character node matches; None for anything else."""
+    op, arg = node
+    if op is re_constants.SUBPATTERN and len(arg[-1].data) == 1:
+        return _single_char(arg[-1].data[0])
+    if op is re_constants.LITERAL:
+        return frozenset(c for c in _PROBE if ord(c) == arg)
+    if op is re_constants.NOT_LITERAL:
+        return frozenset(c for c in _PROBE if ord(c) != arg)
+    if op is re_constants.ANY:
+        return frozenset(c for c in _PROBE if c != "\n")
+    if op is re_constants.IN:
+        return frozenset(c for c in _PROBE if _class_matches(arg, c))
+    return None
+
+
+def _has_unbounded(items: Any) -> bool:
+    for op, arg in items:
+        if op in _REPEATS and (arg[1] == re_constants.MAXREPEAT or _has_unbounded(arg[2].data)):
+            return True
+        if op is re_constants.SUBPATTERN and _has_unbounded(arg[-1].data):
+            return True
+        if op is re_constants.BRANCH and any(_has_unbounded(b.data) for b in arg[1]):
+            return True
+    return False
+
+
+def _audit(items: Any, live: frozenset[str], problems: list[str]) -> frozenset[str]:
+    """Walk one sequence; ``live`` holds what the last unbounded run could still absorb."""
+    for node in items:
+        op, arg = node
+        if op in _REPEATS:
+            low, high, body = arg
+            if high == re_constants.MAXREPEAT and _has_unbounded(body.data):
+                problems.append("an unbounded repeat inside an unbounded repeat")
+            _audit(body.data, frozenset(), problems)
+            chars = _single_char(body.data[0]) if len(body.data) == 1 else None
+            if high == re_constants.MAXREPEAT:
+                if chars is not None and live & chars:
+                    problems.append("two unbounded runs over the same characters side by side")
+                live = chars or frozenset()
+            elif low > 0 and (chars is None or not live & chars):
+                live = frozenset()
+        elif op is re_constants.SUBPATTERN:
+            live = _audit(arg[-1].data, live, problems)
+        elif op is re_constants.BRANCH:
+            live = frozenset().union(*(_audit(b.data, live, problems) for b in arg[1]))
+        elif op in _ZERO_WIDTH:
+            if op is not re_constants.AT:
+                _audit(arg[1].data, frozenset(), problems)
+        else:
+            chars = _single_char(node)
+            if chars is None or not live & chars:
+                live = frozenset()
+    return live
+
+
+def _module_patterns() -> dict[str, re.Pattern[Any]]:
+    import external_query_service.adapters as adapters
+    import external_query_service.gateway as gateway
+    import external_query_service.verifier as verifier
+
+    names = ["external_query_service.planner"]
+    for package in (gateway, adapters, verifier):
+        names += [
+            info.name for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
+        ]
+    found: dict[str, re.Pattern[Any]] = {}
+    for name in names:
+        module = importlib.import_module(name)
+        for attribute, value in vars(module).items():
+            if isinstance(value, re.Pattern):
+                found[f"{name.rsplit('.', 1)[1]}.{attribute}"] = value
+    return found
+
+
+PATTERNS = _module_patterns()
+
+
+def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> None:
+    # A new pattern must be added here, and so pass the two checks below.
+    assert sorted(PATTERNS) == [
+        "chunk._LINE",
+        "chunk._SENTENCE_END",
+        "dates._DATE",
+        "decode._CHARSET_ATTR",
+        "decode._META_TAG",
+        "decode._XML_DECL",
+        "extract._CJK",
+        "extract._CONTROLS",
+        "extract._HAN",
+        "extract._HANGUL",
+        "extract._KANA",
+        "extract._LANG_TAG",
+        "extract._NEWLINES",
+        "extract._SPACES",
+        "local_docs._HEADING",
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_no_pattern_has_a_backtracking_shape(name: str) -> None:
+    pattern = PATTERNS[name]
+    problems: list[str] = []
+    _audit(re_parser.parse(pattern.pattern, pattern.flags).data, frozenset(), problems)
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [r"(a+)+$", r"(?:\w+\s?)*!", r"^#+[ \t]+(.+?)[ \t]*#*[ \t]*$", r"(\d+|\w+)*x", r"\s*\s*$"],
+)
+def test_the_audit_catches_known_catastrophic_shapes(shape: str) -> None:
+    problems: list[str] = []
+    _audit(re_parser.parse(shape).data, frozenset(), problems)
+    assert problems
+
+
+def _adversarial(text: bool) -> list[Any]:
+    heads = ["", "# ", "<meta ", "<?xml encoding=", "charset=", "2025", "5月", "May ", "。"]
+    runs = [" ", "\t", "a", "1", "#", "。", "<", "=", "-", "年", ".", "\n"]
+    samples = [head + run * 5000 + "!" for head in heads for run in runs]
+    samples.append(("# a " + " " * 3000 + "#" * 3000 + " " * 3000 + "b\n") * 2)
+    return list(samples) if text else [s.encode("utf-8") for s in samples]
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_every_pattern_scans_long_adversarial_text_to_the_end(name: str) -> None:
+    pattern = PATTERNS[name]
+    for sample in _adversarial(isinstance(pattern.pattern, str)):
+        for _ in pattern.finditer(sample):
+            pass
+        pattern.search(sample)

@@ -309,7 +309,7 @@ def test_evidence_outside_the_time_range_gives_insufficient_evidence(world: Worl
     assert answer.reason == "out_of_time_range"
     assert answer.sources == ()
     assert "停课停工" not in answer.text
-    assert world.server.requests_to(f"{SEARX}/search")[0].query["time_range"] == ["week"]
+    assert world.server.requests_to(f"{SEARX}/search")[0].query["time_range"] == ["month"]
 
 
 def test_follow_up_after_insufficient_evidence_stays_external_with_the_earlier_targets(

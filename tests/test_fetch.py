@@ -33,8 +33,9 @@ from external_query_service.errors import (
     UpstreamStatus,
 )
 from external_query_service.gateway import fetch as fetch_module
+from external_query_service.gateway.body import DECODE_CHUNK
+from external_query_service.gateway.breaker import CircuitBreaker
 from external_query_service.gateway.fetch import (
-    DECODE_CHUNK,
     ApiResponse,
     FetchedPage,
     HttpRuntime,
@@ -550,3 +551,185 @@ def test_tls_sends_the_url_host_as_sni_and_verifies_the_certificate(tmp_path: Pa
     assert server_names == ["site-a.test"]
     assert caught.value.reason == "connect_failed"
     assert "CERTIFICATE_VERIFY_FAILED" in caught.value.detail
+
+
+def test_a_rate_limit_with_a_huge_retry_after_gives_up_at_once(loopback: LoopbackServer) -> None:
+    loopback.route(
+        "/busy",
+        Reply(
+            429,
+            body="Too Many Requests",
+            content_type="text/plain",
+            headers={"Retry-After": "999999"},
+        ),
+    )
+    with pytest.raises(UpstreamStatus) as caught:
+        run_fetch(site_network(), site_url(loopback, "/busy"))
+    assert caught.value.status == 429
+    assert len(loopback.requests) == 1  # no retry, and nothing waits for Retry-After
+
+
+def test_cookies_a_page_sets_are_never_sent_back(loopback: LoopbackServer) -> None:
+    loopback.route("/set", Reply(body="first", headers={"Set-Cookie": "track=1; Path=/"}))
+    loopback.route("/again", Reply(body="second"))
+
+    async def go() -> None:
+        fetcher = SafeFetcher(site_network())
+        try:
+            await fetcher.fetch(site_url(loopback, "/set"))
+            await fetcher.fetch(site_url(loopback, "/again"))
+        finally:
+            await fetcher.aclose()
+
+    asyncio.run(go())
+    assert [r.path for r in loopback.requests] == ["/set", "/again"]
+    assert "cookie" not in loopback.requests[1].headers
+
+
+def test_a_redirect_hop_to_a_name_that_resolves_inside_is_blocked(
+    loopback: LoopbackServer,
+) -> None:
+    # The hop's URL names a host, not an address: only the guard's own resolution, at
+    # connect time, can tell it points inside.
+    hop = f"http://intranet.test:{loopback.port}/secret"
+    loopback.route("/go", Reply(302, headers={"Location": hop}), host="site-a.test")
+    loopback.route("/secret", Reply(body="internal"), host="intranet.test")
+    network = site_network(resolve={"site-a.test": "127.0.0.1", "intranet.test": "10.0.0.5"})
+    with pytest.raises(BlockedDestination) as caught:
+        run_fetch(network, site_url(loopback, "/go"))
+    assert "redirect hop" in caught.value.detail
+    assert [r.path for r in loopback.requests] == ["/go"]
+
+
+def test_every_redirect_hop_is_resolved_and_checked_again(loopback: LoopbackServer) -> None:
+    # Same host on both hops; its second answer points inside the network (rebinding
+    # between hops). The first hop connected to the checked 127.0.0.1; the second is refused.
+    calls: list[str] = []
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return ["127.0.0.1"] if len(calls) == 1 else ["10.0.0.1"]
+
+    loopback.route("/first", Reply(302, headers={"Location": "/second"}))
+    loopback.route("/second", Reply(body="should not be read"))
+
+    async def go() -> None:
+        fetcher = SafeFetcher(site_network(resolve={}), resolver=rebinding)
+        try:
+            await fetcher.fetch(f"http://rebind.test:{loopback.port}/first")
+        finally:
+            await fetcher.aclose()
+
+    with pytest.raises(BlockedDestination):
+        asyncio.run(go())
+    assert calls == ["rebind.test", "rebind.test"]
+    assert [r.path for r in loopback.requests] == ["/first"]
+
+
+# -- the circuit breaker (SECURITY T23, matrix row 32) ------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_host_that_keeps_failing_is_left_alone_until_a_probe_after_the_cooldown(
+    loopback: LoopbackServer,
+) -> None:
+    state = {"status": 503}
+
+    def flaky(_request: RecordedRequest) -> Reply:
+        return Reply(state["status"], body="busy" if state["status"] != 200 else "back")
+
+    loopback.route("/flaky", flaky)
+    clock = FakeClock()
+    breaker = CircuitBreaker(threshold=5, cooldown_s=30.0, clock=clock)
+    url = site_url(loopback, "/flaky")
+
+    async def attempt(fetcher: SafeFetcher) -> str:
+        try:
+            return (await fetcher.fetch(url)).body.decode()
+        except FetchError as exc:
+            return exc.reason
+
+    async def go() -> list[str]:
+        fetcher = SafeFetcher(site_network(), breaker=breaker)
+        outcomes = []
+        try:
+            for _ in range(7):
+                outcomes.append(await attempt(fetcher))
+            clock.now += 29.0
+            outcomes.append(await attempt(fetcher))  # still cooling down
+            clock.now += 2.0
+            outcomes.append(await attempt(fetcher))  # the half-open probe fails: open again
+            outcomes.append(await attempt(fetcher))
+            clock.now += 31.0
+            state["status"] = 200
+            outcomes.append(await attempt(fetcher))  # the probe succeeds: closed
+            outcomes.append(await attempt(fetcher))
+        finally:
+            await fetcher.aclose()
+        return outcomes
+
+    outcomes = asyncio.run(go())
+    assert outcomes == [
+        *["upstream_status"] * 5,
+        "circuit_open",
+        "circuit_open",
+        "circuit_open",
+        "upstream_status",
+        "circuit_open",
+        "back",
+        "back",
+    ]
+    assert len(loopback.requests_to("/flaky")) == 8  # 5 failures, 2 probes, 1 after closing
+    assert not breaker.is_open("site-a.test")
+
+
+def test_answers_and_policy_refusals_do_not_open_the_circuit(loopback: LoopbackServer) -> None:
+    loopback.route("/missing", Reply(404, body="no"))
+    breaker = CircuitBreaker(threshold=2, clock=FakeClock())
+
+    async def go() -> None:
+        fetcher = SafeFetcher(site_network(), breaker=breaker)
+        try:
+            for _ in range(3):
+                with pytest.raises(UpstreamStatus):
+                    await fetcher.fetch(site_url(loopback, "/missing"))
+                with pytest.raises(BlockedDestination):
+                    await fetcher.fetch("http://169.254.169.254/latest/meta-data/")
+        finally:
+            await fetcher.aclose()
+
+    asyncio.run(go())
+    assert not breaker.is_open("site-a.test")
+    assert not breaker.is_open("169.254.169.254")
+    assert len(loopback.requests_to("/missing")) == 3
+
+
+def test_an_unreachable_endpoint_fails_fast_once_its_circuit_opens() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    breaker = CircuitBreaker(threshold=2, clock=FakeClock())
+
+    async def go() -> list[str]:
+        endpoint = TrustedEndpoint(
+            f"http://127.0.0.1:{port}/v1", NetworkSettings(timeout_s=5.0), breaker=breaker
+        )
+        reasons = []
+        try:
+            for _ in range(3):
+                try:
+                    await endpoint.get_json("latest")
+                except FetchError as exc:
+                    reasons.append(exc.reason)
+        finally:
+            await endpoint.aclose()
+        return reasons
+
+    assert asyncio.run(go()) == ["connect_failed", "connect_failed", "circuit_open"]

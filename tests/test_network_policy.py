@@ -303,3 +303,45 @@ def test_a_web_port_on_a_public_address_is_allowed_but_others_are_not() -> None:
         asyncio.run(backend.connect_tcp("public.test", 6379))
     asyncio.run(backend.connect_tcp("public.test", 8443))
     assert spy.connects == [("8.8.8.8", 8443)]
+
+
+class RefusingFirstBackend(SpyBackend):
+    """Refuses the first address it is asked to connect to, like a dead AAAA record."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        self.connects.append((host, port))
+        if len(self.connects) == 1:
+            raise httpcore.ConnectError("network unreachable")
+        return httpcore.AsyncMockStream([])
+
+
+def test_checked_addresses_are_tried_in_order_until_one_connects() -> None:
+    resolver = ScriptedResolver({"dual.test": [["2606:4700:4700::1111", "93.184.216.34"]]})
+    spy = RefusingFirstBackend()
+    backend = GuardedBackend(resolver=resolver, inner=spy)
+    asyncio.run(backend.connect_tcp("dual.test", 443))
+    assert spy.connects == [("2606:4700:4700::1111", 443), ("93.184.216.34", 443)]
+    assert resolver.calls == [("dual.test", 443)]
+
+
+def test_a_resolve_override_is_honoured_and_still_judged_by_the_guard() -> None:
+    # ``resolve`` replaces DNS, not the policy: a name mapped to a private address is
+    # refused unless that address is inside allowed_networks.
+    spy = SpyBackend()
+    backend = GuardedBackend(resolve={"docs.test": "10.1.2.3"}, inner=spy)
+    with pytest.raises(BlockedDestination):
+        asyncio.run(backend.connect_tcp("docs.test", 443))
+    admitted = GuardedBackend(
+        allowed_networks=[ipaddress.ip_network("10.1.2.0/24")],
+        resolve={"docs.test": "10.1.2.3"},
+        inner=spy,
+    )
+    asyncio.run(admitted.connect_tcp("docs.test", 443))
+    assert spy.connects == [("10.1.2.3", 443)]

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from external_query_service.models import QuerySemantics, TimeRange
 from external_query_service.planner import ExternalQueryPlanner, PlannerResult, default_contract
@@ -110,3 +112,35 @@ def test_follow_up_carries_targets_and_time_range() -> None:
     assert follow.planner_source == "follow_up"
     assert (follow.location, follow.time_range) == ("湛江", span)
     assert follow.search_queries == ("再查一下", "湛江台风")
+
+
+_WORDS = st.sampled_from(
+    ["北京", "湛江", "明天", "今天", "天气", "下雨", "汇率", "美元", "新闻", "股价",
+     "2026年12月1日", "weather", "tomorrow", "USD", "news", "Apple", "对比", "和", "？", " "]
+)  # fmt: skip
+
+
+@settings(max_examples=200)
+@given(
+    (st.lists(_WORDS, min_size=1, max_size=12).map("".join) | st.text(max_size=80)).filter(
+        str.strip
+    )
+)
+def test_without_structured_fields_no_question_changes_the_plan_but_its_text(
+    question: str,
+) -> None:
+    # Whatever words the question holds (weather, dates, currencies, places, news), the
+    # fallback plans the same way: nothing reads the question to guess kind, time or place.
+    result = plan(ExternalQueryPlanner(), question)
+    assert result.plan.model_dump(exclude={"question", "search_queries"}) == {
+        "query_kind": "generic_web",
+        "answer_contract": "summary_with_sources",
+        "entities": (),
+        "compare_targets": (),
+        "location": None,
+        "time_range": None,
+        "freshness_required": False,
+        "language": "zh",
+        "planner_source": "fallback",
+    }
+    assert result.plan.search_queries == (question.strip(),)

@@ -107,3 +107,20 @@ def test_every_adapter_appears_once_in_the_ranking() -> None:
     for kind, fresh in itertools.product(["weather", "news", "documentation"], [True, False]):
         ranking = rank_adapters(plan(kind, fresh=fresh), ALL, ready(*ALL))
         assert sorted(item.adapter_id for item in ranking) == sorted(c.adapter_id for c in ALL)
+
+
+def test_a_fact_api_declaring_no_kinds_never_goes_before_live_search() -> None:
+    catch_all = cap("any-facts", "fact_api")
+    caps = (catch_all, SEARCH, WEATHER)
+    assert order(rank_adapters(plan("news"), caps, ready(*caps))) == ["search", "any-facts"]
+    assert order(rank_adapters(plan("weather"), caps, ready(*caps))) == [
+        "weather",
+        "search",
+        "any-facts",
+    ]
+    reason = next(
+        i.reason
+        for i in rank_adapters(plan("news"), caps, ready(*caps))
+        if i.adapter_id == "any-facts"
+    )
+    assert "declares no query kinds" in reason

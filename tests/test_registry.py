@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -18,10 +19,20 @@ from external_query_service import (
     fixed_clock,
     register_adapter,
 )
-from external_query_service.adapters.base import evidence_id
+from external_query_service.adapters.base import AdapterRuntime, evidence_id
+from external_query_service.audit import AuditLog
+from external_query_service.errors import FetchError
 from external_query_service.gateway import registry
-from external_query_service.models import Evidence, ExternalQueryPlan, Fact, ProviderType
-from external_query_service.store import sha256_digest
+from external_query_service.gateway.gateway import ExternalQueryGateway
+from external_query_service.models import (
+    Evidence,
+    ExternalQueryPlan,
+    Fact,
+    ProviderType,
+    Readiness,
+)
+from external_query_service.settings import AdapterSettings, NetworkSettings, SourceSettings
+from external_query_service.store import EvidenceStore, sha256_digest
 from external_query_service.testing import LoopbackServer, json_reply
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
@@ -125,3 +136,123 @@ def test_entry_point_plugins_are_discovered(
     assert "demo_plugin" in registry.known_kinds()
     assert registry.adapter_class("demo_plugin").__name__ == "DemoAdapter"
     sys.modules.pop("eqs_demo_plugin", None)
+
+
+# -- the gateway with registered doubles ---------------------------------------------------------
+
+
+class CannedSearch(Adapter):
+    """A live_search double answering with one hit on a fixed site."""
+
+    kind: ClassVar[str] = "test_canned_search"
+    provider_type: ClassVar[ProviderType] = "live_search"
+    supports_page_fetch: ClassVar[bool] = True
+
+    async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
+        site = self.config.options["site"]
+        url = f"https://{site}/story"
+        text = f"{plan.question} — {site}"
+        return AdapterOutcome(
+            status="ok",
+            results=1,
+            evidence=(
+                Evidence(
+                    evidence_id=evidence_id(url, sha256_digest(text), 0),
+                    adapter_id=self.adapter_id,
+                    provider_type="live_search",
+                    basis="page_body",
+                    url=url,
+                    site=site,
+                    snippet=text,
+                    score=9000,
+                    accessed_at=NOW.astimezone(UTC),
+                    content_digest=sha256_digest(text),
+                    raw_digest=sha256_digest(text),
+                    length=len(text),
+                ),
+            ),
+        )
+
+
+class SlowProbe(CannedSearch):
+    kind: ClassVar[str] = "test_slow_probe"
+
+    async def probe(self) -> Readiness:
+        await asyncio.sleep(3600)
+        raise AssertionError("the probe should have been cut off")
+
+
+class FailingProbe(CannedSearch):
+    kind: ClassVar[str] = "test_failing_probe"
+
+    async def probe(self) -> Readiness:
+        raise FetchError("http://search.test/config", "refused", reason="connect_failed")
+
+
+def canned(
+    adapter_id: str, site: str, *, deny: tuple[str, ...] = (), cls: type[Adapter] = CannedSearch
+) -> Adapter:
+    runtime = AdapterRuntime(
+        network=NetworkSettings(),
+        fetcher=None,  # type: ignore[arg-type]
+        endpoint=None,  # type: ignore[arg-type]
+        store=EvidenceStore(),
+        clock=fixed_clock(NOW),
+        sources=SourceSettings(deny_domains=deny),
+    )
+    config = AdapterSettings(kind=cls.kind, id=adapter_id, options={"site": site})
+    return cls(config, runtime)
+
+
+def web_plan() -> ExternalQueryPlan:
+    return ExternalQueryPlan(
+        question="湛江港新闻", query_kind="news", search_queries=("湛江港新闻",)
+    )
+
+
+def test_a_search_that_found_only_denied_sites_does_not_stop_the_failover() -> None:
+    deny = ("spam.test",)
+    gateway = ExternalQueryGateway(
+        [
+            canned("a-search", "news.spam.test", deny=deny),
+            canned("b-search", "port.test", deny=deny),
+        ],
+        deadline_s=10,
+    )
+    gathered = asyncio.run(gateway.gather(web_plan(), AuditLog()))
+    assert [(a.adapter_id, a.status) for a in gathered.attempts] == [
+        ("a-search", "ok"),
+        ("b-search", "ok"),
+    ]
+    assert {item.site for item in gathered.evidence} == {"news.spam.test", "port.test"}
+
+
+def test_enough_evidence_from_the_first_search_skips_the_next_with_a_reason() -> None:
+    gateway = ExternalQueryGateway(
+        [canned("a-search", "news-a.test"), canned("b-search", "news-b.test")], deadline_s=10
+    )
+    gathered = asyncio.run(gateway.gather(web_plan(), AuditLog()))
+    assert [(a.adapter_id, a.status, a.reason) for a in gathered.attempts] == [
+        ("a-search", "ok", None),
+        ("b-search", "skipped", "enough_evidence"),
+    ]
+
+
+def test_every_probe_is_bounded_and_failures_keep_their_reason() -> None:
+    disabled = canned("d-search", "x.test")
+    disabled.config = disabled.config.model_copy(update={"enabled": False})
+    gateway = ExternalQueryGateway(
+        [
+            canned("a-ready", "a.test"),
+            canned("b-slow", "b.test", cls=SlowProbe),
+            canned("c-failing", "c.test", cls=FailingProbe),
+            disabled,
+        ],
+        deadline_s=0.2,
+    )
+    assert asyncio.run(gateway.probe()) == {
+        "a-ready": Readiness(ready=True),
+        "b-slow": Readiness(ready=False, reason="probe_timeout"),
+        "c-failing": Readiness(ready=False, reason="connect_failed"),
+        "d-search": Readiness(ready=False, reason="disabled"),
+    }

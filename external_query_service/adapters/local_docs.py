@@ -51,8 +51,11 @@ MAX_EVIDENCE = 3
 MIN_SCORE_BPS = MIN_SCORE
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-#: An ATX heading (``# Title``), the markdown structure that names a document.
-_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+#: An ATX heading line (``# Title``), the markdown structure that names a document. Spaces
+#: around the title and the optional closing ``#`` run are stripped in Python: unbounded
+#: runs over the same characters side by side (``[ \t]+(.+?)[ \t]*#*``) backtrack
+#: polynomially on a long line of spaces (SECURITY T14); this has one run per line.
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]([^\n]*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,16 @@ class _Scan:
 
 
 def _markdown_title(text: str) -> str:
-    match = _HEADING.search(text)
-    return match.group(1).strip() if match else ""
+    """The text of the first non-empty ATX heading, without a closing ``#`` sequence."""
+    for match in _HEADING.finditer(text):
+        title = match.group(1).rstrip()
+        unclosed = title.rstrip("#")
+        if not unclosed or unclosed[-1].isspace():  # CommonMark: "# Title ##" closes
+            title = unclosed
+        title = title.strip()
+        if title:
+            return title
+    return ""
 
 
 def _docs_url(adapter_id: str, relpath: str) -> str:

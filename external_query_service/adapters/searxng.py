@@ -20,8 +20,10 @@ from .base import Adapter, AdapterOutcome
 
 __all__ = ["SearxngAdapter", "time_range_bucket"]
 
-#: SearXNG's ``time_range`` values and the look-back (days) each covers.
-_BUCKETS = (("day", 1), ("week", 7), ("month", 31), ("year", 366))
+#: SearXNG's ``time_range`` values and the most whole days before today each surely covers
+#: ("week" is the past 7 × 24 h, so a range starting 7 calendar days ago needs "month").
+#: Erring wide is safe: the verifier enforces the exact dates.
+_BUCKETS = (("day", 0), ("week", 6), ("month", 27), ("year", 364))
 _MAX_QUERIES = 4
 
 

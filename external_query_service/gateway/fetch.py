@@ -13,7 +13,6 @@ import contextlib
 import json
 import ssl
 import string
-import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -23,7 +22,6 @@ from pydantic import JsonValue
 
 from ..errors import (
     BlockedDestination,
-    ContentTooLarge,
     FetchDeadlineExceeded,
     FetchError,
     TooManyRedirects,
@@ -33,6 +31,8 @@ from ..errors import (
 )
 from ..settings import NetworkSettings
 from ..store import sha256_digest
+from .body import media_type, read_body
+from .breaker import CircuitBreaker
 from .network import Resolver, guarded_client, normalise_host
 
 __all__ = [
@@ -95,8 +95,7 @@ MAX_URL_LENGTH = 2048
 #: Fetches in flight per event loop, and per host among them.
 GLOBAL_FETCHES = 8
 PER_HOST_FETCHES = 2
-#: Largest piece one decompression step may produce, so a bomb never lands at once.
-DECODE_CHUNK = 64 * 1024
+
 
 PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
 #: SearXNG's limiter rejects an Accept without text/html (APIS.md §1).
@@ -221,99 +220,6 @@ class _FetchLoopState:
     hosts: _HostSlots
 
 
-class _BoundedDecoder:
-    """Undo one Content-Encoding layer without ever producing more than DECODE_CHUNK at once.
-
-    httpx's own decoders call ``decompress(data)`` without a bound (a 64 KiB read can
-    become 64 MiB), so bodies are read raw and decoded here.
-    """
-
-    def __init__(self, coding: str | None) -> None:
-        self._coding = coding
-        self._raw_fallback = coding == "deflate"
-        self._zlib: Any = None
-        if coding in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif coding == "deflate":
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if self._zlib is None:
-            if data:
-                yield data
-            return
-        pending = data
-        while pending or not self._zlib.eof:
-            try:
-                out = self._zlib.decompress(pending, DECODE_CHUNK)
-            except zlib.error:
-                if not self._raw_fallback:
-                    raise
-                # "deflate" sent as a raw stream without the zlib wrapper (common).
-                self._raw_fallback = False
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                out = self._zlib.decompress(pending, DECODE_CHUNK)
-            self._raw_fallback = False
-            if out:
-                yield out
-            pending = self._zlib.unconsumed_tail
-            if not pending and len(out) < DECODE_CHUNK:
-                break  # input used up and nothing held back inside zlib
-
-    @property
-    def complete(self) -> bool:
-        return self._zlib is None or bool(self._zlib.eof)
-
-
-def _content_coding(response: httpx.Response, url: str) -> str | None:
-    codings = [
-        item.strip().lower()
-        for item in response.headers.get_list("content-encoding", split_commas=True)
-        if item.strip() and item.strip().lower() != "identity"
-    ]
-    if len(codings) > 1:
-        raise UnsupportedContent(url, f"more than one content coding: {', '.join(codings)}")
-    if codings and codings[0] not in ("gzip", "x-gzip", "deflate"):
-        raise UnsupportedContent(url, f"content coding {codings[0]!r} is not read")
-    return codings[0] if codings else None
-
-
-async def _read_body(response: httpx.Response, url: str, cap: int) -> bytes:
-    """The body after Content-Encoding, raw and decoded bytes both capped at ``cap``."""
-    declared = response.headers.get("content-length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > cap:
-        raise ContentTooLarge(url, f"declared {declared} bytes, cap {cap}")
-    decoder = _BoundedDecoder(_content_coding(response, url))
-    parts: list[bytes] = []
-    raw_total = decoded_total = 0
-    try:
-        async for chunk in response.aiter_raw():
-            raw_total += len(chunk)
-            if raw_total > cap:
-                raise ContentTooLarge(url, f"more than {cap} bytes received")
-            for piece in decoder.feed(chunk):
-                decoded_total += len(piece)
-                if decoded_total > cap:
-                    raise ContentTooLarge(url, f"more than {cap} bytes after decoding")
-                parts.append(piece)
-    except zlib.error as exc:
-        raise FetchError(url, f"bad compressed body: {exc}", reason="decoding_failed") from None
-    if not decoder.complete:
-        raise FetchError(url, "compressed body ends early", reason="decoding_failed")
-    return b"".join(parts)
-
-
-def _media_type(response: httpx.Response) -> tuple[str, str | None]:
-    header = response.headers.get("content-type", "")
-    media, _, params = header.partition(";")
-    charset = None
-    for param in params.split(";"):
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip().strip("\"'"):
-            charset = value.strip().strip("\"'").lower()
-    return media.strip().lower(), charset
-
-
 def _connected_address(response: httpx.Response) -> str | None:
     stream = response.extensions.get("network_stream")
     if stream is None:
@@ -373,7 +279,8 @@ class SafeFetcher:
     policy (``network.py``). Redirects are followed by hand, at most
     ``network.max_redirects`` hops. Bodies: only ``accept_types``, at most
     ``network.max_page_bytes`` raw and decoded, within ``network.timeout_s`` in total.
-    A non-2xx final answer raises ``UpstreamStatus``. Only ``FetchError``s escape.
+    A non-2xx final answer raises ``UpstreamStatus``. A host that keeps failing is left
+    alone for a while (``CircuitBreaker``). Only ``FetchError``s escape.
 
     Safe to use from several event loops one after another (one client per loop);
     ``aclose()`` closes the client of the running loop.
@@ -385,10 +292,12 @@ class SafeFetcher:
         *,
         resolver: Resolver | None = None,
         accept_types: frozenset[str] = DEFAULT_ACCEPT_TYPES,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self._network = network
         self._resolver = resolver
         self._accept_types = frozenset(item.lower() for item in accept_types)
+        self._breaker = breaker or CircuitBreaker()
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
 
@@ -412,14 +321,13 @@ class SafeFetcher:
         after the URL gate and before the hop is requested; ``False`` stops the fetch with
         ``UnsafeURL`` (detail "redirect to <hop> refused by the caller")."""
         start = check_url(url)
+        host = _origin(start)[1]
         state = self._loops.get()
         # The deadline starts once a slot is held: waiting for one is not the page's fault.
-        async with (
-            state.slots,
-            state.hosts.hold(_origin(start)[1]),
-            _deadline(url, self._network.timeout_s),
-        ):
-            return await self._follow(state.client, url, start, allow_redirect)
+        async with state.slots, state.hosts.hold(host):
+            with self._breaker.guard(host, url):
+                async with _deadline(url, self._network.timeout_s):
+                    return await self._follow(state.client, url, start, allow_redirect)
 
     async def _follow(
         self,
@@ -460,11 +368,11 @@ class SafeFetcher:
     async def _page(self, response: httpx.Response, url: str, redirects: list[str]) -> FetchedPage:
         if not 200 <= response.status_code < 300:
             raise UpstreamStatus(url, response.status_code)
-        content_type, charset = _media_type(response)
+        content_type, charset = media_type(response)
         if content_type not in self._accept_types:
             raise UnsupportedContent(url, f"content type {content_type or '(none)'!r}")
         connected = _connected_address(response)  # before the body: the socket closes after it
-        body = await _read_body(response, url, self._network.max_page_bytes)
+        body = await read_body(response, url, self._network.max_page_bytes)
         return FetchedPage(
             url=url,
             final_url=str(response.url),
@@ -492,13 +400,20 @@ class TrustedEndpoint:
     ``path`` joins onto the base path (``http://h:1/v1`` + ``latest`` → ``/v1/latest``).
     No redirects are followed (3xx → ``UpstreamStatus``); non-2xx → ``UpstreamStatus``;
     a body that is not UTF-8 JSON → ``FetchError(reason="invalid_json")``. Bodies are
-    bounded and the deadline is the fetcher's.
+    bounded and the deadline is the fetcher's. After repeated failures the origin's circuit
+    opens (``CircuitBreaker``): calls then fail at once, so failover is quick.
     """
 
     def __init__(
-        self, base_url: str, network: NetworkSettings, *, resolver: Resolver | None = None
+        self,
+        base_url: str,
+        network: NetworkSettings,
+        *,
+        resolver: Resolver | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         base = check_url(base_url)
+        self._breaker = breaker or CircuitBreaker()
         self._base_url = base_url
         self._base = base.copy_with(query=None, fragment=None)
         self._origin = _origin(base)
@@ -553,12 +468,9 @@ class TrustedEndpoint:
             raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
         url = str(target)
         client = self._loops.get()
-        async with _deadline(url, self._network.timeout_s):
-            with _mapped_errors(url):
-                async with client.stream("GET", target) as response:
-                    if not 200 <= response.status_code < 300:
-                        raise UpstreamStatus(url, response.status_code)
-                    body = await _read_body(response, url, self._network.max_page_bytes)
+        with self._breaker.guard(self._origin[1], url):
+            async with _deadline(url, self._network.timeout_s):
+                response, body = await self._get(client, target, url)
         return ApiResponse(
             url=url,
             status=response.status_code,
@@ -566,6 +478,16 @@ class TrustedEndpoint:
             raw_digest=sha256_digest(body),
             body=body,
         )
+
+    async def _get(
+        self, client: httpx.AsyncClient, target: httpx.URL, url: str
+    ) -> tuple[httpx.Response, bytes]:
+        with _mapped_errors(url):
+            async with client.stream("GET", target) as response:
+                if not 200 <= response.status_code < 300:
+                    raise UpstreamStatus(url, response.status_code)
+                body = await read_body(response, url, self._network.max_page_bytes)
+        return response, body
 
     async def get_bytes(
         self, path: str, params: Mapping[str, str | int] | None = None
@@ -580,18 +502,19 @@ class TrustedEndpoint:
             raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
         url = str(target)
         client = self._loops.get()
-        async with _deadline(url, self._network.timeout_s):
-            with _mapped_errors(url):
-                request = client.build_request("GET", target)
-                request.headers.pop("cookie", None)
-                response = await client.send(request, stream=True)
-                try:
-                    if not 200 <= response.status_code < 300:
-                        raise UpstreamStatus(url, response.status_code)
-                    content_type, charset = _media_type(response)
-                    body = await _read_body(response, url, self._network.max_page_bytes)
-                finally:
-                    await response.aclose()
+        with self._breaker.guard(self._origin[1], url):
+            async with _deadline(url, self._network.timeout_s):
+                with _mapped_errors(url):
+                    request = client.build_request("GET", target)
+                    request.headers.pop("cookie", None)
+                    response = await client.send(request, stream=True)
+                    try:
+                        if not 200 <= response.status_code < 300:
+                            raise UpstreamStatus(url, response.status_code)
+                        content_type, charset = media_type(response)
+                        body = await read_body(response, url, self._network.max_page_bytes)
+                    finally:
+                        await response.aclose()
         return RawResponse(
             url=url,
             status=response.status_code,

@@ -22,9 +22,10 @@ from ..models import (
     RankedAdapter,
     Readiness,
 )
-from ..settings import VerifierSettings
-from ..verifier.sites import registrable_domain
+from ..settings import SourceSettings, VerifierSettings
+from ..verifier.sites import registrable_domain, source_allowed, url_host
 from ..verifier.targets import mentions_target
+from .pages import gather_deadline
 from .ranking import rank_adapters
 
 __all__ = ["ExternalQueryGateway"]
@@ -126,7 +127,8 @@ class ExternalQueryGateway:
         self, adapter: Adapter, item: RankedAdapter, plan: ExternalQueryPlan, remaining: float
     ) -> tuple[AdapterAttempt, AdapterOutcome | None]:
         started = time.perf_counter()
-
+        # Page fetching reads the deadline so it can stop in time and keep what it read.
+        token = gather_deadline.set(asyncio.get_running_loop().time() + remaining)
         try:
             outcome = await asyncio.wait_for(adapter.gather(plan), timeout=remaining)
         except TimeoutError:
@@ -136,6 +138,8 @@ class ExternalQueryGateway:
         except Exception as exc:  # an adapter bug must not end the question
             log.exception("adapter %s crashed", item.adapter_id)
             return _attempt(item, started, "failed", f"internal_error:{type(exc).__name__}"), None
+        finally:
+            gather_deadline.reset(token)
         status: AttemptStatus = outcome.status
         if status == "ok" and not outcome.evidence:
             status = "empty"
@@ -154,8 +158,11 @@ class ExternalQueryGateway:
     def _enough(self, plan: ExternalQueryPlan, evidence: Sequence[Evidence]) -> bool:
         """A cheap pre-check so failover stops once the contract could be met.
 
-        It only counts distinct sites (and compare-target mentions); the verifier judges.
+        It only counts distinct sites (and compare-target mentions) among evidence the
+        configured source lists let through; the verifier judges. (A search that found
+        only denied sites is as good as empty: the next adapter is still tried.)
         """
+        evidence = [item for item in evidence if self._listed_ok(item)]
         if not evidence:
             return False
         if plan.compare_targets:
@@ -172,6 +179,13 @@ class ExternalQueryGateway:
             else self.needs.min_sources_summary
         )
         return len({registrable_domain(item.site) for item in evidence}) >= need
+
+    def _listed_ok(self, item: Evidence) -> bool:
+        if item.provider_type != "live_search":
+            return True  # configured endpoints and local documents: the lists do not apply
+        adapter = self.adapters.get(item.adapter_id)
+        sources = adapter.runtime.sources if adapter is not None else SourceSettings()
+        return source_allowed(url_host(item.url), sources)
 
 
 def _attempt(

@@ -25,6 +25,7 @@ Policy (strict, stated so tests can pin it):
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import ipaddress
 import socket
 import ssl
@@ -152,12 +153,14 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     """An httpcore backend that only opens TCP connections the policy allows.
 
     ``connect_tcp``: port check → ONE resolution → every address checked → connect to
-    the first address as an IP literal. Refusals raise ``UnsafeURL`` (port) or
-    ``BlockedDestination`` (address), with ``url`` set to ``host:port``; callers rebind
-    them to the URL they were fetching. Unix sockets are always refused.
+    the checked addresses as IP literals, in order, until one answers. Refusals raise
+    ``UnsafeURL`` (port) or ``BlockedDestination`` (address), with ``url`` set to
+    ``host:port``; callers rebind them to the URL they were fetching. Unix sockets are
+    always refused.
 
-    ``connect_to`` (``"host:port" -> "host:port"``) first replaces the destination; trust
-    stays with the original origin, every check applies to the replacement.
+    ``connect_to`` (``"host:port" -> "host:port"``) first replaces the destination. Trust
+    is decided on the original origin (a trusted origin skips the checks wherever it is
+    sent); for any other origin every check applies to the replacement.
     """
 
     def __init__(
@@ -230,13 +233,22 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             raise FetchError(f"{host}:{port}", "no addresses", reason="resolve_failed")
         if not trusted:
             self.check(host, port, addresses)
-        return await self._inner.connect_tcp(
-            addresses[0],
-            port,
-            timeout=timeout,
-            local_address=local_address,
-            socket_options=socket_options,
-        )
+        # Every address was checked above; try them in the resolver's order, so a name with
+        # an unreachable first answer (an AAAA record on an IPv4-only host) still connects.
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None
+        raise failure
 
     async def connect_unix_socket(
         self,
@@ -270,9 +282,10 @@ def guarded_client(
     pool built with the guarded backend; the SSL context and limits are passed again
     explicitly so nothing falls back to defaults. (Pinned: httpx 0.28, httpcore 1.0; a
     test fails if the wiring stops taking effect.) No proxies from the environment, no
-    HTTP/2, certificates verified, no automatic redirects, and no keep-alive: a client
-    left behind by a closed event loop then holds no sockets, and every request
-    resolves and checks afresh.
+    HTTP/2, certificates verified, no automatic redirects, no cookies kept (fetches stay
+    anonymous and independent of each other), and no keep-alive: a client left behind by
+    a closed event loop then holds no sockets, and every request resolves and checks
+    afresh.
     """
     context = ssl_context or httpx.create_ssl_context(verify=True, trust_env=False)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=0)
@@ -302,4 +315,6 @@ def guarded_client(
         follow_redirects=False,
         timeout=httpx.Timeout(network.timeout_s),
         headers=dict(headers),
+        # An empty allowed_domains list refuses every cookie, set or sent.
+        cookies=http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[])),
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date
 from urllib.parse import urlsplit
@@ -25,13 +26,21 @@ from .chunk import Chunk
 from .dates import find_dates
 from .score import best_snippets
 
-__all__ = ["PAGE_MIN_SCORE", "PageHarvest", "SearchHit", "harvest_pages"]
+__all__ = ["PAGE_MIN_SCORE", "PageHarvest", "SearchHit", "gather_deadline", "harvest_pages"]
 
 #: A page (or a stand-in search snippet) counts only when its best chunk reaches this score.
 #: Lexical scores of a natural-language Chinese question against relevant text sit around
 #: 3300-5000 basis points (the question's own words, like 有哪些, rarely occur in pages), so
 #: the floor is lower than the snippet ranker's default; unrelated text scores near 1000.
 PAGE_MIN_SCORE = 3000
+
+#: The event-loop time by which the running adapter must be done. The gateway sets it
+#: around each adapter call (the per-question deadline); page fetches still running shortly
+#: before it are cancelled, so the pages already read are kept instead of the whole attempt
+#: timing out.
+gather_deadline: ContextVar[float | None] = ContextVar("gather_deadline", default=None)
+#: Time left for the adapter to hand back what it has once the pages are cut off.
+DEADLINE_MARGIN_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -72,13 +81,42 @@ async def harvest_pages(
     """Turn up to ``network.max_pages`` hits into evidence, fetching pages concurrently."""
     source = _Source(adapter_id, provider_type)
     chosen = _dedupe(hits)[: runtime.network.max_pages]
-    results = await asyncio.gather(*(_one(hit, plan, source, runtime) for hit in chosen))
+    tasks = [asyncio.ensure_future(_one(hit, plan, source, runtime)) for hit in chosen]
+    deadline = gather_deadline.get()
+    timeout = None
+    if deadline is not None:
+        timeout = max(0.0, deadline - asyncio.get_running_loop().time() - DEADLINE_MARGIN_S)
+    try:
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+    finally:
+        # On time (or when this gather is itself cancelled) nothing is left running.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    results = [
+        _finished(task, hit, plan, source, runtime) for task, hit in zip(tasks, chosen, strict=True)
+    ]
     evidence = [item for found, _ in results for item in found]
     failures = tuple(
         (hit.url, reason) for hit, (_, reason) in zip(chosen, results, strict=True) if reason
     )
     fetched = sum(1 for _, reason in results if reason is None)
     return PageHarvest(tuple(evidence), fetched, len(chosen) - fetched, failures)
+
+
+def _finished(
+    task: asyncio.Future[tuple[list[Evidence], str | None]],
+    hit: SearchHit,
+    plan: ExternalQueryPlan,
+    source: _Source,
+    runtime: AdapterRuntime,
+) -> tuple[list[Evidence], str | None]:
+    if task.cancelled():
+        # Out of time: the page was not read; its search snippet stands in, as on failure.
+        found = _snippet_evidence(hit, plan, source, runtime, min_score=PAGE_MIN_SCORE)
+        return found, "deadline_exceeded"
+    return task.result()
 
 
 async def _one(

@@ -2,7 +2,8 @@
 
 Never registration order, never adapter names or classes. The rules:
 
-- a ready ``fact_api`` that declares the plan's kind goes first (structured facts);
+- a ready ``fact_api`` that declares the plan's kind goes first (structured facts); one
+  that declares no kinds at all makes no such claim and follows live search;
 - ``live_search`` serves every web question, after a fact API;
 - ``doc_search`` serves documentation questions only (first for them) and never takes a
   web question; for documentation, fact APIs and live search follow;
@@ -34,6 +35,9 @@ def _tier(plan: ExternalQueryPlan, cap: AdapterCapability) -> tuple[int | None, 
     if not cap.supports(kind):
         return None, f"{cap.provider_type} does not declare {kind}"
     if cap.provider_type == "fact_api":
+        if not cap.supported_query_kinds:
+            # Serving "every kind" is no claim to structured facts for this one.
+            return 2, "fact_api declares no query kinds: after live search"
         if documentation:
             return 1, "fact_api declares documentation; local documentation first"
         return 0, f"fact_api declares {kind}: structured facts first"
