@@ -458,14 +458,19 @@ class TrustedEndpoint:
             raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
         return target
 
-    async def get_json(
-        self, path: str, params: Mapping[str, str | int] | None = None
-    ) -> ApiResponse:
+    def _target(self, path: str, params: Mapping[str, str | int] | None) -> httpx.URL:
+        """``path`` (with ``params``) on this endpoint; anything off its origin is refused."""
         target = self.url_for(path)
         if params:
             target = target.copy_merge_params(dict(params))
         if _origin(target) != self._origin:
             raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
+        return target
+
+    async def get_json(
+        self, path: str, params: Mapping[str, str | int] | None = None
+    ) -> ApiResponse:
+        target = self._target(path, params)
         url = str(target)
         client = self._loops.get()
         with self._breaker.guard(self._origin[1], url):
@@ -495,11 +500,7 @@ class TrustedEndpoint:
         """Like ``get_json`` but the body comes back as bytes, whatever its type: same
         origin rule, no redirects (3xx → ``UpstreamStatus``), same bound and deadline.
         Anonymous: no Cookie header is sent, even if an earlier answer set one."""
-        target = self.url_for(path)
-        if params:
-            target = target.copy_merge_params(dict(params))
-        if _origin(target) != self._origin:
-            raise UnsafeURL(str(target), f"not on the endpoint origin {self._base_url}")
+        target = self._target(path, params)
         url = str(target)
         client = self._loops.get()
         with self._breaker.guard(self._origin[1], url):
