@@ -249,3 +249,22 @@ def test_capability_is_declared_as_data(loopback: LoopbackServer) -> None:
     assert (capability.kind, capability.provider_type) == ("frankfurter", "fact_api")
     assert capability.supported_query_kinds == ("exchange_rate",)
     assert capability.supports_freshness is True
+
+
+def test_the_providers_currency_list_keeps_a_non_currency_entity_out_of_the_pair(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.route("/v1/currencies", json_reply({"USD": "US Dollar", "CNY": "Chinese Yuan"}))
+    loopback.route(
+        "/v1/latest",
+        json_reply({"amount": 1.0, "base": "USD", "date": "2026-11-27", "rates": {"CNY": 7.1}}),
+    )
+    adapter = _adapter(loopback)
+    outcome = _gather(adapter, _plan(entities=("USD", "GDP", "CNY")))
+    again = _gather(adapter, _plan(entities=("USD", "CNY")))
+
+    assert outcome.status == "ok"
+    (request, *_) = [r for r in loopback.requests if r.path == "/v1/latest"]
+    assert (request.query["from"], request.query["to"]) == (["USD"], ["CNY"])
+    assert again.status == "ok"
+    assert len([r for r in loopback.requests if r.path == "/v1/currencies"]) == 1

@@ -30,12 +30,19 @@ DEFAULT_BASE_URL = "https://api.frankfurter.dev/v1"
 MAX_SERIES_DATES = 31
 
 
-def currency_pair(entities: tuple[str, ...]) -> tuple[str, str] | None:
-    """The first two distinct three-ASCII-letter entities, upper-cased, base first."""
+def currency_pair(
+    entities: tuple[str, ...], known: frozenset[str] | None = None
+) -> tuple[str, str] | None:
+    """The first two distinct three-ASCII-letter entities, upper-cased, base first.
+
+    With ``known`` (the provider's own currency list) only codes it lists count, so an
+    entity like ``GDP`` cannot take a currency's place.
+    """
     codes: list[str] = []
     for entity in entities:
         code = entity.strip().upper()
-        if len(code) == 3 and code.isascii() and code.isalpha() and code not in codes:
+        shaped = len(code) == 3 and code.isascii() and code.isalpha()
+        if shaped and code not in codes and (known is None or code in known):
             codes.append(code)
             if len(codes) == 2:
                 return codes[0], codes[1]
@@ -69,6 +76,8 @@ class FrankfurterAdapter(Adapter):
     supports_freshness: ClassVar[bool] = True
     supports_page_fetch: ClassVar[bool] = False
 
+    _currencies: frozenset[str] | None = None
+
     @property
     def base_url(self) -> str:
         return (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -101,8 +110,21 @@ class FrankfurterAdapter(Adapter):
             return Readiness(ready=False, reason="malformed_response")
         return Readiness(ready=True)
 
+    async def _known_currencies(self) -> frozenset[str] | None:
+        """The provider's currency codes (``GET /currencies``), fetched once per adapter;
+        None when unavailable (the structural rule alone then applies)."""
+        if self._currencies is None:
+            reply = await self._get("currencies")
+            if isinstance(reply, AdapterOutcome) or not isinstance(reply.data, dict):
+                return None
+            self._currencies = frozenset(code.upper() for code in reply.data)
+        return self._currencies
+
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
+        # Shape first (no request when there cannot be a pair), then the provider's list.
         pair = currency_pair(plan.entities)
+        if pair is not None:
+            pair = currency_pair(plan.entities, await self._known_currencies())
         if pair is None:
             return AdapterOutcome(
                 status="empty",
