@@ -2,68 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
 from datetime import UTC, date, datetime, timedelta
-from typing import TypeVar
 
 import pytest
 
-from external_query_service.adapters.base import Adapter, AdapterOutcome, AdapterRuntime
+from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.frankfurter import FrankfurterAdapter, currency_pair
 from external_query_service.clock import fixed_clock
-from external_query_service.gateway.fetch import FetchedPage, TrustedEndpoint
 from external_query_service.models import ExternalQueryPlan, Readiness, TimeRange
 from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.store import EvidenceStore, sha256_digest
 from external_query_service.testing import LoopbackServer, json_reply
 
-T = TypeVar("T")
+from .fact_runtime import Endpoints, NoFetcher, run
 
 NOW = datetime(2025, 5, 17, 9, 30, tzinfo=UTC)
 HOST = "fx.test"
-
-
-class _NoFetcher:
-    async def fetch(self, url: str) -> FetchedPage:
-        raise AssertionError(f"a fact API adapter must not fetch pages: {url}")
-
-
-class _Endpoints:
-    """Trusted endpoints made for one test, closed inside the loop that used them."""
-
-    def __init__(self, network: NetworkSettings) -> None:
-        self.network = network
-        self.made: list[TrustedEndpoint] = []
-
-    def __call__(self, base_url: str) -> TrustedEndpoint:
-        endpoint = TrustedEndpoint(base_url, self.network)
-        self.made.append(endpoint)
-        return endpoint
-
-    async def aclose(self) -> None:
-        for endpoint in self.made:
-            await endpoint.aclose()
-
-
-def _run(adapter: Adapter, work: Awaitable[T]) -> T:
-    async def run() -> T:
-        try:
-            return await work
-        finally:
-            endpoints = adapter.runtime.endpoint
-            assert isinstance(endpoints, _Endpoints)
-            await endpoints.aclose()
-
-    return asyncio.run(run())
 
 
 def _adapter(server: LoopbackServer, store: EvidenceStore | None = None) -> FrankfurterAdapter:
     network = NetworkSettings(resolve={HOST: "127.0.0.1"})
     runtime = AdapterRuntime(
         network=network,
-        fetcher=_NoFetcher(),
-        endpoint=_Endpoints(network),
+        fetcher=NoFetcher(),
+        endpoint=Endpoints(network),
         store=store if store is not None else EvidenceStore(),
         clock=fixed_clock(NOW),
     )
@@ -86,7 +48,7 @@ def _plan(
 
 
 def _gather(adapter: FrankfurterAdapter, plan: ExternalQueryPlan) -> AdapterOutcome:
-    return _run(adapter, adapter.gather(plan))
+    return run(adapter, adapter.gather(plan))
 
 
 def _day(day: date) -> TimeRange:
@@ -237,11 +199,11 @@ def test_probe_reads_the_currency_list(loopback: LoopbackServer) -> None:
     loopback.route("/v1/currencies", json_reply({"CNY": "Chinese Renminbi Yuan", "USD": "US"}))
     adapter = _adapter(loopback)
 
-    assert _run(adapter, adapter.probe()) == Readiness(ready=True)
+    assert run(adapter, adapter.probe()) == Readiness(ready=True)
     assert len(loopback.requests_to("/v1/currencies", host=HOST)) == 1
 
     loopback.route("/v1/currencies", json_reply({"message": "down"}, status=502))
-    assert _run(adapter, adapter.probe()) == Readiness(ready=False, reason="upstream_status_502")
+    assert run(adapter, adapter.probe()) == Readiness(ready=False, reason="upstream_status_502")
 
 
 def test_capability_is_declared_as_data(loopback: LoopbackServer) -> None:

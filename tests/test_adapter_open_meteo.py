@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
-from collections.abc import Awaitable
 from datetime import UTC, date, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from external_query_service.adapters.base import Adapter, AdapterOutcome, AdapterRuntime
+from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.open_meteo import OpenMeteoAdapter
 from external_query_service.adapters.weather_codes import WMO_WEATHER_ZH, weather_description
 from external_query_service.clock import fixed_clock
-from external_query_service.gateway.fetch import FetchedPage, TrustedEndpoint
 from external_query_service.models import ExternalQueryPlan, Readiness, TimeRange
 from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.store import EvidenceStore, sha256_digest
 from external_query_service.testing import LoopbackServer, json_reply
 
-T = TypeVar("T")
+from .fact_runtime import Endpoints, NoFetcher, run
 
 #: 20:00 UTC on 30 November is already 1 December in China.
 NOW = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
@@ -39,40 +36,6 @@ ZHANJIANG = {
     "country": "中国",
     "admin1": "广东省",
 }
-
-
-class _NoFetcher:
-    async def fetch(self, url: str) -> FetchedPage:
-        raise AssertionError(f"a fact API adapter must not fetch pages: {url}")
-
-
-class _Endpoints:
-    """Trusted endpoints made for one test, closed inside the loop that used them."""
-
-    def __init__(self, network: NetworkSettings) -> None:
-        self.network = network
-        self.made: list[TrustedEndpoint] = []
-
-    def __call__(self, base_url: str) -> TrustedEndpoint:
-        endpoint = TrustedEndpoint(base_url, self.network)
-        self.made.append(endpoint)
-        return endpoint
-
-    async def aclose(self) -> None:
-        for endpoint in self.made:
-            await endpoint.aclose()
-
-
-def _run(adapter: Adapter, work: Awaitable[T]) -> T:
-    async def run() -> T:
-        try:
-            return await work
-        finally:
-            endpoints = adapter.runtime.endpoint
-            assert isinstance(endpoints, _Endpoints)
-            await endpoints.aclose()
-
-    return asyncio.run(run())
 
 
 def _forecast(days: list[str], **columns: list[Any]) -> dict[str, Any]:
@@ -114,8 +77,8 @@ def _adapter(
     network = NetworkSettings(resolve={FORECAST_HOST: "127.0.0.1", GEOCODING_HOST: "127.0.0.1"})
     runtime = AdapterRuntime(
         network=network,
-        fetcher=_NoFetcher(),
-        endpoint=_Endpoints(network),
+        fetcher=NoFetcher(),
+        endpoint=Endpoints(network),
         store=store if store is not None else EvidenceStore(),
         clock=fixed_clock(NOW),
     )
@@ -141,7 +104,7 @@ def _plan(location: str | None = "湛江", time_range: TimeRange | None = None) 
 
 
 def _gather(adapter: OpenMeteoAdapter, plan: ExternalQueryPlan) -> AdapterOutcome:
-    return _run(adapter, adapter.gather(plan))
+    return run(adapter, adapter.gather(plan))
 
 
 def _one(values: list[str]) -> str:
@@ -396,10 +359,10 @@ def test_probe_is_ready_only_when_both_endpoints_answer(loopback: LoopbackServer
     loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])), host=FORECAST_HOST)
     adapter = _adapter(loopback)
 
-    assert _run(adapter, adapter.probe()) == Readiness(ready=True)
+    assert run(adapter, adapter.probe()) == Readiness(ready=True)
 
     loopback.route("/v1/forecast", json_reply({"error": True}, status=503), host=FORECAST_HOST)
-    assert _run(adapter, adapter.probe()) == Readiness(ready=False, reason="upstream_status_503")
+    assert run(adapter, adapter.probe()) == Readiness(ready=False, reason="upstream_status_503")
     assert _one(loopback.requests_to("/v1/search")[0].query["count"]) == "1"
 
 
