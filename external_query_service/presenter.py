@@ -247,6 +247,24 @@ def _safe_url(url: str) -> str:
     return _WHITESPACE.sub("%20", cleaned).replace("<", "%3C").replace(">", "%3E")
 
 
+def _summary_quotes(ranked: list[Evidence]) -> list[Evidence]:
+    """The best snippet of each site first (independent voices), then — when fewer sites
+    than quotes allowed — the best snippet of each further page (one local folder is one
+    site but many documents)."""
+    per_site: dict[str, Evidence] = {}
+    per_page: dict[str, Evidence] = {}
+    for item in ranked:
+        per_site.setdefault(item.site, item)
+        per_page.setdefault(item.url, item)
+    chosen = list(per_site.values())[:_SUMMARY_QUOTES]
+    for item in per_page.values():
+        if len(chosen) >= _SUMMARY_QUOTES:
+            break
+        if item not in chosen:
+            chosen.append(item)
+    return chosen
+
+
 def display_sources(evidence: Iterable[Evidence]) -> tuple[DisplaySource, ...]:
     """Display fields of ``evidence``, first-seen order, one entry per URL.
 
@@ -412,10 +430,7 @@ class ExternalAnswerPresenter:
         if contract == "direct_fact":
             context["best"] = _quote_view(ranked[0], allowed)
         elif contract == "summary_with_sources":
-            picked: dict[str, Evidence] = {}
-            for item in ranked:
-                picked.setdefault(item.site, item)
-            quotes = list(picked.values())[:_SUMMARY_QUOTES]
+            quotes = _summary_quotes(ranked)
             context["quotes"] = tuple(_quote_view(item, allowed) for item in quotes)
         else:
             targets = packet.plan.compare_targets or packet.plan.targets

@@ -575,3 +575,18 @@ def test_presenter_never_compiles_templates_from_strings() -> None:
 
     assert "from_string" not in source
     assert "Template(" not in source
+
+
+def test_summary_quotes_further_documents_when_they_share_one_site() -> None:
+    docs = tuple(
+        make_evidence(
+            n,
+            site="docs",
+            url=f"docs://docs/page{n}.md",
+            provider_type="doc_search",
+            snippet=f"第{n}篇文档的摘录",
+        )
+        for n in range(4)
+    )
+    shown = ExternalAnswerPresenter().present(make_packet(docs))
+    assert [f"第{n}篇文档的摘录" in shown.text for n in range(4)] == [True, True, True, False]
