@@ -2,7 +2,8 @@
 
 ```
 ExternalQueryError
-├── InputError                      bad input from a caller (file, JSON, TOML, date, semantics)
+├── InputError                      bad input from a caller (file, JSON, TOML, date, flags)
+│   ├── InvalidQuery                a question or query_semantics that cannot be planned
 │   └── SettingsError               settings that do not validate
 │       └── UnknownAdapterKind      an [[adapters]] kind nobody registered
 ├── FetchError                      a URL could not be fetched safely (carries url + reason)
@@ -33,6 +34,7 @@ __all__ = [
     "FetchDeadlineExceeded",
     "FetchError",
     "InputError",
+    "InvalidQuery",
     "ServiceClosed",
     "SettingsError",
     "TooManyRedirects",
@@ -49,6 +51,18 @@ class ExternalQueryError(Exception):
 
 class InputError(ExternalQueryError):
     """A caller gave input we cannot use. The message is one line, fit for a CLI."""
+
+
+class InvalidQuery(InputError):
+    """A question or ``query_semantics`` that ``answer()`` refuses before doing any work.
+
+    ``reason`` names the rule: ``empty_question``, ``question_too_long``, ``invalid_question``
+    (not text, or text that cannot be encoded), ``invalid_semantics`` or ``unknown_query_kind``.
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        self.reason = reason
+        super().__init__(message)
 
 
 class SettingsError(InputError):

@@ -17,7 +17,7 @@ from .adapters.base import Adapter, AdapterRuntime
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .audit import AuditLog
 from .clock import Clock, system_clock
-from .errors import InputError, ServiceClosed
+from .errors import InvalidQuery, ServiceClosed
 from .gateway.fetch import HttpRuntime
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
@@ -38,21 +38,29 @@ from .settings import Settings, format_validation_error
 from .store import EvidenceStore
 from .verifier import EvidenceVerifier
 
-__all__ = ["ExternalQueryService", "Session"]
+__all__ = ["MAX_QUESTION_CHARS", "ExternalQueryService", "Session"]
+
+#: The longest question ``answer()`` takes, in characters (after stripping white space).
+MAX_QUESTION_CHARS = 20_000
 
 SemanticsInput = QuerySemantics | Mapping[str, Any] | None
 
 
 def coerce_semantics(value: SemanticsInput) -> QuerySemantics | None:
-    """Validate host-provided semantics; bad input is an ``InputError`` with one line."""
+    """Validate host-provided semantics; bad input is an ``InvalidQuery`` with one line."""
     if value is None or isinstance(value, QuerySemantics):
         return value
     if not isinstance(value, Mapping):
-        raise InputError(f"query_semantics must be an object, not {type(value).__name__}")
+        raise InvalidQuery(
+            f"query_semantics must be an object, not {type(value).__name__}",
+            reason="invalid_semantics",
+        )
     try:
         return QuerySemantics.model_validate(dict(value))
     except ValidationError as exc:
-        raise InputError(f"query_semantics: {format_validation_error(exc)}") from None
+        raise InvalidQuery(
+            f"query_semantics: {format_validation_error(exc)}", reason="invalid_semantics"
+        ) from None
 
 
 class ExternalQueryService:
@@ -94,9 +102,11 @@ class ExternalQueryService:
         )
         # One model client, injected into planner and presenter; neither builds its own.
         self.llm = ChatCompletionsClient(self.settings.llm) if self.settings.llm else None
+        kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
+        #: Every query kind a question may name: the core kinds and the configured adapters'.
+        self.query_kinds: tuple[str, ...] = tuple(dict.fromkeys(kinds))
         if planner is None and self.llm is not None:  # an explicit hook still wins
-            kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
-            planner = LLMPlanner(self.llm, kinds=tuple(dict.fromkeys(kinds)), clock=self.clock)
+            planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
         self.planner = ExternalQueryPlanner(planner)
         self.verifier = EvidenceVerifier(self.settings)
         self.presenter = ExternalAnswerPresenter()
@@ -118,7 +128,7 @@ class ExternalQueryService:
     ) -> ExternalAnswer:
         self._check_open()
         question = _check_question(question)
-        planned = await self.planner.plan(question, coerce_semantics(query_semantics))
+        planned = await self.planner.plan(question, self._semantics(query_semantics))
         return await self._run(question, planned)
 
     def answer(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
@@ -131,8 +141,18 @@ class ExternalQueryService:
     ) -> ExternalAnswer:
         self._check_open()
         question = _check_question(question)
-        planned = self.planner.plan_follow_up(question, previous, coerce_semantics(query_semantics))
+        planned = self.planner.plan_follow_up(question, previous, self._semantics(query_semantics))
         return await self._run(question, planned, follows=previous)
+
+    def _semantics(self, value: SemanticsInput) -> QuerySemantics | None:
+        semantics = coerce_semantics(value)
+        kind = semantics.query_kind if semantics else None
+        if kind is not None and kind not in self.query_kinds:
+            raise InvalidQuery(
+                f"unknown query kind {kind!r}; known kinds: {', '.join(self.query_kinds)}",
+                reason="unknown_query_kind",
+            )
+        return semantics
 
     async def _run(
         self, question: str, planned: PlannerResult, *, follows: ExternalQueryPlan | None = None
@@ -324,6 +344,23 @@ class Session:
 
 
 def _check_question(question: str) -> str:
-    if not isinstance(question, str) or not question.strip():
-        raise InputError("the question is empty")
-    return question.strip()
+    if not isinstance(question, str):
+        raise InvalidQuery(
+            f"the question must be text, not {type(question).__name__}", reason="invalid_question"
+        )
+    text = question.strip()
+    if not text:
+        raise InvalidQuery("the question is empty", reason="empty_question")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise InvalidQuery(
+            f"the question is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
+            reason="question_too_long",
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no digest or ledger record can hold it
+        raise InvalidQuery(
+            "the question holds characters that are not valid Unicode text",
+            reason="invalid_question",
+        ) from None
+    return text

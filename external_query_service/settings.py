@@ -270,5 +270,8 @@ def format_validation_error(exc: ValidationError) -> str:
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key"
+    elif first["type"] == "value_error":
+        # Our own validators' words, without pydantic's "Value error, " prefix.
+        message = str(first.get("ctx", {}).get("error", message))
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{location}: {message}{more}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import subprocess
 import sys
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from external_query_service.cli import main
+from external_query_service.cli import build_parser, main
 from external_query_service.testing import LoopbackServer
 
 from .world import World, article, hit
@@ -87,10 +89,147 @@ def test_json_format_is_the_full_answer(tmp_path: Path, capsys: pytest.CaptureFi
     assert data["sources"][0]["url"].startswith("docs://docs/")
 
 
-def test_no_adapter_is_an_outcome_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["ask", "今天有什么新闻？", "--now", NOW], capsys)
+def test_no_data_source_is_an_input_error_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["ask", "今天有什么新闻？", "--now", NOW], capsys)
+    assert (code, out) == (2, "")
+    assert "--config" in err
+    assert "--docs" in err
+    empty = tmp_path / "empty.toml"
+    empty.write_text("[network]\ntimeout_s = 5.0\n", encoding="utf-8")
+    code, _, err = run(["ask", "今天有什么新闻？", "--config", str(empty)], capsys)
+    assert code == 2
+    assert "no data source is configured" in err
+
+
+def test_docs_alone_asks_a_documentation_question(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        ["ask", "What does the verifier check?", "--docs", str(docs(tmp_path)), "--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["status"], data["plan"]["query_kind"]) == ("answered", "documentation")
+
+
+def test_an_explicit_kind_wins_over_the_docs_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        ["ask", "今天有什么新闻？", "--docs", str(docs(tmp_path)), "--kind", "news"], capsys
+    )
     assert code == 0
-    assert "status: insufficient_evidence (no_ready_provider)" in out
+    # local_docs serves documentation only: a news question finds no source.
+    assert "status: insufficient_evidence" in out
+
+
+@pytest.mark.parametrize("kind", ["nonsense", "Documentation"])
+def test_an_unknown_kind_exits_2_listing_the_known_kinds(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["ask", "问题", "--docs", str(docs(tmp_path)), "--kind", kind], capsys)
+    assert (code, out) == (2, "")
+    assert f"unknown query kind {kind!r}" in err
+    assert "weather, exchange_rate, stock_quote, news, generic_web, documentation" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_question_over_the_limit_exits_2_naming_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["ask", "a" * 20_001, "--docs", str(docs(tmp_path))], capsys)
+    assert (code, out) == (2, "")
+    assert "question" in err
+    assert "20,000" in err
+    assert "ContractRejected" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_question_at_the_limit_is_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(["ask", "verifier " * 2222 + "ab", "--docs", str(docs(tmp_path))], capsys)
+    assert code == 0
+    assert "status: " in out
+
+
+def test_the_question_comes_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    question = tmp_path / "question.txt"
+    question.write_text("\ufeffWhat does the verifier check?\n", encoding="utf-8")
+    code, out, err = run(
+        ["ask", "--question-file", str(question), "--docs", str(docs(tmp_path))], capsys
+    )
+    assert code == 0, err
+    assert "independent sources" in out
+
+
+@pytest.mark.parametrize("argv", [["-"], ["--question-file", "-"]])
+def test_the_question_comes_from_stdin(
+    argv: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"How are pages fetched?\n")))
+    code, out, err = run(["ask", *argv, "--docs", str(docs(tmp_path)), "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["plan"]["question"] == "How are pages fetched?"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "no question"),
+        (["q", "--question-file", "q.txt"], "not both"),
+        (["--question-file", "missing.txt"], "--question-file: missing.txt: file not found"),
+        (["--question-file", "."], "not a regular file"),
+        (["--question-file", "latin1.txt"], "not UTF-8 text"),
+    ],
+)
+def test_question_sources_that_cannot_be_used_exit_2(
+    argv: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "latin1.txt").write_bytes("Qu\xe9 pasa?".encode("latin-1"))
+    code, out, err = run(["ask", *argv, "--docs", str(docs(tmp_path))], capsys)
+    assert (code, out) == (2, "")
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_reversed_time_range_reads_without_a_pydantic_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["ask", "问题", "--docs", str(docs(tmp_path)), "--since", "2026-12-05"]
+    code, _, err = run([*argv, "--until", "2026-12-01"], capsys)
+    assert code == 2
+    assert "time_range end 2026-12-01 is before start 2026-12-05" in err
+    assert "Value error" not in err
+
+
+def test_help_describes_every_flag_with_exit_codes_and_examples(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["ask", "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    assert "exit codes:" in text
+    assert text.count("external-query ask ") >= 2
+    parser = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    ).choices["ask"]
+    undescribed = [a.dest for a in parser._actions if not a.help]
+    assert undescribed == []
 
 
 def test_flags_build_semantics_for_a_live_search(

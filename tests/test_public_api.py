@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import pytest
+
 import external_query_service as eqs
 
 EXPECTED = [
@@ -29,6 +35,7 @@ EXPECTED = [
     "FetchDeadlineExceeded",
     "FetchError",
     "InputError",
+    "InvalidQuery",
     "QuerySemantics",
     "ServiceClosed",
     "Session",
@@ -69,3 +76,27 @@ def test_package_ships_type_information() -> None:
     from importlib.resources import files
 
     assert files("external_query_service").joinpath("py.typed").is_file()
+
+
+def test_every_exported_name_is_listed_by_dir_and_an_unknown_one_is_an_attribute_error() -> None:
+    assert set(eqs.__all__) <= set(dir(eqs))
+    with pytest.raises(AttributeError, match="has no attribute 'Nonexistent'"):
+        _ = eqs.Nonexistent  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("package", ["external_query_service", "external_query_service.testing"])
+def test_importing_a_package_loads_none_of_its_heavy_dependencies(package: str) -> None:
+    script = (
+        f"import json, sys; import {package}; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('external_query_service')"
+        " or m.split('.')[0] in ('trafilatura', 'lxml', 'jinja2', 'httpx', 'pydantic'))))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(completed.stdout)
+    assert set(loaded) <= {
+        "external_query_service",
+        "external_query_service._lazy",
+        "external_query_service.testing",
+    }

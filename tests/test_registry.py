@@ -14,6 +14,7 @@ from external_query_service import (
     Adapter,
     AdapterOutcome,
     ExternalQueryService,
+    InvalidQuery,
     Settings,
     UnknownAdapterKind,
     fixed_clock,
@@ -256,3 +257,23 @@ def test_every_probe_is_bounded_and_failures_keep_their_reason() -> None:
         "c-failing": Readiness(ready=False, reason="connect_failed"),
         "d-search": Readiness(ready=False, reason="disabled"),
     }
+
+
+class PortAdapter(QuoteAdapter):
+    kind: ClassVar[str] = "test_ports"
+    supported_query_kinds: ClassVar[tuple[str, ...]] = ("port_throughput",)
+
+
+def test_a_kind_is_known_once_a_configured_adapter_declares_it() -> None:
+    register_adapter("test_ports", PortAdapter, replace=True)
+    question = ("湛江港吞吐量", {"query_kind": "port_throughput"})
+    with ExternalQueryService(Settings()) as bare, pytest.raises(InvalidQuery) as raised:
+        bare.answer(*question)
+    assert raised.value.reason == "unknown_query_kind"
+    settings = Settings.from_mapping(
+        {"adapters": [{"kind": "test_ports", "base_url": "http://127.0.0.1:9"}]}
+    )
+    with ExternalQueryService(settings) as service:
+        assert "port_throughput" in service.query_kinds
+        answer = service.answer(*question)
+    assert answer.plan.query_kind == "port_throughput"

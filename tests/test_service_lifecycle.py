@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from external_query_service import ExternalQueryService, InputError, ServiceClosed, Settings
+from external_query_service import (
+    ExternalQueryService,
+    InputError,
+    InvalidQuery,
+    ServiceClosed,
+    Settings,
+)
 
 
 def docs_service(tmp_path: Path) -> ExternalQueryService:
@@ -75,3 +81,24 @@ def test_semantics_of_the_wrong_shape_are_input_errors(tmp_path: Path) -> None:
             service.answer("q", {"mood": "happy"})
         with pytest.raises(InputError, match="must be an object"):
             service.answer("q", ["weather"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("question", "semantics", "reason", "message"),
+    [
+        ("", None, "empty_question", "the question is empty"),
+        ("x" * 20_001, None, "question_too_long", "the limit is 20,000"),
+        ("bad \ud800 text", None, "invalid_question", "not valid Unicode"),
+        (42, None, "invalid_question", "must be text, not int"),
+        ("q", {"mood": "happy"}, "invalid_semantics", "mood: unknown key"),
+        ("q", {"query_kind": "horoscope"}, "unknown_query_kind", "known kinds: weather,"),
+    ],
+)
+def test_bad_questions_and_semantics_raise_invalid_query_with_a_reason(
+    tmp_path: Path, question: object, semantics: object, reason: str, message: str
+) -> None:
+    with docs_service(tmp_path) as service:
+        with pytest.raises(InvalidQuery, match=message) as raised:
+            service.answer(question, semantics)  # type: ignore[arg-type]
+        assert raised.value.reason == reason
+        assert isinstance(raised.value, InputError)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 # Imported here, before any in-process pytester run: pytester drops modules a run imported,
@@ -88,3 +91,49 @@ def test_cases_run_under_xdist(pytester: pytest.Pytester, cases: Path) -> None:
         "--external-query-cases", "cases", "-p", "xdist", "-n", "2", "-p", "no:hypothesispytest"
     )
     result.assert_outcomes(passed=ALL_CASES)
+
+
+HEAVY = ("trafilatura", "lxml", "jinja2", "httpx", "httpcore", "pydantic", "sqlite3")
+CHEAP = {
+    "external_query_service",
+    "external_query_service._lazy",
+    "external_query_service.pytest_plugin",
+}
+
+
+def _modules_after_a_run(folder: Path, *args: str) -> set[str]:
+    """Run pytest in a fresh interpreter in ``folder``; the module names loaded by its end."""
+    (folder / "conftest.py").write_text(
+        "import json, sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    with open('modules.json', 'w') as out:\n"
+        "        json.dump(sorted(sys.modules), out)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    loaded: list[str] = json.loads((folder / "modules.json").read_text())
+    return set(loaded)
+
+
+def test_an_unrelated_pytest_run_imports_only_the_plugin_and_the_package_root(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_unrelated.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    loaded = _modules_after_a_run(tmp_path)
+    ours = {name for name in loaded if name.split(".")[0] == "external_query_service"}
+    assert "external_query_service.pytest_plugin" in ours  # the entry point did load
+    assert ours <= CHEAP, sorted(ours - CHEAP)
+    assert not [name for name in loaded if name.split(".")[0] in HEAVY]
+
+
+def test_naming_a_case_folder_loads_the_case_machinery(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES, tmp_path / "cases")
+    loaded = _modules_after_a_run(tmp_path, "--external-query-cases", "cases", "-k", "usd")
+    assert {"external_query_service.testing.plugin", "trafilatura"} <= loaded

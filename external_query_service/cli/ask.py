@@ -12,35 +12,105 @@ from pydantic import ValidationError
 
 from ..clock import fixed_clock
 from ..errors import InputError
-from ..jsonio import load_json_file
+from ..jsonio import load_json_file, read_regular_file
 from ..models import ExternalAnswer
-from ..service import ExternalQueryService, coerce_semantics
+from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import LLMSettings, Settings, format_validation_error
 
 __all__ = ["register"]
 
 
+_DESCRIPTION = """\
+Answer one question from external evidence only: live search, fact APIs or local documents.
+
+What the question is about comes from flags (or --semantics-json, the host's query_semantics),
+never from guessing at its words. Without a kind, the question is planned as a general web
+search, which needs a searxng adapter in --config."""
+
+_EPILOG = """\
+exit codes:
+  0  an outcome was reached: answered, insufficient_evidence or clarify (printed in the footer)
+  2  bad input: a flag, file, question or settings problem (one line on stderr)
+  1  an internal failure
+
+examples:
+  external-query ask "What does the verifier check?" --docs docs/architecture
+  external-query ask "湛江明天天气怎么样？" --config external-query.toml \\
+      --kind weather --location 湛江 --since 2026-12-01 --until 2026-12-01 --format json"""
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ask = commands.add_parser("ask", help="answer one question from external evidence")
-    ask.add_argument("question")
-    ask.add_argument("--config", type=Path, help="settings file (TOML)")
-    ask.add_argument("--semantics-json", type=Path, help="query_semantics as a JSON file")
-    ask.add_argument("--kind", help="query kind (weather, exchange_rate, news, documentation, ...)")
-    ask.add_argument("--location")
-    ask.add_argument("--entity", action="append", default=[], help="repeatable")
-    ask.add_argument("--compare", action="append", default=[], help="compare target; repeatable")
-    ask.add_argument("--since", help="time range start (YYYY-MM-DD)")
-    ask.add_argument("--until", help="time range end (YYYY-MM-DD)")
-    ask.add_argument(
-        "--contract", choices=["direct_fact", "summary_with_sources", "compare_with_sources"]
+    ask = commands.add_parser(
+        "ask",
+        help="answer one question from external evidence",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ask.add_argument("--docs", type=Path, help="add a local_docs adapter over this folder")
-    ask.add_argument("--now", help="the clock for time checks: ISO datetime with an offset")
-    ask.add_argument("--llm-base-url", help="OpenAI-compatible endpoint (overrides [llm])")
-    ask.add_argument("--llm-model", help="model name (overrides [llm])")
-    ask.add_argument("--format", choices=["markdown", "json"], default="markdown")
     ask.add_argument(
-        "--world", type=Path, help="replay a world folder on loopback (its settings and clock)"
+        "question",
+        nargs="?",
+        help=f"the question (at most {MAX_QUESTION_CHARS:,} characters); '-' reads it from stdin",
+    )
+    ask.add_argument(
+        "--question-file",
+        type=Path,
+        metavar="FILE",
+        help="read the question from FILE (UTF-8) instead; '-' is stdin",
+    )
+    ask.add_argument("--config", type=Path, metavar="FILE", help="settings file (TOML)")
+    ask.add_argument(
+        "--semantics-json",
+        type=Path,
+        metavar="FILE",
+        help="the host's query_semantics as a JSON object; flags below override its fields",
+    )
+    ask.add_argument(
+        "--kind",
+        help="query kind: weather, exchange_rate, stock_quote, news, generic_web, "
+        "documentation, or one a configured adapter declares",
+    )
+    ask.add_argument("--location", help="the place a weather question is about (e.g. 湛江)")
+    ask.add_argument(
+        "--entity",
+        action="append",
+        default=[],
+        help="an entity the question is about; repeatable (exchange rates: base currency first)",
+    )
+    ask.add_argument(
+        "--compare", action="append", default=[], help="a target to compare; repeatable"
+    )
+    ask.add_argument("--since", metavar="DATE", help="time range start (YYYY-MM-DD)")
+    ask.add_argument("--until", metavar="DATE", help="time range end (YYYY-MM-DD)")
+    ask.add_argument(
+        "--contract",
+        choices=["direct_fact", "summary_with_sources", "compare_with_sources"],
+        help="the answer's shape (default: chosen from the kind and compare targets)",
+    )
+    ask.add_argument(
+        "--docs",
+        type=Path,
+        metavar="DIR",
+        help="add a local_docs adapter over DIR; the kind is documentation unless --kind says",
+    )
+    ask.add_argument(
+        "--now", metavar="ISO", help="the clock for time checks: an ISO datetime with an offset"
+    )
+    ask.add_argument(
+        "--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (overrides [llm])"
+    )
+    ask.add_argument("--llm-model", metavar="NAME", help="model name (overrides [llm])")
+    ask.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="markdown: the answer and a status footer (default); json: the whole answer model",
+    )
+    ask.add_argument(
+        "--world",
+        type=Path,
+        metavar="DIR",
+        help="replay a recorded world folder on loopback (its settings and clock)",
     )
     ask.set_defaults(handler=run)
 
@@ -79,6 +149,8 @@ def _semantics(args: argparse.Namespace, today: date) -> dict[str, Any]:
         fields["compare_targets"] = args.compare
     if args.contract:
         fields["answer_contract"] = args.contract
+    if args.docs is not None and not fields.get("query_kind"):
+        fields["query_kind"] = "documentation"  # --docs names the source; --kind may still say
     if args.since or args.until:
         # One bound alone: --since runs to today (or stays one day), --until is one day.
         start = _iso_date(args.since, "--since") if args.since else None
@@ -89,6 +161,37 @@ def _semantics(args: argparse.Namespace, today: date) -> dict[str, Any]:
             end = max(start, today) if start else None
         fields["time_range"] = {"start": start, "end": end}
     return fields
+
+
+# A question file or stdin is read up to this many bytes; the length rule itself is the
+# service's (MAX_QUESTION_CHARS), so its message is the same whichever way a question came.
+_MAX_QUESTION_BYTES = 1 << 20
+
+
+def _question(args: argparse.Namespace) -> str:
+    """The question from the argument, ``--question-file`` or stdin (``-``)."""
+    if args.question is not None and args.question_file is not None:
+        raise InputError("give the question as an argument or with --question-file, not both")
+    if args.question_file is not None and str(args.question_file) != "-":
+        try:
+            data = read_regular_file(args.question_file, max_bytes=_MAX_QUESTION_BYTES)
+        except InputError as exc:
+            raise InputError(f"--question-file: {exc}") from None
+        origin = str(args.question_file)
+    elif args.question_file is not None or args.question == "-":
+        data = sys.stdin.buffer.read(_MAX_QUESTION_BYTES + 1)
+        if len(data) > _MAX_QUESTION_BYTES:
+            raise InputError(f"the question on stdin is larger than {_MAX_QUESTION_BYTES} bytes")
+        origin = "stdin"
+    elif args.question is None:
+        raise InputError("no question: give it as an argument, '-' for stdin, or --question-file")
+    else:
+        question: str = args.question
+        return question
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"the question from {origin} is not UTF-8 text") from None
 
 
 def _settings(args: argparse.Namespace, base: Settings | None = None) -> Settings:
@@ -131,12 +234,13 @@ def _markdown(answer: ExternalAnswer) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    question = _question(args)
     if args.world is not None:
-        return _replay(args)
-    return _answer(args, _settings(args), _now(args.now) if args.now else None)
+        return _replay(args, question)
+    return _answer(args, question, _settings(args), _now(args.now) if args.now else None)
 
 
-def _replay(args: argparse.Namespace) -> int:
+def _replay(args: argparse.Namespace, question: str) -> int:
     """``--world``: serve the world on loopback and answer there, on its settings and clock
     (``--now`` still wins)."""
     if args.config is not None:
@@ -146,12 +250,13 @@ def _replay(args: argparse.Namespace) -> int:
     with open_world(args.world) as world:
         now = _now(args.now) if args.now else world.now
         # The recorded question replays with its recorded semantics unless flags say otherwise.
-        recorded = world.spec.recorded_semantics(args.question) if world.spec else None
-        return _answer(args, _settings(args, world.settings()), now, default=recorded)
+        recorded = world.spec.recorded_semantics(question) if world.spec else None
+        return _answer(args, question, _settings(args, world.settings()), now, default=recorded)
 
 
 def _answer(
     args: argparse.Namespace,
+    question: str,
     settings: Settings,
     now: datetime | None,
     *,
@@ -159,9 +264,14 @@ def _answer(
 ) -> int:
     today = (now or datetime.now().astimezone()).date()
     semantics = coerce_semantics(_semantics(args, today) or default or None)
+    if not any(adapter.enabled for adapter in settings.adapters):
+        raise InputError(
+            "no data source is configured: pass --config FILE with [[adapters]] "
+            "(searxng, open_meteo, frankfurter, local_docs), or --docs DIR for a local folder"
+        )
     clock = fixed_clock(now) if now else None
     with ExternalQueryService(settings, clock=clock) as service:
-        answer = service.answer(args.question, semantics)
+        answer = service.answer(question, semantics)
     if args.format == "json":
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
     else:

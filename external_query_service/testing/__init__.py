@@ -12,25 +12,73 @@
 See docs/architecture/testing.md.
 """
 
-from .cases import (
-    Case,
-    CaseResult,
-    Expectation,
-    Mismatch,
-    check_answer,
-    find_case_files,
-    load_cases,
-    run_case,
-)
-from .compare import comparable_answer
-from .content import article, hit, searx_body
-from .evaluation import EvalReport, Scores, evaluate
-from .faults import FAULTS, Fault, fault_reply
-from .recorder import Recording, RecordingRuntime, RecordResult, record_world
-from .report import render_html, render_json, render_table, write_reports
-from .server import LoopbackServer, RecordedRequest, Reply, json_reply
-from .world import FORECAST, FX, GEO, SEARX, World, open_world
-from .world_files import WorldManifest, WorldSpec, load_world, write_world
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .cases import (
+        Case,
+        CaseResult,
+        Expectation,
+        Mismatch,
+        check_answer,
+        find_case_files,
+        load_cases,
+        run_case,
+    )
+    from .compare import comparable_answer
+    from .content import article, hit, searx_body
+    from .evaluation import EvalReport, Scores, evaluate
+    from .faults import FAULTS, Fault, fault_reply
+    from .recorder import Recording, RecordingRuntime, RecordResult, record_world
+    from .report import render_html, render_json, render_table, write_reports
+    from .server import LoopbackServer, RecordedRequest, Reply, json_reply
+    from .world import FORECAST, FX, GEO, SEARX, World, open_world
+    from .world_files import WorldManifest, WorldSpec, load_world, write_world
+
+_EXPORTS = {
+    "Case": ".cases",
+    "CaseResult": ".cases",
+    "EvalReport": ".evaluation",
+    "Expectation": ".cases",
+    "FAULTS": ".faults",
+    "FORECAST": ".world",
+    "FX": ".world",
+    "Fault": ".faults",
+    "GEO": ".world",
+    "LoopbackServer": ".server",
+    "Mismatch": ".cases",
+    "RecordResult": ".recorder",
+    "RecordedRequest": ".server",
+    "Recording": ".recorder",
+    "RecordingRuntime": ".recorder",
+    "Reply": ".server",
+    "SEARX": ".world",
+    "Scores": ".evaluation",
+    "World": ".world",
+    "WorldManifest": ".world_files",
+    "WorldSpec": ".world_files",
+    "article": ".content",
+    "check_answer": ".cases",
+    "comparable_answer": ".compare",
+    "evaluate": ".evaluation",
+    "fault_reply": ".faults",
+    "find_case_files": ".cases",
+    "hit": ".content",
+    "json_reply": ".server",
+    "load_cases": ".cases",
+    "load_world": ".world_files",
+    "open_world": ".world",
+    "record_world": ".recorder",
+    "render_html": ".report",
+    "render_json": ".report",
+    "render_table": ".report",
+    "run_case": ".cases",
+    "searx_body": ".content",
+    "write_reports": ".report",
+    "write_world": ".world_files",
+}
 
 __all__ = [
     "FAULTS",
@@ -74,3 +122,5 @@ __all__ = [
     "write_reports",
     "write_world",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
