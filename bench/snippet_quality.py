@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from external_query_service.gateway.chunk import Chunk, chunk_text
-from external_query_service.gateway.score import MIN_SCORE, score_chunks
+from external_query_service.text.chunk import Chunk, chunk_text
+from external_query_service.text.score import MIN_SCORE, score_chunks
 
 ANSWER_PREFIX = 80
 BIGRAM_SHARE = 0.5

@@ -67,4 +67,4 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
         return None
     from .testing.plugin import collect_case_file  # the first case file pays for the chain
 
-    return collect_case_file(file_path, parent)
+    return collect_case_file(file_path, parent, MARKER)

@@ -18,7 +18,6 @@ from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .audit import AuditLog
 from .clock import Clock, system_clock
 from .errors import InvalidQuery, ServiceClosed
-from .gateway.fetch import HttpRuntime
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
 from .ledger import Ledger, LedgerError
@@ -32,6 +31,7 @@ from .models import (
     QuerySemantics,
     Readiness,
 )
+from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error

@@ -8,13 +8,13 @@ passages (the chain's own chunks) with ids a caller can name again.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .gateway.chunk import chunk_text
+from .digests import sha256_digest
+from .text.chunk import chunk_text
 
 __all__ = [
     "MAX_READ_CHARS",
@@ -32,12 +32,6 @@ MAX_READ_CHARS = 1200
 PASSAGE_CHARS = 360
 #: Characters of a passage shown as its preview.
 _PREVIEW_CHARS = 80
-
-
-def sha256_digest(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 class Capture(BaseModel):

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from external_query_service.adapters.base import Adapter
-from external_query_service.gateway.fetch import FetchedPage, TrustedEndpoint
+from external_query_service.net.fetch import FetchedPage, TrustedEndpoint
 from external_query_service.settings import NetworkSettings
 
 T = TypeVar("T")

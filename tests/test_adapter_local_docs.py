@@ -13,10 +13,11 @@ from external_query_service.adapters import local_docs
 from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.local_docs import LocalDocsAdapter
 from external_query_service.clock import fixed_clock
-from external_query_service.gateway.fetch import ApiResponse, FetchedPage
+from external_query_service.digests import sha256_digest
 from external_query_service.models import ExternalQueryPlan, Readiness
+from external_query_service.net.fetch import ApiResponse, FetchedPage
 from external_query_service.settings import AdapterSettings, NetworkSettings
-from external_query_service.store import EvidenceStore, sha256_digest
+from external_query_service.store import EvidenceStore
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 

@@ -12,9 +12,10 @@ from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.open_meteo import OpenMeteoAdapter
 from external_query_service.adapters.weather_codes import WMO_WEATHER_ZH, weather_description
 from external_query_service.clock import fixed_clock
+from external_query_service.digests import sha256_digest
 from external_query_service.models import ExternalQueryPlan, Readiness, TimeRange
 from external_query_service.settings import AdapterSettings, NetworkSettings
-from external_query_service.store import EvidenceStore, sha256_digest
+from external_query_service.store import EvidenceStore
 from external_query_service.testing import LoopbackServer, json_reply
 
 from .fact_runtime import Endpoints, NoFetcher, run

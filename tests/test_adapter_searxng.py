@@ -13,7 +13,6 @@ from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.searxng import SearxngAdapter, time_range_bucket
 from external_query_service.audit import AuditLog
 from external_query_service.clock import fixed_clock
-from external_query_service.gateway.fetch import HttpRuntime
 from external_query_service.gateway.gateway import ExternalQueryGateway
 from external_query_service.models import (
     AdapterAttempt,
@@ -22,6 +21,7 @@ from external_query_service.models import (
     Readiness,
     TimeRange,
 )
+from external_query_service.net.fetch import HttpRuntime
 from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.store import EvidenceStore
 from external_query_service.testing import (

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.gateway.chunk import Chunk, chunk_text
-from external_query_service.gateway.score import (
+from external_query_service.text.chunk import Chunk, chunk_text
+from external_query_service.text.score import (
     MAX_QUERY_CHARS,
     MIN_SCORE,
     best_snippets,
@@ -319,10 +319,12 @@ def _audit(items: Any, live: frozenset[str], problems: list[str]) -> frozenset[s
 def _module_patterns() -> dict[str, re.Pattern[Any]]:
     import external_query_service.adapters as adapters
     import external_query_service.gateway as gateway
+    import external_query_service.net as net
+    import external_query_service.text as text
     import external_query_service.verifier as verifier
 
-    names = ["external_query_service.planner"]
-    for package in (gateway, adapters, verifier):
+    names = ["external_query_service.planner", "external_query_service.sites"]
+    for package in (net, text, gateway, adapters, verifier):
         names += [
             info.name for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
         ]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.gateway.decode import PRESCAN_BYTES, decode_body, lookup_charset
+from external_query_service.text.decode import PRESCAN_BYTES, decode_body, lookup_charset
 
 PAGES = Path(__file__).parent / "data" / "pages"
 CHINESE = "滨海大道今日全线通车，湛江市民驱车体验。"

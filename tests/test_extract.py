@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.gateway.analyse import analyse_page
-from external_query_service.gateway.decode import decode_body
-from external_query_service.gateway.extract import extract_page, is_too_short, normalize_text
+from external_query_service.text.analyse import analyse_page
+from external_query_service.text.decode import decode_body
+from external_query_service.text.extract import extract_page, is_too_short, normalize_text
 
 PAGES = Path(__file__).parent / "data" / "pages"
 URL = "https://news.example.com/2025/harbour-bridge"

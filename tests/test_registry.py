@@ -22,6 +22,7 @@ from external_query_service import (
 )
 from external_query_service.adapters.base import AdapterRuntime, evidence_id
 from external_query_service.audit import AuditLog
+from external_query_service.digests import sha256_digest
 from external_query_service.errors import FetchError
 from external_query_service.gateway import registry
 from external_query_service.gateway.gateway import ExternalQueryGateway
@@ -33,7 +34,7 @@ from external_query_service.models import (
     Readiness,
 )
 from external_query_service.settings import AdapterSettings, NetworkSettings, SourceSettings
-from external_query_service.store import EvidenceStore, sha256_digest
+from external_query_service.store import EvidenceStore
 from external_query_service.testing import LoopbackServer, json_reply
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))

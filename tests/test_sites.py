@@ -4,10 +4,10 @@ import ipaddress
 
 import pytest
 
-from external_query_service.gateway.network import ip_allowed
 from external_query_service.models import ProviderType
+from external_query_service.net.policy import ip_allowed
 from external_query_service.settings import NetworkSettings, SourceSettings
-from external_query_service.verifier.sites import (
+from external_query_service.sites import (
     check_origin,
     domain_matches,
     ip_literal,

@@ -9,12 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.store import (
-    MAX_READ_CHARS,
-    PASSAGE_CHARS,
-    EvidenceStore,
-    sha256_digest,
-)
+from external_query_service.digests import sha256_digest
+from external_query_service.store import MAX_READ_CHARS, PASSAGE_CHARS, EvidenceStore
 from external_query_service.testing import LoopbackServer
 
 from .world import World, article, hit

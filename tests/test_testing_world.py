@@ -13,7 +13,7 @@ import pytest
 
 import external_query_service.testing as testing
 from external_query_service import ExternalQueryService, InputError, Settings, SettingsError
-from external_query_service.gateway.fetch import SafeFetcher, TrustedEndpoint
+from external_query_service.net.fetch import SafeFetcher, TrustedEndpoint
 from external_query_service.testing import (
     Reply,
     World,

@@ -8,10 +8,11 @@ from typing import Any, TypeVar
 
 import pytest
 
+from external_query_service.digests import sha256_digest
 from external_query_service.errors import UnsafeURL
-from external_query_service.gateway.fetch import SafeFetcher
+from external_query_service.net.fetch import SafeFetcher
 from external_query_service.settings import NetworkSettings
-from external_query_service.store import EvidenceStore, sha256_digest
+from external_query_service.store import EvidenceStore
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import BoundaryRefused, BudgetExhausted, WebBudget, WebTools
 

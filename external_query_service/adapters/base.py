@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from ..clock import Clock
+from ..digests import sha256_digest
 from ..models import (
     AdapterCapability,
     Evidence,
@@ -29,10 +30,10 @@ from ..models import (
     Readiness,
 )
 from ..settings import AdapterSettings, NetworkSettings, SourceSettings
-from ..store import EvidenceStore, sha256_digest
+from ..store import EvidenceStore
 
 if TYPE_CHECKING:
-    from ..gateway.fetch import ApiResponse, FetchedPage
+    from ..net.fetch import ApiResponse, FetchedPage
 
 __all__ = [
     "Adapter",

@@ -20,7 +20,7 @@ from ..models import Evidence, ExternalQueryPlan, Fact, Finding, ProviderType, R
 from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
 
 if TYPE_CHECKING:
-    from ..gateway.fetch import ApiResponse
+    from ..net.fetch import ApiResponse
 
 __all__ = ["FrankfurterAdapter", "currency_pair"]
 

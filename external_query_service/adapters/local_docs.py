@@ -22,14 +22,14 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
+from ..digests import sha256_digest
 from ..errors import ExtractionFailed
-from ..gateway.chunk import Chunk, chunk_text
-from ..gateway.decode import decode_body
-from ..gateway.extract import extract_page, normalize_text
-from ..gateway.score import MIN_SCORE, best_snippets
 from ..models import Evidence, ExternalQueryPlan, ProviderType, Readiness
 from ..settings import AdapterSettings
-from ..store import sha256_digest
+from ..text.chunk import Chunk, chunk_text
+from ..text.decode import decode_body
+from ..text.extract import extract_page, normalize_text
+from ..text.score import MIN_SCORE, best_snippets
 from .base import Adapter, AdapterOutcome, AdapterRuntime, evidence_id
 
 __all__ = ["LocalDocsAdapter"]

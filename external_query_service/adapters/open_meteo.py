@@ -29,7 +29,7 @@ from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
 from .weather_codes import UNKNOWN_WEATHER, weather_description
 
 if TYPE_CHECKING:
-    from ..gateway.fetch import ApiResponse
+    from ..net.fetch import ApiResponse
 
 __all__ = ["OpenMeteoAdapter"]
 

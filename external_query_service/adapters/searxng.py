@@ -14,9 +14,9 @@ from typing import ClassVar
 from pydantic import JsonValue
 
 from ..errors import FetchError, UpstreamStatus
-from ..gateway.pages import SearchHit, harvest_pages
 from ..models import ExternalQueryPlan, ProviderType, Readiness
 from .base import Adapter, AdapterOutcome
+from .pages import SearchHit, harvest_pages
 
 __all__ = ["SearxngAdapter", "time_range_bucket"]
 

@@ -1,0 +1,1 @@
+"""Ranking, the adapter registry and failover under one deadline. See README.md."""

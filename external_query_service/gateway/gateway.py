@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 
 from ..adapters.base import Adapter, AdapterOutcome
+from ..adapters.pages import gather_deadline
 from ..audit import AuditLog
 from ..errors import AdapterError, FetchError
 from ..models import (
@@ -23,9 +24,8 @@ from ..models import (
     Readiness,
 )
 from ..settings import SourceSettings, VerifierSettings
-from ..verifier.sites import registrable_domain, source_allowed, url_host
-from ..verifier.targets import mentions_target
-from .pages import gather_deadline
+from ..sites import registrable_domain, source_allowed, url_host
+from ..text.targets import mentions_target
 from .ranking import rank_adapters
 
 __all__ = ["ExternalQueryGateway"]

@@ -32,6 +32,7 @@ import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import AnswerContract, Evidence, ExternalContextPacket
+from ..net.policy import normalize_host
 from ..presenter import (
     ANSWER_PREFIX,
     ExternalAnswerPresenter,
@@ -40,7 +41,7 @@ from ..presenter import (
     display_sources,
     strip_invisible,
 )
-from ..verifier.sites import normalize_host, registrable_domain
+from ..sites import registrable_domain
 from .client import ChatCompletionsClient, ChatMessage, LLMError
 
 __all__ = ["AnswerRejected", "LLMAnswerPresenter", "ModelAnswer", "check_answer"]

@@ -33,11 +33,11 @@ from ..admission.models import (
 from ..admission.plan import build_plan, build_request, verify_plan
 from ..admission.projection import compact
 from ..clock import Clock
+from ..digests import sha256_digest
 from ..errors import FetchError, UpstreamStatus
-from ..gateway.fetch import TrustedEndpoint, check_url
-from ..gateway.network import Resolver
+from ..net.fetch import TrustedEndpoint, check_url
+from ..net.policy import Resolver
 from ..settings import GitHubSettings, NetworkSettings
-from ..store import sha256_digest
 
 __all__ = [
     "ENV_API_URL",

@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from ..pytest_plugin import MARKER
 from .cases import Case, CaseResult, is_case_file, load_cases, run_case
 
 __all__ = ["CaseFailed", "CaseFile", "CaseItem", "collect_case_file"]
 
 
-def collect_case_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
-    """The collector for ``file_path`` if it is a case file inside a case folder."""
+def collect_case_file(file_path: Path, parent: pytest.Collector, marker: str) -> CaseFile | None:
+    """The collector for ``file_path`` if it is a case file; its items carry ``marker``."""
     if not is_case_file(file_path):
         return None
     file: CaseFile = CaseFile.from_parent(parent, path=file_path)
+    file.marker = marker
     return file
 
 
@@ -38,14 +38,17 @@ class CaseFailed(Exception):
 
 
 class CaseFile(pytest.File):
+    #: Set by ``collect_case_file``: the marker every item of the file carries.
+    marker: str
+
     def collect(self) -> Iterator[CaseItem]:
         for case in load_cases(self.path):
-            for marker in case.markers:
-                self.config.addinivalue_line("markers", f"{marker}: a regression case marker")
+            for name in case.markers:
+                self.config.addinivalue_line("markers", f"{name}: a regression case marker")
             item: CaseItem = CaseItem.from_parent(self, name=case.name, case=case)
-            item.add_marker(MARKER)
-            for marker in case.markers:
-                item.add_marker(marker)
+            item.add_marker(self.marker)
+            for name in case.markers:
+                item.add_marker(name)
             yield item
 
 

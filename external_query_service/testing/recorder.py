@@ -23,6 +23,7 @@ from typing import Any, Literal
 import httpx
 
 from ..clock import fixed_clock
+from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     ContentTooLarge,
@@ -33,12 +34,11 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
-from ..gateway.fetch import ApiResponse, FetchedPage, HttpRuntime, SafeFetcher, TrustedEndpoint
-from ..gateway.network import Resolver
 from ..models import ExternalAnswer, QuerySemantics
+from ..net.fetch import ApiResponse, FetchedPage, HttpRuntime, SafeFetcher, TrustedEndpoint
+from ..net.policy import Resolver
 from ..service import ExternalQueryService
 from ..settings import NetworkSettings, Settings
-from ..store import sha256_digest
 from .faults import ORIGIN_FAULTS, Fault
 from .secrets import assert_no_secrets, redact_url, scrub, secret_values
 from .world_files import (

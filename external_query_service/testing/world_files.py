@@ -45,9 +45,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
+from ..digests import sha256_digest
 from ..errors import InputError
 from ..settings import Settings, format_validation_error
-from ..store import sha256_digest
 from .faults import Fault
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import httpx
 
 from ..errors import InputError
-from ..gateway.network import normalise_host
+from ..net.policy import normalize_host
 
 __all__ = ["Origin", "OriginSet", "parse_origin"]
 
@@ -36,7 +36,7 @@ class Origin:
 def _origin_of(url: httpx.URL) -> Origin | None:
     if url.scheme not in _DEFAULT_PORTS or not url.raw_host:
         return None
-    host = normalise_host(url.raw_host.decode("ascii", errors="replace"))
+    host = normalize_host(url.raw_host.decode("ascii", errors="replace"))
     return Origin(url.scheme, host, url.port or _DEFAULT_PORTS[url.scheme])
 
 

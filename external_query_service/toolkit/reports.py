@@ -13,7 +13,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from ..store import sha256_digest
+from ..digests import sha256_digest
 
 __all__ = [
     "ArtifactReceipt",

@@ -40,10 +40,10 @@ from typing import Any, Literal
 import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
+from ..digests import sha256_digest
 from ..errors import InputError
 from ..jsonio import load_json_file
 from ..settings import format_validation_error
-from ..store import sha256_digest
 from .errors import ToolkitError
 from .fsguard import split_relpath
 from .origins import OriginSet

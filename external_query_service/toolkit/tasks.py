@@ -19,8 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..clock import Clock, system_clock
+from ..digests import sha256_digest
 from ..settings import NetworkSettings
-from ..store import EvidenceStore, Passage, sha256_digest
+from ..store import EvidenceStore, Passage
 from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .fsguard import SafeRoot, split_relpath
 from .reports import (

@@ -20,12 +20,13 @@ from lxml import etree  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
 from trafilatura.utils import load_html
 
+from ..digests import sha256_digest
 from ..errors import ExtractionFailed, FetchError, UnsafeURL
-from ..gateway.decode import decode_body
-from ..gateway.extract import extract_page, normalize_text
-from ..gateway.fetch import FetchedPage, SafeFetcher
+from ..net.fetch import FetchedPage, SafeFetcher
 from ..settings import NetworkSettings
-from ..store import EvidenceStore, sha256_digest
+from ..store import EvidenceStore
+from ..text.decode import decode_body
+from ..text.extract import extract_page, normalize_text
 from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .links import observe_links
 from .origins import OriginSet

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ..gateway.decode import decode_body
-from ..store import EvidenceStore, sha256_digest
+from ..digests import sha256_digest
+from ..store import EvidenceStore
+from ..text.decode import decode_body
 from .errors import ToolkitError
 from .fsguard import SafeRoot
 

@@ -50,8 +50,8 @@ from ..models import (
     VerifierResult,
 )
 from ..settings import Settings
-from .sites import check_origin, registrable_domain, url_host
-from .targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
+from ..sites import check_origin, registrable_domain, url_host
+from ..text.targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
 from .timecheck import check_time, local_date
 
 __all__ = ["EvidenceVerifier", "VerifierOutcome"]

@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 from pydantic import JsonValue
 
+from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     FetchDeadlineExceeded,
@@ -30,10 +31,10 @@ from ..errors import (
     UpstreamStatus,
 )
 from ..settings import NetworkSettings
-from ..store import sha256_digest
+from .backend import guarded_client
 from .body import media_type, read_body
 from .breaker import CircuitBreaker
-from .network import Resolver, guarded_client, normalise_host
+from .policy import Resolver, normalize_host
 
 __all__ = [
     "ApiResponse",
@@ -137,7 +138,7 @@ def check_url(url: str) -> httpx.URL:
 
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
     port = url.port or _DEFAULT_PORTS[url.scheme]
-    return (url.scheme, normalise_host(url.raw_host.decode("ascii")), port)
+    return (url.scheme, normalize_host(url.raw_host.decode("ascii")), port)
 
 
 def _verifying_context(network: NetworkSettings) -> ssl.SSLContext:

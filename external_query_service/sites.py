@@ -20,16 +20,15 @@ from urllib.parse import urlsplit
 
 import publicsuffixlist
 
-from ..gateway.network import ip_allowed
-from ..models import ProviderType
-from ..settings import NetworkSettings, SourceSettings
+from .models import ProviderType
+from .net.policy import ip_allowed, normalize_host
+from .settings import NetworkSettings, SourceSettings
 
 __all__ = [
     "OriginReason",
     "check_origin",
     "domain_matches",
     "ip_literal",
-    "normalize_host",
     "registrable_domain",
     "source_allowed",
     "url_host",
@@ -48,15 +47,6 @@ class _SuffixList(Protocol):
 def _suffix_list() -> _SuffixList:
     # Parsing the bundled list takes a moment; build it once, on first use.
     return cast(_SuffixList, publicsuffixlist.PublicSuffixList())
-
-
-def normalize_host(host: str) -> str:
-    """Lower case, no trailing dot, IDNA (punycode) form when the name converts cleanly."""
-    host = host.strip().lower().rstrip(".")
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return host
 
 
 def url_host(url: str) -> str:

@@ -17,14 +17,14 @@ from datetime import UTC, date
 from urllib.parse import urlsplit
 
 from ..adapters.base import AdapterRuntime, evidence_id
+from ..digests import sha256_digest
 from ..errors import BlockedDestination, ExtractionFailed, FetchError, UnsafeURL
 from ..models import Evidence, ExternalQueryPlan, ProviderType
-from ..store import sha256_digest
-from ..verifier.sites import source_allowed
-from .analyse import analyse_page
-from .chunk import Chunk
-from .dates import find_dates
-from .score import best_snippets
+from ..sites import source_allowed
+from ..text.analyse import analyse_page
+from ..text.chunk import Chunk
+from ..text.dates import find_dates
+from ..text.score import best_snippets
 
 __all__ = ["PAGE_MIN_SCORE", "PageHarvest", "SearchHit", "gather_deadline", "harvest_pages"]
 
