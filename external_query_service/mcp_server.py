@@ -1,27 +1,48 @@
 """The MCP stdio server: the toolkit and the answer chain as MCP tools.
 
-Tools (structured results): ``observe`` (state, tool contracts, artifact receipt,
-``state_ref``), ``arguments`` (candidate ids for a toolkit tool's parameters, and
-dependent ones given a parent choice), ``operate`` (run one toolkit tool with offered ids
-and the current ``state_ref``), ``answer`` (the full external-evidence chain for a
-question) and ``read_evidence`` (a bounded read of a stored capture). Calls run one at a
-time; a stale, unknown or repeated ``state_ref`` is an MCP tool error naming the problem.
+Tools: ``observe`` (state, tool contracts, artifact receipt, ``state_ref``), ``arguments``
+(candidate ids for a toolkit tool's parameters, and dependent ones given a parent choice),
+``operate`` (run one toolkit tool with offered ids and the current ``state_ref``),
+``answer`` (the full external-evidence chain for a question) and ``read_evidence`` (a
+bounded read of a stored capture). Calls run one at a time; a stale, unknown or repeated
+``state_ref`` is an MCP tool error naming the problem.
+
+Every tool has a title, annotations (``readOnlyHint`` on all but ``operate``) and typed
+parameters with descriptions: ``tool`` lists the toolkit's tool names, ``semantics`` is
+``QuerySemantics`` with this server's query-kind vocabulary, ``limit`` stops at 1,200.
+Results are structured (each tool's model, described by its ``outputSchema``); ``answer``'s
+text content is the readable answer with its sources and status, its structured content
+the full ``ExternalAnswer``. Serving keeps the SDK's and httpx's loggers at WARNING, so
+stderr never lists the URLs a question fetched.
 
 The ``mcp`` SDK (2.x) is an optional extra: it is imported only when a server is built,
 and a missing SDK is an ``McpUnavailable`` error with the install command.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the SDK reads the tool signatures at
+# runtime, and ``answer``'s semantics schema is built per server, inside ``build_server``.
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import Field, WithJsonSchema
 
 from ._version import __version__
 from .errors import ExternalQueryError, InputError
-from .service import ExternalQueryService
-from .store import MAX_READ_CHARS
-from .toolkit.operations import ToolkitSession
+from .llm.client import json_schema_for
+from .models import CORE_QUERY_KINDS, ExternalAnswer, QuerySemantics
+from .service import ExternalQueryService, coerce_semantics
+from .store import MAX_READ_CHARS, ReadWindow
+from .toolkit.operations import (
+    MAX_OPTIONS,
+    TOOL_NAMES,
+    ArgumentsResult,
+    Observation,
+    OperationResult,
+    ToolkitSession,
+)
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -30,13 +51,71 @@ __all__ = ["INSTALL_HINT", "McpUnavailable", "build_server", "serve_stdio"]
 
 INSTALL_HINT = "pip install 'external_query_service[mcp]'"
 SERVER_NAME = "external-query"
+#: Loggers that would print request lines (the URL, query included) at INFO.
+QUIET_LOGGERS = ("mcp", "httpx", "httpcore")
+#: Evidence references listed in ``answer``'s text; the structured content holds all.
+TEXT_EVIDENCE = 8
 _T = TypeVar("_T")
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 _INSTRUCTIONS = (
     "Answers questions only from external evidence, and drives an evidence task step by "
     "step. Call observe for the state_ref, arguments for candidate ids, then operate with "
     "those ids and that state_ref; observe again after every operation."
 )
+
+_DESCRIPTIONS = {
+    "observe": (
+        "The current state: the task, the tool contracts this session offers, captures, "
+        "records, checks, the artifact receipt, and the state_ref that arguments and "
+        "operate need."
+    ),
+    "arguments": (
+        "Candidate option ids for a toolkit tool's parameters under a state_ref. Pass "
+        "parent to list a dependent parameter's candidates; start pages through long lists."
+    ),
+    "operate": (
+        "Run one toolkit tool with option ids from arguments and the current state_ref. "
+        "Each state_ref admits one operation; call observe again afterwards."
+    ),
+    "answer": (
+        "Answer a question only from external evidence (web search, fact APIs, "
+        "documentation). The text is the answer with its sources and status; the structured "
+        "content is the full answer model: plan, attempts, evidence (each with ref, offset "
+        "and length for read_evidence), verifier checks and audit."
+    ),
+    "read_evidence": (
+        f"Read at most {MAX_READ_CHARS:,} characters of a stored capture from offset; "
+        "next_offset continues (null at the end of the text)."
+    ),
+}
+
+#: What each ``QuerySemantics`` field means to a host; every field must have an entry.
+_SEMANTICS_FIELDS = {
+    "query_kind": "What kind of question this is; it decides which sources are asked.",
+    "answer_contract": (
+        "direct_fact for one fact a source can state (a forecast, a rate), "
+        "compare_with_sources when the question compares things, else summary_with_sources."
+    ),
+    "location": "The place the question is about, as written in the question.",
+    "entities": (
+        "The things the question is about (for exchange rates: ISO 4217 codes, base first)."
+    ),
+    "compare_targets": "The things compared, when the question compares.",
+    "time_range": "The dates the question asks about, inclusive (YYYY-MM-DD).",
+    "freshness_required": "True when the answer depends on current information.",
+    "language": "The question's language code, such as zh or en.",
+    "search_queries": "One to three web search queries, in the question's language.",
+}
+
+ToolName = Annotated[
+    str,
+    Field(
+        description="A toolkit tool; observe lists the ones this session offers.",
+        json_schema_extra={"enum": list(TOOL_NAMES)},
+    ),
+]
+StateRef = Annotated[str, Field(description="The state_ref from the latest observe.")]
 
 
 class McpUnavailable(InputError):
@@ -46,17 +125,85 @@ class McpUnavailable(InputError):
         super().__init__(f"the MCP server needs the optional 'mcp' package: {INSTALL_HINT}")
 
 
-def build_server(session: ToolkitSession, service: ExternalQueryService) -> MCPServer:
+def _query_kinds(service: ExternalQueryService) -> tuple[str, ...]:
+    """The query-kind vocabulary: the core kinds, then those the service's adapters declare."""
+    declared = (
+        kind
+        for adapter in service.gateway.adapters.values()
+        for kind in adapter.supported_query_kinds
+    )
+    return tuple(dict.fromkeys((*CORE_QUERY_KINDS, *declared)))
+
+
+def _semantics_schema(kinds: Iterable[str]) -> dict[str, Any]:
+    """The JSON schema of ``answer``'s ``semantics``: ``QuerySemantics``, every field
+    optional and described, ``query_kind`` limited to ``kinds``."""
+    schema = json_schema_for(QuerySemantics)
+    del schema["required"]  # the host sets only what it knows
+    schema["description"] = (
+        "Optional: what the host already knows about the question. Each field given fixes "
+        "that part of the plan; leave out what you do not know."
+    )
+    properties: dict[str, dict[str, Any]] = schema["properties"]
+    properties["query_kind"] = {"type": ["string", "null"], "enum": [*kinds, None]}
+    for name, field in properties.items():
+        field["description"] = _SEMANTICS_FIELDS[name]
+    return schema
+
+
+def _check_semantics(value: Any, kinds: tuple[str, ...]) -> QuerySemantics | None:
+    """``value`` as ``QuerySemantics`` within ``kinds``; anything else is a one-line
+    ``InputError``."""
+    semantics = coerce_semantics(value)
+    kind = semantics.query_kind if semantics is not None else None
+    if kind is not None and kind not in kinds:
+        raise InputError(
+            f"query_semantics: query_kind {kind[:40]!r} is not one of {', '.join(kinds)}"
+        )
+    return semantics
+
+
+def _answer_text(found: ExternalAnswer) -> str:
+    """``answer``'s text content: the presenter's answer (it lists its sources), the status,
+    and where the first evidence sits for ``read_evidence``."""
+    status = found.status + (f" ({found.reason})" if found.reason else "")
+    lines = [found.text.rstrip(), "", f"status: {status} · contract: {found.answer_contract}"]
+    placed = [item for item in found.evidence if item.ref is not None]
+    if placed:
+        shown = "; ".join(
+            f"{item.ref} offset {item.offset} ({item.site})" for item in placed[:TEXT_EVIDENCE]
+        )
+        more = f"; {len(placed) - TEXT_EVIDENCE} more" if len(placed) > TEXT_EVIDENCE else ""
+        lines.append(f"evidence for read_evidence: {shown}{more}")
+    return "\n".join(lines)
+
+
+def build_server(session: ToolkitSession, service: ExternalQueryService) -> "MCPServer":
     """An ``MCPServer`` exposing ``session`` and ``service`` (see the module docstring)."""
     try:
         from mcp.server import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.types import CallToolResult, TextContent, ToolAnnotations
     except ImportError:
         raise McpUnavailable() from None
 
-    server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=__version__)
+    server = MCPServer(
+        SERVER_NAME, instructions=_INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+    kinds = _query_kinds(service)
+    described_semantics = WithJsonSchema(_semantics_schema(kinds))
     # One operation at a time, even if a client pipelines requests.
     lock = asyncio.Lock()
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def register(name: str, annotations: ToolAnnotations) -> Callable[[_Fn], _Fn]:
+        return server.tool(
+            name=name,
+            title=f"External query: {name}",
+            description=_DESCRIPTIONS[name],
+            annotations=annotations,
+            structured_output=True,
+        )
 
     async def guarded(call: Callable[[], Awaitable[_T]]) -> _T:
         async with lock:
@@ -67,73 +214,107 @@ def build_server(session: ToolkitSession, service: ExternalQueryService) -> MCPS
             except KeyError as exc:  # the store's "unknown evidence reference"
                 raise ToolError(str(exc.args[0]) if exc.args else "unknown reference") from None
 
-    @server.tool()
-    async def observe() -> dict[str, Any]:
-        """The current state: task, tool contracts, captures, records, checks, artifact
-        receipt, and the state_ref that arguments and operate need."""
-
-        async def run() -> dict[str, Any]:
-            return session.observe().model_dump(mode="json")
+    @register("observe", reading)
+    async def observe() -> Observation:
+        async def run() -> Observation:
+            return session.observe()
 
         return await guarded(run)
 
-    @server.tool()
+    @register("arguments", reading)
     async def arguments(
-        tool: str, state_ref: str, parent: dict[str, str] | None = None, start: int = 0
-    ) -> dict[str, Any]:
-        """Candidate option ids for a toolkit tool's parameters under state_ref. Pass
-        parent={"<parent parameter>": "<option id>"} to get a dependent parameter's
-        candidates; start pages through long lists."""
-
-        async def run() -> dict[str, Any]:
-            return session.arguments(tool, state_ref, parent, start).model_dump(mode="json")
-
-        return await guarded(run)
-
-    @server.tool()
-    async def operate(tool: str, arguments: dict[str, str], state_ref: str) -> dict[str, Any]:
-        """Run one toolkit tool (web.open, web.links, web.follow, web.read_section,
-        files.list, files.search, files.read, evidence.read, evidence.record, report.save)
-        with option ids from arguments and the current state_ref (each state_ref admits
-        one operation)."""
-
-        async def run() -> dict[str, Any]:
-            result = await session.operate(tool, arguments, state_ref)
-            return result.model_dump(mode="json")
+        tool: ToolName,
+        state_ref: StateRef,
+        parent: Annotated[
+            dict[str, str] | None,
+            Field(
+                description='A parent choice, {"<parent parameter>": "<option id>"}, to list '
+                "the candidates of the parameter that depends on it."
+            ),
+        ] = None,
+        start: Annotated[
+            int,
+            Field(
+                ge=0, description=f"The first candidate to list; at most {MAX_OPTIONS} per call."
+            ),
+        ] = 0,
+    ) -> ArgumentsResult:
+        async def run() -> ArgumentsResult:
+            return session.arguments(tool, state_ref, parent, start)
 
         return await guarded(run)
 
-    @server.tool()
-    async def answer(question: str, semantics: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Answer a question only from external evidence (optional query_semantics:
-        query_kind, location, entities, compare_targets, time_range, ...). Returns the
-        answer model: status, text, sources, evidence with (ref, offset, length)."""
-
-        async def run() -> dict[str, Any]:
-            found = await service.aanswer(question, semantics)
-            return found.model_dump(mode="json")
+    @register(
+        "operate",
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def operate(
+        tool: ToolName,
+        arguments: Annotated[
+            dict[str, str],
+            Field(
+                description='Option ids from arguments, by parameter: {"<parameter>": '
+                '"<option id>"}; {} for a tool without parameters.'
+            ),
+        ],
+        state_ref: Annotated[
+            str, Field(description="The state_ref from the latest observe; this call uses it up.")
+        ],
+    ) -> OperationResult:
+        async def run() -> OperationResult:
+            return await session.operate(tool, arguments, state_ref)
 
         return await guarded(run)
 
-    @server.tool()
+    @register("answer", ToolAnnotations(read_only_hint=True, open_world_hint=True))
+    async def answer(
+        question: Annotated[str, Field(description="The question, as the user asked it.")],
+        semantics: Annotated[Any, described_semantics] = None,
+    ) -> Annotated[CallToolResult, ExternalAnswer]:
+        async def run() -> CallToolResult:
+            found = await service.aanswer(question, _check_semantics(semantics, kinds))
+            return CallToolResult(
+                content=[TextContent(type="text", text=_answer_text(found))],
+                structured_content=found.model_dump(mode="json"),
+            )
+
+        return await guarded(run)
+
+    @register(
+        "read_evidence",
+        ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
     async def read_evidence(
-        ref: str, offset: int = 0, limit: int = MAX_READ_CHARS
-    ) -> dict[str, Any]:
-        """At most 1,200 characters of a stored capture from offset; next_offset continues."""
-
-        async def run() -> dict[str, Any]:
-            if offset < 0 or limit < 0:
-                raise InputError("offset and limit must not be negative")
-            return session.store.window(ref, offset, limit).model_dump(mode="json")
+        ref: Annotated[
+            str, Field(description="A capture reference: an evidence item's ref, or observe's.")
+        ],
+        offset: Annotated[
+            int,
+            Field(ge=0, description="Where to start, in characters (evidence gives its offset)."),
+        ] = 0,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_READ_CHARS, description="The most characters to return.")
+        ] = MAX_READ_CHARS,
+    ) -> ReadWindow:
+        async def run() -> ReadWindow:
+            return session.store.window(ref, offset, limit)
 
         return await guarded(run)
 
     return server
 
 
+def _quiet_logging() -> None:
+    """Keep the SDK's and the HTTP client's loggers at WARNING: at INFO they print every
+    request line, and a request line holds the fetched URL with the question in it."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 async def serve_stdio(session: ToolkitSession, service: ExternalQueryService) -> None:
     """Serve one MCP session over stdin/stdout until the client closes it, then close the
-    session's tools and the service's HTTP clients."""
+    session's tools and the service's HTTP clients. Logs go to stderr at WARNING."""
+    _quiet_logging()
     server = build_server(session, service)
     try:
         await server.run_stdio_async()

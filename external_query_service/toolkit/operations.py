@@ -27,6 +27,7 @@ from .reports import ArtifactReceipt, CategoryCheck
 from .tasks import EvidenceTask
 
 __all__ = [
+    "TOOL_NAMES",
     "ArgumentDomain",
     "ArgumentOption",
     "ArgumentsResult",
@@ -210,6 +211,11 @@ _TASK_TOOLS = (
         description="Save the report to the task's new output file (never overwrites).",
         effect="save",
     ),
+)
+
+#: Every toolkit tool, in contract order; a session offers the ones its task enables.
+TOOL_NAMES: tuple[str, ...] = tuple(
+    tool.name for tool in (*_WEB_TOOLS, *_FILE_TOOLS, _EVIDENCE_READ, *_TASK_TOOLS)
 )
 
 
