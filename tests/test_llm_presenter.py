@@ -23,9 +23,9 @@ from external_query_service.models import (
     VerifierResult,
 )
 from external_query_service.presenter import ExternalAnswerPresenter, Presentation
-from external_query_service.testing import LoopbackServer
+from external_query_service.testing import LoopbackServer, Reply
 
-from .llm_chat import CHAT_PATH, ChatServer, answer_json, api_error, completion
+from .llm_chat import CHAT_PATH, ChatServer, Step, answer_json, api_error, completion
 from .test_end_to_end import forecast_reply, serve_zhanjiang_geocoding
 from .test_presenter import evidence_blocks, fixed_tokens, make_evidence, make_packet
 from .world import World
@@ -376,10 +376,10 @@ def keyed(chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> LLMAnswerPresent
     return LLMAnswerPresenter(ChatCompletionsClient(chat.settings(api_key_env=KEY_ENV)))
 
 
-def echo_authorization(chat: ChatServer) -> Any:
+def echo_authorization(chat: ChatServer) -> Step:
     """A reply step that writes the request's Authorization header into the answer."""
 
-    def step(_body: dict[str, Any]) -> Any:
+    def step(_body: dict[str, Any]) -> Reply:
         sent = chat.requests_to(CHAT_PATH)[-1].headers["authorization"]
         return answer_json({"text": f"湛江明天多云。调试：{sent}", "citations": [NEWS_ID]})
 
@@ -402,36 +402,36 @@ def test_a_reply_echoing_the_authorization_header_falls_back_without_the_key(
     assert SECRET not in repr(shown)
 
 
+def keyed_answer(text: str, *citations: str) -> Reply:
+    return answer_json({"text": text, "citations": list(citations) or [NEWS_ID]})
+
+
 @pytest.mark.parametrize(
-    ("text", "citations"),
+    "reply",
     [
-        (f"湛江明天多云，密钥 {SECRET}", [NEWS_ID]),
-        ("湛江明天多云，密钥 " + "\u200b".join(SECRET), [NEWS_ID]),  # split by invisibles
-        (f"湛江明天多云，密钥 {_full_width(SECRET)}", [NEWS_ID]),
-        (f"详见 https://news-a.example.com/zhanjiang?k={SECRET}", [NEWS_ID]),
-        ("湛江明天多云。", [NEWS_ID, SECRET]),  # would otherwise be quoted as a bad citation
+        keyed_answer(f"湛江明天多云，密钥 {SECRET}"),
+        keyed_answer("湛江明天多云，密钥 " + "\u200b".join(SECRET)),  # split by invisibles
+        keyed_answer(f"湛江明天多云，密钥 {_full_width(SECRET)}"),
+        keyed_answer(f"详见 https://news-a.example.com/zhanjiang?k={SECRET}"),
+        # Would otherwise be quoted in the reason as an unknown citation.
+        keyed_answer("湛江明天多云。", NEWS_ID, SECRET),
+        # A client failure whose reason quotes the reply.
+        completion(None, refusal=f"I will not answer; your key is {SECRET}"),
     ],
-    ids=["plain", "split_by_invisibles", "full_width", "in_an_admitted_link", "as_a_citation"],
+    ids=[
+        "plain",
+        "split_by_invisibles",
+        "full_width",
+        "in_an_admitted_link",
+        "as_a_citation",
+        "in_a_refusal",
+    ],
 )
-def test_the_key_anywhere_in_a_reply_is_refused_before_any_other_check(
-    chat: ChatServer, monkeypatch: pytest.MonkeyPatch, text: str, citations: list[str]
+def test_the_key_anywhere_in_a_reply_falls_back_as_secret_in_reply_before_any_other_check(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch, reply: Reply
 ) -> None:
     packet = make_packet((weather(), news()))
-    chat.then(answer_json({"text": text, "citations": citations}))
-
-    shown = asyncio.run(keyed(chat, monkeypatch).present(packet))
-
-    assert is_extractive(shown, packet)
-    assert shown.fallback_reason is not None
-    assert shown.fallback_reason.startswith("secret_in_reply:")
-    assert SECRET not in repr(shown)
-
-
-def test_a_refusal_repeating_the_key_is_reported_as_secret_in_reply(
-    chat: ChatServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    packet = make_packet((weather(), news()))
-    chat.then(completion(None, refusal=f"I will not answer; your key is {SECRET}"))
+    chat.then(reply)
 
     shown = asyncio.run(keyed(chat, monkeypatch).present(packet))
 
@@ -464,7 +464,7 @@ def test_through_the_service_the_echoed_key_reaches_neither_the_answer_nor_the_a
         encoding="utf-8",
     )
 
-    def echo(body: dict[str, Any]) -> Any:
+    def echo(body: dict[str, Any]) -> Reply:
         prompt = "\n".join(message["content"] for message in body["messages"])
         cited = re.findall(r"ev-[0-9a-f]{12}", prompt)[:1]
         sent = chat.requests_to(CHAT_PATH)[-1].headers["authorization"]
