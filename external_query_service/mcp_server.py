@@ -32,8 +32,8 @@ from pydantic import Field, WithJsonSchema
 from ._version import __version__
 from .errors import ExternalQueryError, InputError
 from .llm.client import json_schema_for
-from .models import CORE_QUERY_KINDS, ExternalAnswer, QuerySemantics
-from .service import ExternalQueryService, coerce_semantics
+from .models import ExternalAnswer, QuerySemantics
+from .service import ExternalQueryService
 from .store import MAX_READ_CHARS, ReadWindow
 from .toolkit.operations import (
     MAX_OPTIONS,
@@ -125,16 +125,6 @@ class McpUnavailable(InputError):
         super().__init__(f"the MCP server needs the optional 'mcp' package: {INSTALL_HINT}")
 
 
-def _query_kinds(service: ExternalQueryService) -> tuple[str, ...]:
-    """The query-kind vocabulary: the core kinds, then those the service's adapters declare."""
-    declared = (
-        kind
-        for adapter in service.gateway.adapters.values()
-        for kind in adapter.supported_query_kinds
-    )
-    return tuple(dict.fromkeys((*CORE_QUERY_KINDS, *declared)))
-
-
 def _semantics_schema(kinds: Iterable[str]) -> dict[str, Any]:
     """The JSON schema of ``answer``'s ``semantics``: ``QuerySemantics``, every field
     optional and described, ``query_kind`` limited to ``kinds``."""
@@ -149,18 +139,6 @@ def _semantics_schema(kinds: Iterable[str]) -> dict[str, Any]:
     for name, field in properties.items():
         field["description"] = _SEMANTICS_FIELDS[name]
     return schema
-
-
-def _check_semantics(value: Any, kinds: tuple[str, ...]) -> QuerySemantics | None:
-    """``value`` as ``QuerySemantics`` within ``kinds``; anything else is a one-line
-    ``InputError``."""
-    semantics = coerce_semantics(value)
-    kind = semantics.query_kind if semantics is not None else None
-    if kind is not None and kind not in kinds:
-        raise InputError(
-            f"query_semantics: query_kind {kind[:40]!r} is not one of {', '.join(kinds)}"
-        )
-    return semantics
 
 
 def _answer_text(found: ExternalAnswer) -> str:
@@ -190,8 +168,7 @@ def build_server(session: ToolkitSession, service: ExternalQueryService) -> "MCP
     server = MCPServer(
         SERVER_NAME, instructions=_INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
-    kinds = _query_kinds(service)
-    described_semantics = WithJsonSchema(_semantics_schema(kinds))
+    described_semantics = WithJsonSchema(_semantics_schema(service.query_kinds))
     # One operation at a time, even if a client pipelines requests.
     lock = asyncio.Lock()
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -272,7 +249,7 @@ def build_server(session: ToolkitSession, service: ExternalQueryService) -> "MCP
         semantics: Annotated[Any, described_semantics] = None,
     ) -> Annotated[CallToolResult, ExternalAnswer]:
         async def run() -> CallToolResult:
-            found = await service.aanswer(question, _check_semantics(semantics, kinds))
+            found = await service.aanswer(question, semantics)
             return CallToolResult(
                 content=[TextContent(type="text", text=_answer_text(found))],
                 structured_content=found.model_dump(mode="json"),

@@ -11,8 +11,10 @@ Templates live in the top-level ``prompts/`` folder (shipped in the wheel as
 enters them as variables: it is never compiled as a template.
 
 Without an LLM the answer is extractive: quoted snippets, cleaned so that they cannot
-carry links to hosts outside the admitted evidence, invisible characters or markdown
-structure of their own. The LLM prompt is rendered too, so the audit can record its
+carry links to hosts outside the admitted evidence, invisible characters, markdown
+structure of their own or HTML markup (``&``, ``<`` and ``>`` from outside text are
+written as character references, so a host rendering the Markdown with HTML allowed shows
+them as text). The LLM prompt is rendered too, so the audit can record its
 digest; in it each evidence sits between markers carrying a per-request random token.
 """
 
@@ -185,10 +187,27 @@ def _inline(text: str, allowed_hosts: frozenset[str], *, limit: int = _LINE_CHAR
     return text + "…" if cut else text
 
 
+def _answer_line(text: str, allowed_hosts: frozenset[str] = frozenset()) -> str:
+    """``_inline`` for text going into the answer: also without markup."""
+    return _no_markup(_inline(text, allowed_hosts))
+
+
 def _quote_text(text: str, allowed_hosts: frozenset[str]) -> str:
     # Inner corner brackets become the nested form, so a snippet cannot close our quote.
     cleaned = _inline(text, allowed_hosts, limit=_QUOTE_CHARS)
-    return cleaned.replace("「", "『").replace("」", "』")
+    return _no_markup(cleaned.replace("「", "『").replace("」", "』"))
+
+
+def _no_markup(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` as character references.
+
+    Applied where outside text enters the answer text (never to stored evidence or to the
+    structured display fields): extraction decodes ``&lt;script&gt;`` in a page into
+    ``<script>``, which would be live markup in a host that renders the answer's Markdown
+    with HTML allowed. ``&`` is escaped too (and first), so text that already spells a
+    reference reads back as written instead of being decoded.
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _fold(text: str) -> str:
@@ -299,9 +318,11 @@ def _site(item: Evidence) -> str:
 
 
 def _source_view(source: DisplaySource) -> _SourceView:
+    # The display fields stay as the evidence gave them; only the answer text is escaped.
+    # The URL needs nothing more: ``_safe_url`` already encoded its ``<`` and ``>``.
     return _SourceView(
-        site=source.site,
-        title=source.title,
+        site=_no_markup(source.site),
+        title=_no_markup(source.title),
         published=_day(source.published_at),
         accessed=_utc(source.accessed_at).strftime("%Y-%m-%d %H:%M UTC"),
         url=source.url,
@@ -312,7 +333,7 @@ def _quote_view(item: Evidence, allowed_hosts: frozenset[str]) -> _QuoteView:
     about = sorted(set(item.about_dates))
     return _QuoteView(
         text=_quote_text(item.snippet, allowed_hosts),
-        site=_site(item),
+        site=_no_markup(_site(item)),
         published=_day(item.published_at),
         about_first=_day(about[0]) if about else "",
         about_last=_day(about[-1]) if about else "",
@@ -402,10 +423,9 @@ class ExternalAnswerPresenter:
         if verifier.status == "clarify":
             return self._refusal(
                 "clarify.answer.j2",
-                options=tuple(
-                    text for o in verifier.clarify_options if (text := _inline(o, frozenset()))
-                ),
-                missing_slots=verifier.missing_slots,
+                options=tuple(text for o in verifier.clarify_options if (text := _answer_line(o))),
+                # An unknown slot name is shown as given: it is outside text too.
+                missing_slots=tuple(_answer_line(slot) for slot in verifier.missing_slots),
             )
         admitted = admitted_evidence(packet)
         if verifier.status == "insufficient_evidence" or not admitted:
@@ -415,7 +435,7 @@ class ExternalAnswerPresenter:
                 "insufficient_evidence.answer.j2",
                 reason="no_matching_evidence" if answered else verifier.reason,
                 missing_targets=tuple(
-                    text for t in verifier.missing_targets if (text := _inline(t, frozenset()))
+                    text for t in verifier.missing_targets if (text := _answer_line(t))
                 ),
             )
 
@@ -424,7 +444,9 @@ class ExternalAnswerPresenter:
         sources = display_sources(admitted)
         context: dict[str, object] = {
             "sources": tuple(_source_view(s) for s in sources),
-            "notes": tuple(text for n in packet.uncertainties if (text := _inline(n, allowed))),
+            "notes": tuple(
+                text for n in packet.uncertainties if (text := _answer_line(n, allowed))
+            ),
         }
         ranked = _by_score(admitted)
         if contract == "direct_fact":
@@ -436,7 +458,7 @@ class ExternalAnswerPresenter:
             targets = packet.plan.compare_targets or packet.plan.targets
             context["sections"] = tuple(
                 _SectionView(
-                    target=_inline(target, frozenset()),
+                    target=_answer_line(target),
                     quotes=tuple(
                         _quote_view(item, allowed)
                         for item in [e for e in ranked if _matches(target, e)][:_QUOTES_PER_TARGET]

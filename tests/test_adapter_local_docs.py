@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from external_query_service import ExternalQueryService
 from external_query_service.adapters import local_docs
 from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.local_docs import LocalDocsAdapter
@@ -16,7 +17,7 @@ from external_query_service.clock import fixed_clock
 from external_query_service.digests import sha256_digest
 from external_query_service.models import ExternalQueryPlan, Readiness
 from external_query_service.net.fetch import ApiResponse, FetchedPage
-from external_query_service.settings import AdapterSettings, NetworkSettings
+from external_query_service.settings import AdapterSettings, NetworkSettings, Settings
 from external_query_service.store import EvidenceStore
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -274,3 +275,96 @@ def test_a_heading_line_full_of_spaces_and_hashes_is_read_to_its_end() -> None:
         local_docs._markdown_title(line + "\n")
         == "a" + " " * 20000 + "#" * 20000 + " " * 20000 + "b"
     )
+
+
+# --- the root is pinned ---------------------------------------------------------------------
+
+OTHER = "# 机密\n\n安装口令 zebra-quartz-7731：pip 安装时请输入它。\n"
+
+
+def _swap_for_a_symlink(docs: Path, tmp_path: Path) -> None:
+    """Rename the root away and put a symlink to another folder where it was."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "install.md").write_text(OTHER, encoding="utf-8")
+    docs.rename(tmp_path / "docs-moved")
+    docs.symlink_to(other, target_is_directory=True)
+
+
+def test_a_root_swapped_for_a_symlink_to_another_folder_is_refused(
+    docs: Path, tmp_path: Path
+) -> None:
+    adapter = _adapter(docs)
+    first = _gather(adapter, _plan("如何用 pip 安装"))
+    _swap_for_a_symlink(docs, tmp_path)
+
+    second = _gather(adapter, _plan("如何用 pip 安装"))
+
+    assert first.status == "ok"
+    assert (second.status, second.reason) == ("failed", "root_changed")
+    assert second.evidence == ()
+
+
+def test_a_root_swapped_before_the_first_question_is_refused_too(
+    docs: Path, tmp_path: Path
+) -> None:
+    adapter = _adapter(docs)  # pinned here, not at the first gather
+    _swap_for_a_symlink(docs, tmp_path)
+
+    outcome = _gather(adapter, _plan("如何用 pip 安装"))
+
+    assert (outcome.status, outcome.reason) == ("failed", "root_changed")
+
+
+def test_a_root_replaced_by_another_real_folder_is_refused(docs: Path, tmp_path: Path) -> None:
+    adapter = _adapter(docs)
+    docs.rename(tmp_path / "docs-moved")
+    docs.mkdir()
+    (docs / "install.md").write_text(OTHER, encoding="utf-8")
+
+    outcome = _gather(adapter, _plan("如何用 pip 安装"))
+
+    assert (outcome.status, outcome.reason) == ("failed", "root_changed")
+
+
+def test_a_root_named_through_a_symlink_is_read_from_its_target(docs: Path, tmp_path: Path) -> None:
+    link = tmp_path / "current"
+    link.symlink_to(docs, target_is_directory=True)
+
+    outcome = _gather(_adapter(link), _plan("如何用 pip 安装"))
+
+    assert outcome.status == "ok"
+    assert outcome.evidence[0].url == "docs://docs/install.md"
+
+
+def test_a_root_that_appears_after_construction_is_pinned_at_the_first_gather(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "later"
+    adapter = _adapter(root)
+    root.mkdir()
+    (root / "install.md").write_text(INSTALL, encoding="utf-8")
+
+    first = _gather(adapter, _plan("如何用 pip 安装"))
+    _swap_for_a_symlink(root, tmp_path)
+    second = _gather(adapter, _plan("如何用 pip 安装"))
+
+    assert first.status == "ok"
+    assert (second.status, second.reason) == ("failed", "root_changed")
+
+
+def test_after_a_root_swap_the_answer_names_the_swap_and_quotes_nothing_from_the_other_folder(
+    docs: Path, tmp_path: Path
+) -> None:
+    semantics = {"query_kind": "documentation"}
+    with ExternalQueryService(Settings().with_docs(docs), clock=fixed_clock(NOW)) as service:
+        before = service.answer("如何用 pip 安装", semantics)
+        _swap_for_a_symlink(docs, tmp_path)
+        after = service.answer("如何用 pip 安装", semantics)
+
+    assert before.status == "answered"
+    assert after.status == "insufficient_evidence"
+    assert [(a.adapter_id, a.status, a.reason) for a in after.attempts] == [
+        ("docs", "failed", "root_changed")
+    ]
+    assert "zebra" not in after.model_dump_json()

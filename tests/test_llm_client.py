@@ -331,6 +331,20 @@ def test_api_key_is_read_from_the_environment_at_call_time(
     assert "sk-at-construction" not in repr(vars(client))
 
 
+def test_credential_values_are_read_at_call_time_and_never_kept(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-at-construction")
+    client = ChatCompletionsClient(chat.settings(api_key_env=KEY_ENV))
+    monkeypatch.setenv(KEY_ENV, f" {SECRET}\n")
+
+    assert client.credential_values() == (SECRET,)
+    assert SECRET not in repr(vars(client))
+    monkeypatch.delenv(KEY_ENV)
+    assert client.credential_values() == ()
+    assert ChatCompletionsClient(chat.settings()).credential_values() == ()
+
+
 def test_a_missing_api_key_fails_before_anything_is_sent(
     chat: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

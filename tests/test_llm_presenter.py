@@ -8,11 +8,12 @@ import hashlib
 import re
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from external_query_service import ExternalQueryService, fixed_clock
+from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service.adapters.base import evidence_id
 from external_query_service.llm import ChatCompletionsClient, LLMAnswerPresenter
 from external_query_service.models import (
@@ -22,9 +23,9 @@ from external_query_service.models import (
     VerifierResult,
 )
 from external_query_service.presenter import ExternalAnswerPresenter, Presentation
-from external_query_service.testing import LoopbackServer
+from external_query_service.testing import LoopbackServer, Reply
 
-from .llm_chat import ChatServer, answer_json, api_error, completion
+from .llm_chat import CHAT_PATH, ChatServer, Step, answer_json, api_error, completion
 from .test_end_to_end import forecast_reply, serve_zhanjiang_geocoding
 from .test_presenter import evidence_blocks, fixed_tokens, make_evidence, make_packet
 from .world import World
@@ -358,3 +359,128 @@ def test_an_answer_from_the_chain_is_written_by_the_model_or_falls_back(
     assert invented.renderer == "extractive"
     assert invented.fallback_reason == "invented_number: 35 does not occur in the cited evidence"
     assert invented.text == answer.text
+
+
+# --- the API key never comes back through a reply -------------------------------------------
+
+KEY_ENV = "EQS_TEST_PRESENTER_KEY"
+SECRET = "sk-test-presenter-5c0e9a7b3d1f"
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(char) + 0xFEE0) if "!" <= char <= "~" else char for char in text)
+
+
+def keyed(chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> LLMAnswerPresenter:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    return LLMAnswerPresenter(ChatCompletionsClient(chat.settings(api_key_env=KEY_ENV)))
+
+
+def echo_authorization(chat: ChatServer) -> Step:
+    """A reply step that writes the request's Authorization header into the answer."""
+
+    def step(_body: dict[str, Any]) -> Reply:
+        sent = chat.requests_to(CHAT_PATH)[-1].headers["authorization"]
+        return answer_json({"text": f"湛江明天多云。调试：{sent}", "citations": [NEWS_ID]})
+
+    return step
+
+
+def test_a_reply_echoing_the_authorization_header_falls_back_without_the_key(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    packet = make_packet((weather(), news()))
+    chat.then(echo_authorization(chat))
+
+    shown = asyncio.run(keyed(chat, monkeypatch).present(packet))
+
+    assert chat.requests_to(CHAT_PATH)[0].headers["authorization"] == (f"Bearer {SECRET}")
+    assert is_extractive(shown, packet)
+    assert shown.fallback_reason == (
+        "secret_in_reply: the reply repeats the API key the request carried"
+    )
+    assert SECRET not in repr(shown)
+
+
+def keyed_answer(text: str, *citations: str) -> Reply:
+    return answer_json({"text": text, "citations": list(citations) or [NEWS_ID]})
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        keyed_answer(f"湛江明天多云，密钥 {SECRET}"),
+        keyed_answer("湛江明天多云，密钥 " + "\u200b".join(SECRET)),  # split by invisibles
+        keyed_answer(f"湛江明天多云，密钥 {_full_width(SECRET)}"),
+        keyed_answer(f"详见 https://news-a.example.com/zhanjiang?k={SECRET}"),
+        # Would otherwise be quoted in the reason as an unknown citation.
+        keyed_answer("湛江明天多云。", NEWS_ID, SECRET),
+        # A client failure whose reason quotes the reply.
+        completion(None, refusal=f"I will not answer; your key is {SECRET}"),
+    ],
+    ids=[
+        "plain",
+        "split_by_invisibles",
+        "full_width",
+        "in_an_admitted_link",
+        "as_a_citation",
+        "in_a_refusal",
+    ],
+)
+def test_the_key_anywhere_in_a_reply_falls_back_as_secret_in_reply_before_any_other_check(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch, reply: Reply
+) -> None:
+    packet = make_packet((weather(), news()))
+    chat.then(reply)
+
+    shown = asyncio.run(keyed(chat, monkeypatch).present(packet))
+
+    assert is_extractive(shown, packet)
+    assert shown.fallback_reason is not None
+    assert shown.fallback_reason.startswith("secret_in_reply:")
+    assert SECRET not in repr(shown)
+
+
+def test_a_reply_without_the_key_is_used_when_a_key_is_configured(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat.then(answer_json({"text": "两家来源都说湛江明天多云。", "citations": [NEWS_ID]}))
+
+    shown = asyncio.run(keyed(chat, monkeypatch).present(make_packet((weather(), news()))))
+
+    assert shown.renderer == "llm"
+    assert shown.fallback_reason is None
+
+
+def test_through_the_service_the_echoed_key_reaches_neither_the_answer_nor_the_audit(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "verifier.md").write_text(
+        "# Verifier\n\nThe verifier checks the origin of every source and whether there are "
+        "enough independent sources.\n",
+        encoding="utf-8",
+    )
+
+    def echo(body: dict[str, Any]) -> Reply:
+        prompt = "\n".join(message["content"] for message in body["messages"])
+        cited = re.findall(r"ev-[0-9a-f]{12}", prompt)[:1]
+        sent = chat.requests_to(CHAT_PATH)[-1].headers["authorization"]
+        return answer_json({"text": f"The verifier checks sources. {sent}", "citations": cited})
+
+    chat.then(echo, echo)  # enough for a planner call too, should one be made
+    settings = Settings().with_docs(root)
+    settings = settings.model_copy(update={"llm": chat.settings(api_key_env=KEY_ENV)})
+    with ExternalQueryService(settings) as service:
+        answer = service.answer("What does the verifier check?", {"query_kind": "documentation"})
+
+    render = answer.audit.named("render")[-1].detail
+    assert answer.status == "answered"
+    assert render["renderer"] == "extractive"
+    assert render["fallback_reason"] == (
+        "secret_in_reply: the reply repeats the API key the request carried"
+    )
+    assert "independent sources" in answer.text
+    assert SECRET not in answer.model_dump_json()

@@ -5,18 +5,26 @@ refused, the walk never follows links and opens each file relative to its alread
 folder with ``O_NOFOLLOW``, only regular files are read (a FIFO would block a plain
 ``open``), and every file and the number of files are capped. Evidence addresses files as
 ``docs://<adapter id>/<relative path>`` so no machine path ever leaves the adapter.
+
+The root itself is pinned the first time it is seen as a folder (when the adapter is built,
+or at the first gather if the folder appeared later), through the workspace tools'
+``SafeRoot``: resolved once, identified by device and inode, and every walk starts from a
+descriptor checked against that identity. A root that is later renamed away and replaced
+(by a symlink to another folder, or by another folder) fails the gather with
+``root_changed`` instead of answering from whatever now sits at the path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import stat
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import ClassVar
 from urllib.parse import quote
 
@@ -30,6 +38,8 @@ from ..text.chunk import Chunk, chunk_text
 from ..text.decode import decode_body
 from ..text.extract import extract_page, normalize_text
 from ..text.score import MIN_SCORE, best_snippets
+from ..toolkit.errors import ToolkitError
+from ..toolkit.fsguard import SafeRoot
 from .base import Adapter, AdapterOutcome, AdapterRuntime, evidence_id
 
 __all__ = ["LocalDocsAdapter"]
@@ -126,6 +136,13 @@ class LocalDocsAdapter(Adapter):
         # (relative path, mtime_ns, size) → prepared document; files are re-read on change.
         self._cache: dict[tuple[str, int, int], _Doc] = {}
         self._cache_lock = threading.Lock()
+        self._root: SafeRoot | None = None
+        self._root_lock = threading.Lock()
+        if self.readiness().ready:
+            # Pin now, so a root swapped before the first question is already caught. A
+            # folder that is missing or unusable here is left to readiness and gather.
+            with contextlib.suppress(ToolkitError):
+                self._pinned_root()
 
     # -- readiness ----------------------------------------------------------------------
     def readiness(self) -> Readiness:
@@ -149,10 +166,25 @@ class LocalDocsAdapter(Adapter):
         root = self.config.root
         if not ready.ready or root is None:
             return AdapterOutcome(status="failed", reason=ready.reason or "root_missing")
-        # Walking, reading and extracting are blocking; keep them off the event loop. The
-        # root is resolved once, so an operator's symlinked root still works.
-        scan = await asyncio.to_thread(self._scan, root.resolve())
+        # Walking, reading and extracting are blocking; keep them off the event loop.
+        try:
+            scan = await asyncio.to_thread(self._scan)
+        except ToolkitError as exc:
+            # root_changed above all: the folder at the path is not the one pinned.
+            return AdapterOutcome(status="failed", reason=exc.reason)
         return self._match(plan, scan)
+
+    def _pinned_root(self) -> SafeRoot:
+        """The root as first seen (see the module docstring); ``ToolkitError`` when it
+        cannot be opened as a folder."""
+        with self._root_lock:
+            if self._root is None:
+                root = self.config.root
+                if root is None:
+                    raise ToolkitError("no root is configured", reason="root_missing")
+                # Resolved once, so an operator's symlinked root still works.
+                self._root = SafeRoot(root)
+            return self._root
 
     def _match(self, plan: ExternalQueryPlan, scan: _Scan) -> AdapterOutcome:
         best: list[tuple[int, str, _Doc, Chunk]] = []  # (score, query, doc, chunk) per file
@@ -210,40 +242,45 @@ class LocalDocsAdapter(Adapter):
         )
 
     # -- the walk -----------------------------------------------------------------------
-    def _scan(self, root: Path) -> _Scan:
-        """Read every eligible file under ``root`` (already resolved), refusing links."""
+    def _scan(self) -> _Scan:
+        """Read every eligible file under the pinned root, refusing links; ``ToolkitError``
+        (``root_changed``) when the folder at the root's path is no longer that root."""
         scan = _Scan()
         seen = 0
-        # fwalk hands out an open descriptor for each folder and never descends into a
-        # symlinked one; opening files relative to it closes the gap between check and open.
-        for dirpath, dirnames, filenames, dirfd in os.fwalk(root, follow_symlinks=False):
-            kept_dirs = []
-            for name in sorted(dirnames):
-                if name.startswith("."):
-                    continue
-                if stat.S_ISLNK(os.lstat(name, dir_fd=dirfd).st_mode):
-                    scan.symlinks_refused += 1
-                    continue
-                kept_dirs.append(name)
-            dirnames[:] = kept_dirs
-            for name in sorted(filenames):
-                media_type = MEDIA_TYPES.get(os.path.splitext(name)[1].lower())
-                if name.startswith(".") or media_type is None:
-                    continue
-                seen += 1
-                if seen > MAX_FILES:
-                    scan.files_omitted += 1
-                    continue
-                relpath = PurePosixPath(Path(dirpath).relative_to(root).as_posix(), name)
-                self._read_one(scan, root, dirfd, name, str(relpath), media_type)
+        # The walk starts from a descriptor of the pinned root (its identity checked), so
+        # it reads that folder even if the path is swapped mid-walk. fwalk hands out an
+        # open descriptor for each folder below and never descends into a symlinked one;
+        # opening files relative to it closes the gap between check and open.
+        with self._pinned_root().open_dir(()) as root_fd:
+            for dirpath, dirnames, filenames, dirfd in os.fwalk(
+                ".", follow_symlinks=False, dir_fd=root_fd
+            ):
+                kept_dirs = []
+                for name in sorted(dirnames):
+                    if name.startswith("."):
+                        continue
+                    if stat.S_ISLNK(os.lstat(name, dir_fd=dirfd).st_mode):
+                        scan.symlinks_refused += 1
+                        continue
+                    kept_dirs.append(name)
+                dirnames[:] = kept_dirs
+                for name in sorted(filenames):
+                    media_type = MEDIA_TYPES.get(os.path.splitext(name)[1].lower())
+                    if name.startswith(".") or media_type is None:
+                        continue
+                    seen += 1
+                    if seen > MAX_FILES:
+                        scan.files_omitted += 1
+                        continue
+                    # ``dirpath`` is "./guide": relative to the root by construction.
+                    relpath = str(PurePosixPath(dirpath, name))
+                    self._read_one(scan, dirfd, name, relpath, media_type)
         with self._cache_lock:
             # Keep only what this walk saw: changed or deleted files drop out of the cache.
             self._cache = {key: doc for key, doc in self._cache.items() if key in scan.keys}
         return scan
 
-    def _read_one(
-        self, scan: _Scan, root: Path, dirfd: int, name: str, relpath: str, media_type: str
-    ) -> None:
+    def _read_one(self, scan: _Scan, dirfd: int, name: str, relpath: str, media_type: str) -> None:
         try:
             info = os.lstat(name, dir_fd=dirfd)
         except OSError:
@@ -254,9 +291,6 @@ class LocalDocsAdapter(Adapter):
             return
         if not stat.S_ISREG(info.st_mode):
             scan.non_regular_skipped += 1
-            return
-        if not Path(os.path.realpath(root / relpath)).is_relative_to(root):
-            scan.symlinks_refused += 1
             return
         try:
             fd = os.open(name, _OPEN_FLAGS, dir_fd=dirfd)

@@ -326,6 +326,17 @@ class ChatCompletionsClient:
         """How the next call asks for structured output."""
         return self._mode
 
+    def credential_values(self) -> tuple[str, ...]:
+        """The credential a request sent now carries, for callers that must keep it out of
+        what they show: the API key, read from the ``api_key_env`` variable at this call
+        (its ``Authorization`` value, ``Bearer <key>``, contains it). Empty without a key.
+
+        Nothing is kept: call it where the comparison happens and let the result go.
+        """
+        variable = self._settings.api_key_env
+        key = os.environ.get(variable, "").strip() if variable else ""
+        return (key,) if key else ()
+
     async def complete(
         self,
         messages: Sequence[ChatMessage],

@@ -9,7 +9,11 @@ code — a prompt cannot enforce anything (SECURITY.md finding 9):
 - every citation, and every evidence id written in the text, is an admitted evidence id;
 - no image, markup, link or host name outside the admitted sources' sites;
 - for ``direct_fact``, every number in the text occurs in the cited evidence (its snippet,
-  its facts, its dates).
+  its facts, its dates);
+- nothing in the reply repeats the API key the request carried (an endpoint that writes
+  the request's ``Authorization`` header into its reply): ``secret_in_reply``. This check
+  runs first, since other checks quote parts of the reply in their reason, and any reason
+  that would still carry the key is replaced by this one.
 
 The prefix ``外部实时查询：`` and the source list are ours: a prefix the model wrote is
 removed, and the list comes from the evidence records. A reply that fails any check, or no
@@ -229,6 +233,23 @@ def check_answer(
     return text, cited
 
 
+def _forms(text: str) -> Iterable[str]:
+    """``text`` as sent and as a reader would see it: invisible characters dropped (they
+    could split the key) and NFKC-folded (full-width letters read as the key too)."""
+    visible = strip_invisible(text)
+    return dict.fromkeys((text, visible, unicodedata.normalize("NFKC", visible)))
+
+
+def _repeats_credential(texts: Iterable[str], credentials: tuple[str, ...]) -> bool:
+    """Does any of ``texts`` contain one of ``credentials``? Kept to a helper that returns
+    a bool, so no frame of a raised exception holds the key."""
+    return any(key in form for text in texts for form in _forms(text) for key in credentials)
+
+
+def _secret_in_reply() -> AnswerRejected:
+    return AnswerRejected("secret_in_reply", "the reply repeats the API key the request carried")
+
+
 def _numbered(text: str, admitted: tuple[Evidence, ...], order: Mapping[str, int]) -> str:
     """Evidence ids in the text become the number of their entry in the source list, so
     a reader sees ``[1]`` instead of an internal id."""
@@ -273,9 +294,15 @@ class LLMAnswerPresenter:
             completion = await self._client.complete(
                 self.messages(prompt), ModelAnswer, name="external_answer"
             )
+            reply = (completion.content, completion.value.text, *completion.value.citations)
+            if _repeats_credential(reply, self._client.credential_values()):
+                raise _secret_in_reply()
             body, _cited = check_answer(completion.value, packet.plan.answer_contract, admitted)
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+            if _repeats_credential((reason,), self._client.credential_values()):
+                # A client error quoting the reply (a refusal, say) that repeats the key.
+                reason = str(_secret_in_reply())
             fallback = self._extractive.present(packet)
             return replace(fallback, prompt_digest=digest, fallback_reason=reason[:300])
         sources = display_sources(admitted)
