@@ -46,6 +46,7 @@ class Cli:
         self.folder = folder
         self.capsys = capsys
         self.ledger = folder / "ledger.sqlite3"
+        self.err = ""
 
     def write(self, name: str, content: Any) -> Path:
         path = self.folder / name
@@ -54,8 +55,19 @@ class Cli:
         return path
 
     def run(self, *args: str, fmt: str = "json") -> tuple[int, str]:
+        """Exit code and stdout; stderr is kept in ``self.err``."""
         code = main([*args, "--ledger", str(self.ledger), "--format", fmt])
-        return code, self.capsys.readouterr().out
+        captured = self.capsys.readouterr()
+        self.err = captured.err
+        return code, captured.out
+
+    def fail(self, *args: str, fmt: str = "json") -> tuple[int, str]:
+        """A run that fails: its error (stderr), after checking stdout stayed empty."""
+        code = main([*args, "--ledger", str(self.ledger), "--format", fmt])
+        captured = self.capsys.readouterr()
+        assert code != 0
+        assert captured.out == ""
+        return code, captured.err
 
     def ok(self, *args: str) -> Any:
         code, out = self.run(*args)
@@ -208,8 +220,8 @@ def test_a_preferred_provider_id_selects_among_ready_providers(cli: Cli) -> None
     args = ["evidence", "plan", "--objective", OBJECTIVE, "--user-activity", "a",
             "--decision", "d", "--evidence-kind", "k", "--provider-inventory-json",
             str(inventory)]  # fmt: skip
-    code, out = cli.run(*args)
-    assert (code, json.loads(out)["code"]) == (3, "several_ready_providers")
+    code, err = cli.fail(*args)
+    assert (code, json.loads(err)["code"]) == (3, "several_ready_providers")
     chosen = cli.ok(*args, "--preferred-provider-id", "connector:search")
     assert chosen["selected_provider"] == {
         "provider_id": "connector:search",
@@ -286,13 +298,13 @@ def test_an_unusable_settings_file_is_a_named_input_error(
     config = cli.folder / "settings.toml"
     if content is not None:
         config.write_text(content, encoding="utf-8")
-    code, out = cli.run("ledger", "start", "--project", "p", "--question", "q",
-                        "--config", str(config), fmt=fmt)  # fmt: skip
+    code, err = cli.fail("ledger", "start", "--project", "p", "--question", "q",
+                         "--config", str(config), fmt=fmt)  # fmt: skip
     assert code == 2
     if fmt == "json":
-        assert json.loads(out)["code"] == "settings_unreadable"
+        assert json.loads(err)["code"] == "settings_unreadable"
     else:
-        assert out.startswith("**error** `settings_unreadable` (exit 2): ")
+        assert err.startswith("**error** `settings_unreadable` (exit 2): ")
     assert not cli.ledger.exists()
 
 
@@ -300,8 +312,7 @@ def test_an_unusable_settings_file_is_a_named_input_error(
 
 
 def _error(cli: Cli, args: list[str], fmt: str) -> tuple[int, str]:
-    code, out = cli.run(*args, fmt=fmt)
-    return code, out
+    return cli.fail(*args, fmt=fmt)
 
 
 def _inventory_plan(path: Path) -> list[str]:
@@ -361,17 +372,27 @@ def test_every_input_error_is_one_markdown_line(
 
 def test_a_non_object_plan_root_is_its_own_error(cli: Cli) -> None:
     path = cli.write("plan.json", [1, 2])
-    code, out = cli.run("evidence", "receipt", "--plan-json", str(path), "--receipt-json",
-                        str(path))  # fmt: skip
-    assert (code, json.loads(out)["code"]) == (2, "non_object_root")
+    code, err = cli.fail("evidence", "receipt", "--plan-json", str(path), "--receipt-json",
+                         str(path))  # fmt: skip
+    assert (code, json.loads(err)["code"]) == (2, "non_object_root")
+
+
+def test_a_missing_required_flag_is_one_usage_line_on_stderr(cli: Cli) -> None:
+    code, err = cli.fail("evidence", "admit", "--decision", "admit")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "required: --plan-json, --receipt-json, --reason" in err
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown"])
-def test_a_missing_flag_is_reported_in_the_chosen_format(cli: Cli, fmt: str) -> None:
-    code, out = cli.run("evidence", "admit", "--decision", "admit", fmt=fmt)
+def test_a_flag_the_chosen_mode_needs_is_reported_in_the_chosen_format(cli: Cli, fmt: str) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    code, err = cli.fail("evidence", "readback", "--plan-json", str(plan), "--receipt-json",
+                         str(receipt), "--execute", fmt=fmt)  # fmt: skip
     assert code == 2
-    assert "missing_argument" in out
-    assert "--plan-json" in out
+    assert "missing_argument" in err
+    assert "--admission-json, --project required with --execute" in err
 
 
 def _rejection(cli: Cli, fmt: str, case: str) -> tuple[int, str]:
@@ -381,22 +402,22 @@ def _rejection(cli: Cli, fmt: str, case: str) -> tuple[int, str]:
         data["request"]["decision"] = "Something else"
         data["request"]["request_id"] = "sha256:" + "0" * 64
         tampered = cli.write("tampered.json", data)
-        return cli.run("evidence", "receipt", "--plan-json", str(tampered), "--receipt-json",
-                       str(cli.receipt(plan)), fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "receipt", "--plan-json", str(tampered), "--receipt-json",
+                        str(cli.receipt(plan)), fmt=fmt)  # fmt: skip
     if case == "plan_id_mismatch":
         receipt = cli.receipt(plan, plan_id="sha256:" + "1" * 64)
-        return cli.run("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
-                       str(receipt), fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
+                        str(receipt), fmt=fmt)  # fmt: skip
     if case == "foreign_provider":
         receipt = cli.receipt(plan, provider_id="connector:else")
-        return cli.run("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
-                       str(receipt), fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
+                        str(receipt), fmt=fmt)  # fmt: skip
     if case == "unknown_source":
-        return cli.run("evidence", "admit", "--plan-json", str(plan), "--receipt-json",
-                       str(cli.receipt(plan)), "--decision", "admit", "--reason", "r",
-                       "--admit-source", "https://elsewhere.example/", fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "admit", "--plan-json", str(plan), "--receipt-json",
+                        str(cli.receipt(plan)), "--decision", "admit", "--reason", "r",
+                        "--admit-source", "https://elsewhere.example/", fmt=fmt)  # fmt: skip
     if case == "provider_not_executable":
-        return cli.run("evidence", "execute", "--plan-json", str(plan), "--execute", fmt=fmt)
+        return cli.fail("evidence", "execute", "--plan-json", str(plan), "--execute", fmt=fmt)
     raise AssertionError(case)
 
 
@@ -459,6 +480,9 @@ def test_a_readback_blocker_exits_3_with_its_reason_in_json(cli: Cli) -> None:
         "--admission-json", str(admission), "--project", "never-started", "--execute",
     )  # fmt: skip
     assert code == 3
+    assert (
+        cli.err == "external-query: readback: not every source was written (project_not_started)\n"
+    )
     readback = json.loads(out)
     assert readback["ledger"]["write_blockers"] == ["project_not_started"]
     assert readback["ledger"]["written_source_refs"] == []
@@ -467,11 +491,11 @@ def test_a_readback_blocker_exits_3_with_its_reason_in_json(cli: Cli) -> None:
 
 def test_starting_a_project_with_another_question_is_a_rejection(cli: Cli) -> None:
     cli.ok("ledger", "start", "--project", "research", "--question", OBJECTIVE)
-    code, out = cli.run("ledger", "start", "--project", "research", "--question", "Other")
-    assert (code, json.loads(out)["code"]) == (3, "project_question_conflict")
+    code, err = cli.fail("ledger", "start", "--project", "research", "--question", "Other")
+    assert (code, json.loads(err)["code"]) == (3, "project_question_conflict")
 
 
 def test_an_unusable_ledger_path_is_an_input_error(cli: Cli) -> None:
     cli.ledger = cli.folder
-    code, out = cli.run("ledger", "start", "--project", "p", "--question", "q")
-    assert (code, json.loads(out)["code"]) == (2, "ledger_unavailable")
+    code, err = cli.fail("ledger", "start", "--project", "p", "--question", "q")
+    assert (code, json.loads(err)["code"]) == (2, "ledger_unavailable")
