@@ -15,8 +15,11 @@ import pytest
 from external_query_service.admission import PROTOCOL
 from external_query_service.cli import main
 from external_query_service.ledger import Ledger
-from external_query_service.testing import LoopbackServer
+from external_query_service.methods.public_github import PROVIDER_ID as PUBLIC_GITHUB
+from external_query_service.testing import SEARX, LoopbackServer, World
 from external_query_service.testing.server import json_reply
+
+from .test_public_github import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -499,3 +502,74 @@ def test_an_unusable_ledger_path_is_an_input_error(cli: Cli) -> None:
     cli.ledger = cli.folder
     code, err = cli.fail("ledger", "start", "--project", "p", "--question", "q")
     assert (code, json.loads(err)["code"]) == (2, "ledger_unavailable")
+
+
+# -- discover --probe --------------------------------------------------------------------------
+
+
+def probe_config(cli: Cli, world: World) -> Path:
+    """Three configured adapters: one answering, one on a closed port, one switched off."""
+    return cli.write(
+        "settings.toml",
+        f"""
+[network]
+allowed_networks = ["127.0.0.1/32"]
+
+[[adapters]]
+kind = "searxng"
+id = "search"
+base_url = "{world.base(SEARX)}"
+
+[[adapters]]
+kind = "searxng"
+id = "down"
+base_url = "http://127.0.0.1:{closed_port()}/"
+
+[[adapters]]
+kind = "searxng"
+id = "off"
+enabled = false
+base_url = "{world.base(SEARX)}"
+""",
+    )
+
+
+def test_discover_probe_asks_every_configured_adapter_and_feeds_plan(
+    cli: Cli, loopback: LoopbackServer
+) -> None:
+    config = probe_config(cli, World(loopback))
+    found = cli.ok("evidence", "discover", "--probe", "--config", str(config))
+    rows = {row["provider_id"]: row for row in found["providers"]}
+    assert set(rows) == {"connector:search", "connector:down", "connector:off", PUBLIC_GITHUB}
+    assert (rows["connector:search"]["ready"], rows["connector:search"]["observed_by"]) == (
+        True,
+        "probe",
+    )
+    assert rows["connector:down"]["unavailable_reason"] == "connect_failed"
+    assert (rows["connector:off"]["enabled"], rows["connector:off"]["ready"]) == (False, False)
+    assert rows[PUBLIC_GITHUB]["unavailable_reason"] == "probed_per_repository_at_plan"
+    assert len(loopback.requests_to(f"{SEARX}/config")) == 1  # the switched-off one is not asked
+
+    # discover's own output is plan's input: the one adapter that answered is selected.
+    inventory = cli.write("providers.json", found)
+    plan = cli.ok(*_inventory_plan(inventory))
+    assert plan["selected_provider"] == {
+        "provider_id": "connector:search",
+        "provider_kind": "connector",
+        "selected_by": "only_ready",
+    }
+
+
+def test_discover_without_probe_asks_no_one(cli: Cli, loopback: LoopbackServer) -> None:
+    config = probe_config(cli, World(loopback))
+    found = cli.ok("evidence", "discover", "--config", str(config))
+    assert [row["provider_id"] for row in found["providers"]] == [PUBLIC_GITHUB]
+    assert found["providers"][0]["unavailable_reason"] == "not_probed"
+    assert loopback.requests_to(f"{SEARX}/config") == []
+
+
+def test_discover_probe_needs_the_settings_that_name_the_adapters(cli: Cli) -> None:
+    code, err = cli.fail("evidence", "discover", "--probe")
+    assert code == 2
+    assert json.loads(err)["code"] == "missing_argument"
+    assert "--config required with --probe" in err
