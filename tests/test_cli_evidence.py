@@ -42,6 +42,34 @@ def provider(**overrides: Any) -> dict[str, Any]:
     return values
 
 
+def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
+    """What the provider a plan selected hands back: a succeeded receipt, one source per ref."""
+    return {
+        "schema_version": "external_evidence_receipt_v0",
+        "plan_id": plan["plan_id"],
+        "request_id": plan["request"]["request_id"],
+        "provider_id": plan["selected_provider"]["provider_id"],
+        "provider_kind": plan["selected_provider"]["provider_kind"],
+        "status": "succeeded",
+        "sources": [
+            {
+                "source_ref": ref,
+                "source_family": "original-publisher",
+                "basis": "observed",
+                "finding": f"The bounded observation at {ref}",
+                "limitation": "What was not inspected",
+                "publication_date": None,
+                "accessed_at": "2026-03-01T10:00:00Z",
+                "content_digest": "sha256:" + "ab" * 32,
+            }
+            for ref in refs
+        ],
+        "summary": "Compact evidence summary",
+        "limitations": ["Caller receipt is not provider execution attestation"],
+        "completed_at": "2026-03-01T10:05:00Z",
+    }
+
+
 class Cli:
     """Runs the CLI with a private ledger and keeps its files in one folder."""
 
@@ -89,32 +117,7 @@ class Cli:
 
     def receipt(self, plan_path: Path, **overrides: Any) -> Path:
         plan = json.loads(plan_path.read_text(encoding="utf-8"))
-        data = {
-            "schema_version": "external_evidence_receipt_v0",
-            "plan_id": plan["plan_id"],
-            "request_id": plan["request"]["request_id"],
-            "provider_id": plan["selected_provider"]["provider_id"],
-            "provider_kind": plan["selected_provider"]["provider_kind"],
-            "status": "succeeded",
-            "sources": [
-                {
-                    "source_ref": ref,
-                    "source_family": "original-publisher",
-                    "basis": "observed",
-                    "finding": f"The bounded observation at {ref}",
-                    "limitation": "What was not inspected",
-                    "publication_date": None,
-                    "accessed_at": "2026-03-01T10:00:00Z",
-                    "content_digest": "sha256:" + "ab" * 32,
-                }
-                for ref in (SOURCE, OTHER)
-            ],
-            "summary": "Compact evidence summary",
-            "limitations": ["Caller receipt is not provider execution attestation"],
-            "completed_at": "2026-03-01T10:05:00Z",
-        }
-        data.update(overrides)
-        return self.write("receipt.json", data)
+        return self.write("receipt.json", {**provider_receipt(plan, [SOURCE, OTHER]), **overrides})
 
 
 @pytest.fixture

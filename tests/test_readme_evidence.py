@@ -9,12 +9,13 @@ import re
 import shlex
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from external_query_service.cli import main
 from external_query_service.testing import LoopbackServer, World, json_reply
+
+from .test_cli_evidence import provider_receipt
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -45,34 +46,6 @@ def readme_settings(world: World) -> str:
         lines.append("[[adapters]]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in {**adapter, **where}.items()]
     return "\n".join(lines) + "\n"
-
-
-def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
-    """What the selected provider hands back for ``plan``: one source per ref."""
-    return {
-        "schema_version": "external_evidence_receipt_v0",
-        "plan_id": plan["plan_id"],
-        "request_id": plan["request"]["request_id"],
-        "provider_id": plan["selected_provider"]["provider_id"],
-        "provider_kind": plan["selected_provider"]["provider_kind"],
-        "status": "succeeded",
-        "sources": [
-            {
-                "source_ref": ref,
-                "source_family": "weather-api",
-                "basis": "observed",
-                "finding": "precipitation_sum 12.5 mm on 2026-12-01 for Zhanjiang",
-                "limitation": "A forecast, not an observation",
-                "publication_date": None,
-                "accessed_at": "2026-11-30T10:00:00+08:00",
-                "content_digest": "sha256:" + "cd" * 32,
-            }
-            for ref in refs
-        ],
-        "summary": "One forecast for the day and place",
-        "limitations": ["Caller receipt is not provider execution attestation"],
-        "completed_at": "2026-11-30T10:00:01+08:00",
-    }
 
 
 @pytest.fixture

@@ -125,13 +125,16 @@ _ASK = (
 _SOURCE = "https://github.com/OWNER/REPO/blob/<40-hex commit>/README.md"
 
 
+def _file(parser: argparse.ArgumentParser, flag: str, help: str, required: bool = False) -> None:
+    parser.add_argument(flag, type=Path, required=required, metavar="FILE", help=help)
+
+
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+    _file(
+        common,
         "--ledger",
-        type=Path,
-        metavar="FILE",
-        help="ledger file (default: --config's [ledger] path, else under the user's data folder)",
+        "ledger file (default: --config's [ledger] path, else under the user's data folder)",
     )
     common.add_argument(
         "--format",
@@ -139,11 +142,10 @@ def _common() -> argparse.ArgumentParser:
         default="markdown",
         help="markdown for people (default); json to save as the next step's input",
     )
-    common.add_argument(
+    _file(
+        common,
         "--config",
-        type=Path,
-        metavar="FILE",
-        help="settings file (TOML): [[adapters]] to probe, [ledger] path, [github] endpoints, "
+        "settings file (TOML): [[adapters]] to probe, [ledger] path, [github] endpoints, "
         "[network] policy",
     )
     return common
@@ -207,11 +209,10 @@ def _register_discover(steps: Subparsers, common: argparse.ArgumentParser) -> No
         action="store_true",
         help="also list every registered connector kind (never ready: registered is not ready)",
     )
-    found.add_argument(
+    _file(
+        found,
         "--provider-inventory-json",
-        type=Path,
-        metavar="FILE",
-        help='merge your own observations: a JSON file {"providers": [...]}',
+        'merge your own observations: a JSON file {"providers": [...]}',
     )
     found.set_defaults(handler=_guarded(run_discover))
 
@@ -254,12 +255,10 @@ def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
         metavar="KIND",
         help="a kind of evidence wanted, one token (repeat for several)",
     )
-    plan.add_argument(
+    _file(
+        plan,
         "--provider-inventory-json",
-        type=Path,
-        metavar="FILE",
-        help="the providers to choose from (discover's JSON output); needed without "
-        "--public-github",
+        "the providers to choose from (discover's JSON output); needed without --public-github",
     )
     plan.add_argument(
         "--preferred-provider-id",
@@ -290,19 +289,12 @@ def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def _plan_and_receipt(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--plan-json",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="the plan (plan's JSON output)",
-    )
-    parser.add_argument(
+    _file(parser, "--plan-json", "the plan (plan's JSON output)", required=True)
+    _file(
+        parser,
         "--receipt-json",
-        type=Path,
+        "the provider's receipt for that plan (JSON; execute writes one for public-github)",
         required=True,
-        metavar="FILE",
-        help="the provider's receipt for that plan (JSON; execute writes one for public-github)",
     )
 
 
@@ -395,11 +387,10 @@ def _register_readback(steps: Subparsers, common: argparse.ArgumentParser) -> No
         ],
     )
     _plan_and_receipt(readback)
-    readback.add_argument(
+    _file(
+        readback,
         "--admission-json",
-        type=Path,
-        metavar="FILE",
-        help="the decision (admit's JSON output); without it the sources are shown unjudged",
+        "the decision (admit's JSON output); without it the sources are shown unjudged",
     )
     readback.add_argument(
         "--project", help="ledger project to compare with (or write to, with --execute)"
@@ -432,13 +423,7 @@ def _register_retire(steps: Subparsers, common: argparse.ArgumentParser) -> None
             "--downstream-source https://docs.example.org/retries --format json",
         ],
     )
-    retired.add_argument(
-        "--admission-json",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="the decision (admit's JSON output)",
-    )
+    _file(retired, "--admission-json", "the decision (admit's JSON output)", required=True)
     retired.add_argument(
         "--downstream-source",
         action="append",
@@ -467,12 +452,11 @@ def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> Non
             f"{_EQ} evidence execute --plan-json plan.json --execute --format json > receipt.json",
         ],
     )
-    execute.add_argument(
+    _file(
+        execute,
         "--plan-json",
-        type=Path,
+        "a method:public-github plan (plan --public-github's JSON output)",
         required=True,
-        metavar="FILE",
-        help="a method:public-github plan (plan --public-github's JSON output)",
     )
     execute.add_argument(
         "--execute",
