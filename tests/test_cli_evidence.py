@@ -15,8 +15,11 @@ import pytest
 from external_query_service.admission import PROTOCOL
 from external_query_service.cli import main
 from external_query_service.ledger import Ledger
-from external_query_service.testing import LoopbackServer
+from external_query_service.methods.public_github import PROVIDER_ID as PUBLIC_GITHUB
+from external_query_service.testing import SEARX, LoopbackServer, World
 from external_query_service.testing.server import json_reply
+
+from .test_public_github import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,6 +42,34 @@ def provider(**overrides: Any) -> dict[str, Any]:
     return values
 
 
+def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
+    """What the provider a plan selected hands back: a succeeded receipt, one source per ref."""
+    return {
+        "schema_version": "external_evidence_receipt_v0",
+        "plan_id": plan["plan_id"],
+        "request_id": plan["request"]["request_id"],
+        "provider_id": plan["selected_provider"]["provider_id"],
+        "provider_kind": plan["selected_provider"]["provider_kind"],
+        "status": "succeeded",
+        "sources": [
+            {
+                "source_ref": ref,
+                "source_family": "original-publisher",
+                "basis": "observed",
+                "finding": f"The bounded observation at {ref}",
+                "limitation": "What was not inspected",
+                "publication_date": None,
+                "accessed_at": "2026-03-01T10:00:00Z",
+                "content_digest": "sha256:" + "ab" * 32,
+            }
+            for ref in refs
+        ],
+        "summary": "Compact evidence summary",
+        "limitations": ["Caller receipt is not provider execution attestation"],
+        "completed_at": "2026-03-01T10:05:00Z",
+    }
+
+
 class Cli:
     """Runs the CLI with a private ledger and keeps its files in one folder."""
 
@@ -46,6 +77,7 @@ class Cli:
         self.folder = folder
         self.capsys = capsys
         self.ledger = folder / "ledger.sqlite3"
+        self.err = ""
 
     def write(self, name: str, content: Any) -> Path:
         path = self.folder / name
@@ -54,8 +86,19 @@ class Cli:
         return path
 
     def run(self, *args: str, fmt: str = "json") -> tuple[int, str]:
+        """Exit code and stdout; stderr is kept in ``self.err``."""
         code = main([*args, "--ledger", str(self.ledger), "--format", fmt])
-        return code, self.capsys.readouterr().out
+        captured = self.capsys.readouterr()
+        self.err = captured.err
+        return code, captured.out
+
+    def fail(self, *args: str, fmt: str = "json") -> tuple[int, str]:
+        """A run that fails: its error (stderr), after checking stdout stayed empty."""
+        code = main([*args, "--ledger", str(self.ledger), "--format", fmt])
+        captured = self.capsys.readouterr()
+        assert code != 0
+        assert captured.out == ""
+        return code, captured.err
 
     def ok(self, *args: str) -> Any:
         code, out = self.run(*args)
@@ -74,32 +117,7 @@ class Cli:
 
     def receipt(self, plan_path: Path, **overrides: Any) -> Path:
         plan = json.loads(plan_path.read_text(encoding="utf-8"))
-        data = {
-            "schema_version": "external_evidence_receipt_v0",
-            "plan_id": plan["plan_id"],
-            "request_id": plan["request"]["request_id"],
-            "provider_id": plan["selected_provider"]["provider_id"],
-            "provider_kind": plan["selected_provider"]["provider_kind"],
-            "status": "succeeded",
-            "sources": [
-                {
-                    "source_ref": ref,
-                    "source_family": "original-publisher",
-                    "basis": "observed",
-                    "finding": f"The bounded observation at {ref}",
-                    "limitation": "What was not inspected",
-                    "publication_date": None,
-                    "accessed_at": "2026-03-01T10:00:00Z",
-                    "content_digest": "sha256:" + "ab" * 32,
-                }
-                for ref in (SOURCE, OTHER)
-            ],
-            "summary": "Compact evidence summary",
-            "limitations": ["Caller receipt is not provider execution attestation"],
-            "completed_at": "2026-03-01T10:05:00Z",
-        }
-        data.update(overrides)
-        return self.write("receipt.json", data)
+        return self.write("receipt.json", {**provider_receipt(plan, [SOURCE, OTHER]), **overrides})
 
 
 @pytest.fixture
@@ -208,8 +226,8 @@ def test_a_preferred_provider_id_selects_among_ready_providers(cli: Cli) -> None
     args = ["evidence", "plan", "--objective", OBJECTIVE, "--user-activity", "a",
             "--decision", "d", "--evidence-kind", "k", "--provider-inventory-json",
             str(inventory)]  # fmt: skip
-    code, out = cli.run(*args)
-    assert (code, json.loads(out)["code"]) == (3, "several_ready_providers")
+    code, err = cli.fail(*args)
+    assert (code, json.loads(err)["code"]) == (3, "several_ready_providers")
     chosen = cli.ok(*args, "--preferred-provider-id", "connector:search")
     assert chosen["selected_provider"] == {
         "provider_id": "connector:search",
@@ -286,13 +304,13 @@ def test_an_unusable_settings_file_is_a_named_input_error(
     config = cli.folder / "settings.toml"
     if content is not None:
         config.write_text(content, encoding="utf-8")
-    code, out = cli.run("ledger", "start", "--project", "p", "--question", "q",
-                        "--config", str(config), fmt=fmt)  # fmt: skip
+    code, err = cli.fail("ledger", "start", "--project", "p", "--question", "q",
+                         "--config", str(config), fmt=fmt)  # fmt: skip
     assert code == 2
     if fmt == "json":
-        assert json.loads(out)["code"] == "settings_unreadable"
+        assert json.loads(err)["code"] == "settings_unreadable"
     else:
-        assert out.startswith("**error** `settings_unreadable` (exit 2): ")
+        assert err.startswith("**error** `settings_unreadable` (exit 2): ")
     assert not cli.ledger.exists()
 
 
@@ -300,8 +318,7 @@ def test_an_unusable_settings_file_is_a_named_input_error(
 
 
 def _error(cli: Cli, args: list[str], fmt: str) -> tuple[int, str]:
-    code, out = cli.run(*args, fmt=fmt)
-    return code, out
+    return cli.fail(*args, fmt=fmt)
 
 
 def _inventory_plan(path: Path) -> list[str]:
@@ -361,17 +378,27 @@ def test_every_input_error_is_one_markdown_line(
 
 def test_a_non_object_plan_root_is_its_own_error(cli: Cli) -> None:
     path = cli.write("plan.json", [1, 2])
-    code, out = cli.run("evidence", "receipt", "--plan-json", str(path), "--receipt-json",
-                        str(path))  # fmt: skip
-    assert (code, json.loads(out)["code"]) == (2, "non_object_root")
+    code, err = cli.fail("evidence", "receipt", "--plan-json", str(path), "--receipt-json",
+                         str(path))  # fmt: skip
+    assert (code, json.loads(err)["code"]) == (2, "non_object_root")
+
+
+def test_a_missing_required_flag_is_one_usage_line_on_stderr(cli: Cli) -> None:
+    code, err = cli.fail("evidence", "admit", "--decision", "admit")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "required: --plan-json, --receipt-json, --reason" in err
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown"])
-def test_a_missing_flag_is_reported_in_the_chosen_format(cli: Cli, fmt: str) -> None:
-    code, out = cli.run("evidence", "admit", "--decision", "admit", fmt=fmt)
+def test_a_flag_the_chosen_mode_needs_is_reported_in_the_chosen_format(cli: Cli, fmt: str) -> None:
+    plan = cli.plan()
+    receipt = cli.receipt(plan)
+    code, err = cli.fail("evidence", "readback", "--plan-json", str(plan), "--receipt-json",
+                         str(receipt), "--execute", fmt=fmt)  # fmt: skip
     assert code == 2
-    assert "missing_argument" in out
-    assert "--plan-json" in out
+    assert "missing_argument" in err
+    assert "--admission-json, --project required with --execute" in err
 
 
 def _rejection(cli: Cli, fmt: str, case: str) -> tuple[int, str]:
@@ -381,22 +408,22 @@ def _rejection(cli: Cli, fmt: str, case: str) -> tuple[int, str]:
         data["request"]["decision"] = "Something else"
         data["request"]["request_id"] = "sha256:" + "0" * 64
         tampered = cli.write("tampered.json", data)
-        return cli.run("evidence", "receipt", "--plan-json", str(tampered), "--receipt-json",
-                       str(cli.receipt(plan)), fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "receipt", "--plan-json", str(tampered), "--receipt-json",
+                        str(cli.receipt(plan)), fmt=fmt)  # fmt: skip
     if case == "plan_id_mismatch":
         receipt = cli.receipt(plan, plan_id="sha256:" + "1" * 64)
-        return cli.run("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
-                       str(receipt), fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
+                        str(receipt), fmt=fmt)  # fmt: skip
     if case == "foreign_provider":
         receipt = cli.receipt(plan, provider_id="connector:else")
-        return cli.run("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
-                       str(receipt), fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "receipt", "--plan-json", str(plan), "--receipt-json",
+                        str(receipt), fmt=fmt)  # fmt: skip
     if case == "unknown_source":
-        return cli.run("evidence", "admit", "--plan-json", str(plan), "--receipt-json",
-                       str(cli.receipt(plan)), "--decision", "admit", "--reason", "r",
-                       "--admit-source", "https://elsewhere.example/", fmt=fmt)  # fmt: skip
+        return cli.fail("evidence", "admit", "--plan-json", str(plan), "--receipt-json",
+                        str(cli.receipt(plan)), "--decision", "admit", "--reason", "r",
+                        "--admit-source", "https://elsewhere.example/", fmt=fmt)  # fmt: skip
     if case == "provider_not_executable":
-        return cli.run("evidence", "execute", "--plan-json", str(plan), "--execute", fmt=fmt)
+        return cli.fail("evidence", "execute", "--plan-json", str(plan), "--execute", fmt=fmt)
     raise AssertionError(case)
 
 
@@ -459,6 +486,9 @@ def test_a_readback_blocker_exits_3_with_its_reason_in_json(cli: Cli) -> None:
         "--admission-json", str(admission), "--project", "never-started", "--execute",
     )  # fmt: skip
     assert code == 3
+    assert (
+        cli.err == "external-query: readback: not every source was written (project_not_started)\n"
+    )
     readback = json.loads(out)
     assert readback["ledger"]["write_blockers"] == ["project_not_started"]
     assert readback["ledger"]["written_source_refs"] == []
@@ -467,11 +497,82 @@ def test_a_readback_blocker_exits_3_with_its_reason_in_json(cli: Cli) -> None:
 
 def test_starting_a_project_with_another_question_is_a_rejection(cli: Cli) -> None:
     cli.ok("ledger", "start", "--project", "research", "--question", OBJECTIVE)
-    code, out = cli.run("ledger", "start", "--project", "research", "--question", "Other")
-    assert (code, json.loads(out)["code"]) == (3, "project_question_conflict")
+    code, err = cli.fail("ledger", "start", "--project", "research", "--question", "Other")
+    assert (code, json.loads(err)["code"]) == (3, "project_question_conflict")
 
 
 def test_an_unusable_ledger_path_is_an_input_error(cli: Cli) -> None:
     cli.ledger = cli.folder
-    code, out = cli.run("ledger", "start", "--project", "p", "--question", "q")
-    assert (code, json.loads(out)["code"]) == (2, "ledger_unavailable")
+    code, err = cli.fail("ledger", "start", "--project", "p", "--question", "q")
+    assert (code, json.loads(err)["code"]) == (2, "ledger_unavailable")
+
+
+# -- discover --probe --------------------------------------------------------------------------
+
+
+def probe_config(cli: Cli, world: World) -> Path:
+    """Three configured adapters: one answering, one on a closed port, one switched off."""
+    return cli.write(
+        "settings.toml",
+        f"""
+[network]
+allowed_networks = ["127.0.0.1/32"]
+
+[[adapters]]
+kind = "searxng"
+id = "search"
+base_url = "{world.base(SEARX)}"
+
+[[adapters]]
+kind = "searxng"
+id = "down"
+base_url = "http://127.0.0.1:{closed_port()}/"
+
+[[adapters]]
+kind = "searxng"
+id = "off"
+enabled = false
+base_url = "{world.base(SEARX)}"
+""",
+    )
+
+
+def test_discover_probe_asks_every_configured_adapter_and_feeds_plan(
+    cli: Cli, loopback: LoopbackServer
+) -> None:
+    config = probe_config(cli, World(loopback))
+    found = cli.ok("evidence", "discover", "--probe", "--config", str(config))
+    rows = {row["provider_id"]: row for row in found["providers"]}
+    assert set(rows) == {"connector:search", "connector:down", "connector:off", PUBLIC_GITHUB}
+    assert (rows["connector:search"]["ready"], rows["connector:search"]["observed_by"]) == (
+        True,
+        "probe",
+    )
+    assert rows["connector:down"]["unavailable_reason"] == "connect_failed"
+    assert (rows["connector:off"]["enabled"], rows["connector:off"]["ready"]) == (False, False)
+    assert rows[PUBLIC_GITHUB]["unavailable_reason"] == "probed_per_repository_at_plan"
+    assert len(loopback.requests_to(f"{SEARX}/config")) == 1  # the switched-off one is not asked
+
+    # discover's own output is plan's input: the one adapter that answered is selected.
+    inventory = cli.write("providers.json", found)
+    plan = cli.ok(*_inventory_plan(inventory))
+    assert plan["selected_provider"] == {
+        "provider_id": "connector:search",
+        "provider_kind": "connector",
+        "selected_by": "only_ready",
+    }
+
+
+def test_discover_without_probe_asks_no_one(cli: Cli, loopback: LoopbackServer) -> None:
+    config = probe_config(cli, World(loopback))
+    found = cli.ok("evidence", "discover", "--config", str(config))
+    assert [row["provider_id"] for row in found["providers"]] == [PUBLIC_GITHUB]
+    assert found["providers"][0]["unavailable_reason"] == "not_probed"
+    assert loopback.requests_to(f"{SEARX}/config") == []
+
+
+def test_discover_probe_needs_the_settings_that_name_the_adapters(cli: Cli) -> None:
+    code, err = cli.fail("evidence", "discover", "--probe")
+    assert code == 2
+    assert json.loads(err)["code"] == "missing_argument"
+    assert "--config required with --probe" in err

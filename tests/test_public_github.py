@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -215,15 +216,75 @@ def test_a_redirect_from_the_raw_host_is_not_followed(github: LoopbackServer) ->
     assert not github.requests_to("/elsewhere")
 
 
-def test_a_transport_failure_names_the_step_without_its_reason() -> None:
+def test_a_transport_failure_names_the_step_and_the_network_without_its_text() -> None:
     with LoopbackServer() as server:
         server.route("/repos/octo/public", repo_reply())
         plan = run_plan(server, [README], ["LoopX"])
-    # The same endpoints, now with nothing listening: no status, and no transport text.
+    # The same endpoints, now with nothing listening: no status, and no exception text.
     receipt = run_execute(server, plan)
     assert receipt.limitations[0] == (
-        f"{README}: not read; stopped at repository visibility check (no HTTP status)"
+        f"{README}: not read; stopped at repository visibility check "
+        "(not reached: connection failed; no HTTP status)"
     )
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound once, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_github_is_reported_as_the_network_not_as_a_private_repository() -> None:
+    nowhere = f"http://127.0.0.1:{closed_port()}"
+    github = PublicGitHub(
+        github_endpoints(GitHubSettings(api_url=nowhere, raw_url=f"{nowhere}/raw"), {}),
+        NetworkSettings(timeout_s=5.0),
+        clock=ticking_clock(),
+    )
+
+    async def go() -> EvidencePlan:
+        try:
+            return await github.plan(
+                objective="o", user_activity="a", decision="d", evidence_kinds=["k"],
+                sources=[README], search_terms=["LoopX"],
+            )  # fmt: skip
+        finally:
+            await github.aclose()
+
+    with pytest.raises(ContractRejected) as caught:
+        asyncio.run(go())
+    assert caught.value.reason == "github_unreachable"
+    assert caught.value.detail == (
+        "octo/public: visibility check not reached: connection failed; no HTTP status"
+    )
+
+
+def test_another_status_leaves_the_visibility_unknown(github: LoopbackServer) -> None:
+    github.route("/repos/octo/public", json_reply({"message": SECRET}, status=503))
+    with pytest.raises(ContractRejected) as caught:
+        run_plan(github, [README], ["LoopX"])
+    assert caught.value.reason == "visibility_unknown"
+    assert "HTTP 503" in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_cli_plan_against_an_unreachable_github_exits_3_naming_the_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nowhere = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv(ENV_API_URL, nowhere)
+    monkeypatch.setenv(ENV_RAW_URL, f"{nowhere}/raw")
+    code = main(
+        ["evidence", "plan", "--public-github", "--objective", "o", "--user-activity", "a",
+         "--decision", "d", "--evidence-kind", "k", "--source", README, "--search-term", "x",
+         "--ledger", str(tmp_path / "ledger.sqlite3"), "--format", "json"]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (3, "")
+    error = json.loads(captured.err)
+    assert (error["code"], error["exit_code"]) == ("github_unreachable", 3)
+    assert "repository_not_public" not in captured.err
 
 
 @pytest.mark.parametrize(

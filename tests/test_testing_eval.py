@@ -165,3 +165,34 @@ def test_eval_names_cases_by_their_path_in_the_suite(
     parser = _Rows()
     parser.feed((tmp_path / "report" / "report.html").read_text("utf-8"))
     assert parser.rows == ["en/cases.toml::x", "zh/cases.toml::x"]
+
+
+def test_eval_explains_every_figure_in_one_line(example_eval: EvalRun) -> None:
+    legend = example_eval.out.split("what the figures mean:\n", 1)[1].splitlines()
+    explained = {line.split("  ")[1].strip(): line for line in legend if line.startswith("  ")}
+    assert set(explained) == {"passed", "truthfulness", "citation precision", "status confusion"}
+    assert (
+        "answered and correct − answered where the case expects no answer"
+        in (explained["truthfulness"])
+    )
+    assert "admitted evidence / displayed sources" in explained["citation precision"]
+
+
+def test_eval_says_where_it_wrote_the_report(example_eval: EvalRun) -> None:
+    assert example_eval.out.endswith(
+        f"report: {example_eval.reports / 'report.json'} (and report.html beside it)\n"
+    )
+
+
+def test_eval_without_out_writes_into_eval_report_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["eval", str(EXAMPLES / "weather_zh.toml")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.endswith("report: eval-report/report.json (and report.html beside it)\n")
+    assert sorted(path.name for path in (tmp_path / "eval-report").iterdir()) == [
+        "report.html",
+        "report.json",
+    ]

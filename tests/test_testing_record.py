@@ -33,6 +33,9 @@ from external_query_service.testing import (
     record_world,
     searx_body,
 )
+from external_query_service.testing.recorder import NothingAnswered
+
+from .test_public_github import closed_port
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "湛江港今年吞吐量是多少？"
@@ -330,4 +333,52 @@ def test_a_recording_beyond_its_byte_cap_is_refused_and_writes_nothing(
     out = tmp_path / "capped"
     with pytest.raises(InputError, match="beyond 2000 bytes"):
         record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={}, max_bytes=2000)
+    assert not out.exists()
+
+
+def unreachable_config(folder: Path) -> Path:
+    """A live config whose only provider listens nowhere: every request fails."""
+    path = folder / "down.toml"
+    path.write_text(
+        '[network]\nallowed_networks = ["127.0.0.1/32"]\n\n'
+        f'[[adapters]]\nkind = "searxng"\nid = "searx"\nbase_url = "http://127.0.0.1:{closed_port()}/"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_record_refuses_to_save_a_run_where_no_provider_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "world"
+    code = main(["record", QUESTION, "--config", str(unreachable_config(tmp_path)),
+                 "--out", str(out), "--now", NOW.isoformat()])  # fmt: skip
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (3, "")
+    assert captured.err == (
+        "external-query: record: no provider answered (searx failed (connect_failed)); "
+        "no world written (--allow-failed writes it anyway)\n"
+    )
+    assert not out.exists()
+
+
+def test_record_with_allow_failed_keeps_the_failure_as_a_world(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "world"
+    code = main(["record", QUESTION, "--config", str(unreachable_config(tmp_path)),
+                 "--out", str(out), "--now", NOW.isoformat(), "--allow-failed"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "recorded 1 exchanges (0 bytes)" in captured.out
+    manifest = load_world(out).manifest
+    assert [entry.fault for entry in manifest.search] == ["refused"]
+
+
+def test_record_world_raises_nothing_answered_and_writes_nothing(tmp_path: Path) -> None:
+    settings = Settings.load(unreachable_config(tmp_path))
+    out = tmp_path / "world"
+    with pytest.raises(NothingAnswered) as caught:
+        record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
+    assert [item.status for item in caught.value.answer.attempts] == ["failed"]
     assert not out.exists()

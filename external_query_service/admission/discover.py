@@ -2,7 +2,8 @@
 
 Registry presence is inventory, not readiness: a registry row is projected
 ``ready=false`` whatever it claims, and so is any row missing a lifecycle step
-(declared → installed → enabled → ready) or speaking another protocol.
+(declared → installed → enabled → ready) or speaking another protocol. A configured
+adapter's real readiness probe (``probed_rows``) is an observation: such a row may be ready.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue, StrictBool, StrictStr
 
+from ..models import Readiness
 from .errors import ContractRejected, EvidenceInputError
 from .models import PROTOCOL, ProviderInventory, ProviderRow, parse_model
 
 __all__ = [
     "REGISTRY_REASON",
+    "connector_id",
     "discover",
     "parse_inventory",
+    "probed_rows",
     "project_row",
     "registry_rows",
 ]
@@ -121,6 +125,35 @@ def registry_rows(
             observed_by="registry",
         )
         for provider_id, kind in entries
+    )
+
+
+def connector_id(name: str) -> str:
+    """The provider id of a connector (an adapter kind or a configured adapter's id)."""
+    return f"connector:{name}"
+
+
+def probed_rows(
+    readiness: Mapping[str, Readiness], *, enabled: Mapping[str, bool]
+) -> tuple[ProviderRow, ...]:
+    """Rows for configured adapters from their readiness probes (adapter id → result):
+    declared and installed (configured, and their code loaded), ``enabled`` as configured,
+    ready exactly when the probe found them ready (``observed_by: probe``)."""
+    return tuple(
+        project_row(
+            {
+                "provider_id": connector_id(adapter_id),
+                "provider_kind": "connector",
+                "protocol": PROTOCOL,
+                "declared": True,
+                "installed": True,
+                "enabled": enabled.get(adapter_id, True),
+                "ready": result.ready,
+                "unavailable_reason": result.reason,
+                "observed_by": "probe",
+            }
+        )
+        for adapter_id, result in readiness.items()
     )
 
 

@@ -1,6 +1,7 @@
 """``external-query eval``: run a folder of regression cases and report.
 
-Progress on stderr; the table on stdout; ``report.json`` and ``report.html`` in ``--out``.
+Progress on stderr; the table on stdout, with one line explaining each figure and the
+paths of ``report.json`` and ``report.html`` (in ``--out``, default ``eval-report``).
 Exit codes: 0 every case passed, 1 any case failed, 2 bad input.
 """
 
@@ -15,17 +16,39 @@ from ..errors import InputError
 from ..testing.cases import CaseResult, find_case_files, load_cases
 from ..testing.evaluation import evaluate
 from ..testing.report import render_table, write_reports
+from ._help import EXIT_INPUT, Subparsers, add_command
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_OUT", "register"]
 
+#: Where the reports go without ``--out`` (relative to the working folder).
+DEFAULT_OUT = Path("eval-report")
 _BAR = 24
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    evaluate_ = commands.add_parser("eval", help="run regression cases and report")
+def register(commands: Subparsers) -> None:
+    evaluate_ = add_command(
+        commands,
+        "eval",
+        summary="run regression cases and report",
+        description="Run every [[case]] in a folder of case files, each against its world "
+        "(offline),\nprint a table with the scores, and write report.json and report.html.",
+        exit_codes=[
+            (0, "every case passed"),
+            (1, "some case failed (the table says which)"),
+            EXIT_INPUT,
+        ],
+        examples=[
+            "external-query eval examples/cases",
+            "external-query eval examples/cases/weather_zh.toml --out reports/weather",
+        ],
+    )
     evaluate_.add_argument("cases", type=Path, help="a folder of case files (or one file)")
     evaluate_.add_argument(
-        "--out", type=Path, default=Path("eval-report"), help="folder for report.json/.html"
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"folder for report.json and report.html (default: ./{DEFAULT_OUT})",
     )
     evaluate_.set_defaults(handler=run)
 
@@ -59,5 +82,5 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate(cases, progress=_Progress(sys.stderr))
     sys.stdout.write(render_table(report))
     json_path, html_path = write_reports(report, args.out)
-    sys.stdout.write(f"reports: {json_path} {html_path}\n")
+    sys.stdout.write(f"\nreport: {json_path} (and {html_path.name} beside it)\n")
     return 0 if report.scores.failed == 0 else 1

@@ -4,13 +4,14 @@ contract on the command line (parse, call the contract, print).
 JSON inputs are file paths, never inline JSON. Every command takes ``--ledger PATH``
 (default: the ``--config`` file's ``[ledger] path``, else ``ledger.sqlite3`` under the
 user's data folder), ``--format json|markdown`` (markdown by default) and ``--config``
-(its ``[github]`` endpoints and ``[network]`` policy serve ``method:public-github``).
-JSON output is the record itself, so a saved ``plan``/``admit``/``execute`` output is
-the next command's input. Exit codes: 0 done; 2 input error (``file_unreadable``,
-``invalid_json``, ``non_object_root``, ``bare_providers_array``,
-``settings_unreadable``, … and an unusable ledger), 3 contract rejection or ledger
-blocker — each rendered in the chosen format on stdout (JSON: ``{"error", "code",
-"exit_code"}``; Markdown: one line).
+(its ``[[adapters]]`` serve ``discover --probe``; its ``[github]`` endpoints and
+``[network]`` policy serve ``method:public-github``). JSON output is the record itself, so
+a saved ``plan``/``admit``/``execute`` output is the next command's input. Exit codes: 0
+done; 2 input error (``file_unreadable``, ``invalid_json``, ``non_object_root``,
+``bare_providers_array``, ``settings_unreadable``, … and an unusable ledger), 3 contract
+rejection or ledger blocker. Errors go to stderr in the chosen format (JSON: ``{"error",
+"code", "exit_code"}``; Markdown: one line) and leave stdout empty, so a redirected output
+file never holds an error.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from ..admission import (
     verify_plan,
 )
 from ..admission.canonical import loads_value
+from ..admission.discover import connector_id, probed_rows
 from ..admission.models import Admission, ProviderRow
 from ..clock import system_clock
 from ..errors import InputError, SettingsError
@@ -64,11 +66,17 @@ from ..methods.public_github import (
     github_endpoints,
     provider_row,
 )
-from ..settings import Settings
+from ..service import ExternalQueryService
+from ..settings import LedgerSettings, Settings
+from . import PROG
+from ._help import Subparsers, add_command
 
 __all__ = ["register"]
 
 Format = Literal["json", "markdown"]
+#: discover --probe's public-github row: its readiness is a per-repository visibility check,
+#: which ``plan --public-github`` makes for the repositories it names.
+PUBLIC_GITHUB_PROBED = "probed_per_repository_at_plan"
 Handler = Callable[[argparse.Namespace], int]
 
 #: What a plan made here for a host-executed provider records as its envelope.
@@ -95,79 +103,404 @@ class ExecutionPreview(BaseModel):
 
 # -- registration ------------------------------------------------------------------------------
 
+#: The ``evidence`` group's description: the whole flow, one line per step.
+FLOW = """\
+discover → plan → receipt → admit → readback → retire; save each step with --format json:
+  discover --probe > providers.json  which providers answer right now (ready, or why not)
+  plan > plan.json                   bind your request to exactly one ready provider
+  receipt                            check and record what that provider returned
+  admit > admission.json             admit or reject the receipt's sources, with a reason
+  readback, then retire              write admitted sources to a ledger project; may they retire?"""
+
+EXIT_DONE = (0, "done: the record on stdout")
+EXIT_INPUT = (2, "input error: one line on stderr naming its code (json: {error, code, exit_code})")
+EXIT_REJECTED = (3, "the contract refuses: one line on stderr with its reason")
+_EQ = "external-query"
+#: One request, as the examples write it (" \\\n" breaks an example's line in the epilog).
+_ASK = (
+    '--objective "How are retries configured?" \\\n'
+    '--user-activity "Tune the client" --decision "Which retry limit to set" \\\n'
+    "--evidence-kind documentation"
+)
+_SOURCE = "https://github.com/OWNER/REPO/blob/<40-hex commit>/README.md"
+
+
+def _file(parser: argparse.ArgumentParser, flag: str, help: str, required: bool = False) -> None:
+    parser.add_argument(flag, type=Path, required=required, metavar="FILE", help=help)
+
 
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--ledger", type=Path, help="ledger file (default: under the user's data folder)"
+    _file(
+        common,
+        "--ledger",
+        "ledger file (default: --config's [ledger] path, else under the user's data folder)",
     )
-    common.add_argument("--format", choices=["json", "markdown"], default="markdown")
     common.add_argument(
+        "--format",
+        choices=["json", "markdown"],
+        default="markdown",
+        help="markdown for people (default); json to save as the next step's input",
+    )
+    _file(
+        common,
         "--config",
-        type=Path,
-        help="settings file (TOML): [ledger] path, [github] endpoints, [network] policy",
+        "settings file (TOML): [[adapters]] to probe, [ledger] path, [github] endpoints, "
+        "[network] policy",
     )
     return common
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(commands: Subparsers) -> None:
     common = _common()
-    evidence = commands.add_parser("evidence", help="the evidence admission contract")
-    steps = evidence.add_subparsers(dest="evidence_command", required=True)
+    evidence = add_command(
+        commands,
+        "evidence",
+        summary="the evidence admission contract: discover → plan → receipt → admit → readback",
+        description=FLOW,
+        exit_codes=[EXIT_DONE, EXIT_INPUT, EXIT_REJECTED],
+        examples=[
+            f"{_EQ} evidence discover --probe --config external-query.toml \\\n"
+            "--format json > providers.json",
+            f"{_EQ} evidence plan --help",
+        ],
+    )
+    steps = evidence.add_subparsers(
+        dest="evidence_command", required=True, metavar="STEP", help="one step of the flow"
+    )
+    _register_discover(steps, common)
+    _register_plan(steps, common)
+    _register_receipt(steps, common)
+    _register_admit(steps, common)
+    _register_readback(steps, common)
+    _register_retire(steps, common)
+    _register_execute(steps, common)
+    _register_ledger(commands, common)
 
-    found = steps.add_parser("discover", parents=[common], help="provider inventory")
-    found.add_argument("--connector-registry", action="store_true")
-    found.add_argument("--provider-inventory-json", type=Path)
+
+def _register_discover(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    found = add_command(
+        steps,
+        "discover",
+        parents=[common],
+        summary="list evidence providers and whether each is ready",
+        description="List evidence providers with their lifecycle (declared, installed, "
+        "enabled, ready).\nOnly a real observation makes a provider ready: --probe asks every "
+        "adapter in --config,\nan inventory file states the caller's own observations.",
+        exit_codes=[
+            EXIT_DONE,
+            EXIT_INPUT,
+            (3, "an inventory row the contract refuses (invalid_inventory, duplicate id)"),
+        ],
+        examples=[
+            f"{_EQ} evidence discover --probe --config external-query.toml \\\n"
+            "--format json > providers.json",
+            f"{_EQ} evidence discover --connector-registry --provider-inventory-json mine.json",
+        ],
+    )
+    found.add_argument(
+        "--probe",
+        action="store_true",
+        help="run the readiness probe of every adapter in --config (real, bounded requests); "
+        "an adapter that answers is listed ready",
+    )
+    found.add_argument(
+        "--connector-registry",
+        action="store_true",
+        help="also list every registered connector kind (never ready: registered is not ready)",
+    )
+    _file(
+        found,
+        "--provider-inventory-json",
+        'merge your own observations: a JSON file {"providers": [...]}',
+    )
     found.set_defaults(handler=_guarded(run_discover))
 
-    plan = steps.add_parser("plan", parents=[common], help="bind a request to one provider")
-    plan.add_argument("--objective")
-    plan.add_argument("--user-activity")
-    plan.add_argument("--decision")
-    plan.add_argument("--evidence-kind", action="append", default=[])
-    plan.add_argument("--provider-inventory-json", type=Path)
-    plan.add_argument("--preferred-provider-id")
-    plan.add_argument("--public-github", action="store_true")
-    plan.add_argument("--source", action="append", default=[])
-    plan.add_argument("--search-term", action="append", default=[])
+
+def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    plan = add_command(
+        steps,
+        "plan",
+        parents=[common],
+        summary="bind a request to exactly one ready provider",
+        description="Bind a request (objective, activity, decision, evidence kinds) to one "
+        "ready provider:\nfrom an inventory (--provider-inventory-json), or method:public-github "
+        "(--public-github).",
+        exit_codes=[
+            EXIT_DONE,
+            EXIT_INPUT,
+            (
+                3,
+                "refused: no_ready_provider, several_ready_providers (pass\n"
+                "--preferred-provider-id), repository_not_public, github_unreachable, …",
+            ),
+        ],
+        examples=[
+            f"{_EQ} evidence plan {_ASK} \\\n"
+            "--provider-inventory-json providers.json --format json > plan.json",
+            f"{_EQ} evidence plan {_ASK} \\\n"
+            f"--public-github --source {_SOURCE} \\\n"
+            "--search-term retries --format json > plan.json",
+        ],
+    )
+    plan.add_argument(
+        "--objective", required=True, help="what the evidence is for, in one sentence"
+    )
+    plan.add_argument("--user-activity", required=True, help="what the user is doing that needs it")
+    plan.add_argument("--decision", required=True, help="the decision the evidence informs")
+    plan.add_argument(
+        "--evidence-kind",
+        action="append",
+        required=True,
+        metavar="KIND",
+        help="a kind of evidence wanted, one token (repeat for several)",
+    )
+    _file(
+        plan,
+        "--provider-inventory-json",
+        "the providers to choose from (discover's JSON output); needed without --public-github",
+    )
+    plan.add_argument(
+        "--preferred-provider-id",
+        metavar="ID",
+        help="select this provider (it must be ready); needed when several are ready",
+    )
+    plan.add_argument(
+        "--public-github",
+        action="store_true",
+        help="plan method:public-github: each --source repository's visibility is checked now",
+    )
+    plan.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="with --public-github: https://github.com/OWNER/REPO/blob/<40-hex commit>/PATH "
+        "(repeat)",
+    )
+    plan.add_argument(
+        "--search-term",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="with --public-github: a literal to find in each file (repeat)",
+    )
     plan.set_defaults(handler=_guarded(run_plan))
 
-    receipt = steps.add_parser("receipt", parents=[common], help="check and record a receipt")
-    receipt.add_argument("--plan-json", type=Path)
-    receipt.add_argument("--receipt-json", type=Path)
+
+def _plan_and_receipt(parser: argparse.ArgumentParser) -> None:
+    _file(parser, "--plan-json", "the plan (plan's JSON output)", required=True)
+    _file(
+        parser,
+        "--receipt-json",
+        "the provider's receipt for that plan (JSON; execute writes one for public-github)",
+        required=True,
+    )
+
+
+def _register_receipt(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    receipt = add_command(
+        steps,
+        "receipt",
+        parents=[common],
+        summary="check a provider's receipt against its plan and record it",
+        description="Check a provider's receipt against its plan and record it in the ledger.\n"
+        "A recorded receipt is an observation only: not proof the provider ran, not coverage, "
+        "not admission.",
+        exit_codes=[
+            (0, "done: the receipt is recorded (the observation on stdout)"),
+            EXIT_INPUT,
+            (3, "refused: plan_id_mismatch, foreign_provider, request_tampered, …"),
+        ],
+        examples=[
+            f"{_EQ} evidence receipt --plan-json plan.json --receipt-json receipt.json",
+            f"{_EQ} evidence receipt --plan-json plan.json --receipt-json receipt.json \\\n"
+            "--ledger research.sqlite3 --format json",
+        ],
+    )
+    _plan_and_receipt(receipt)
     receipt.set_defaults(handler=_guarded(run_receipt))
 
-    admit = steps.add_parser("admit", parents=[common], help="admit or reject sources")
-    admit.add_argument("--plan-json", type=Path)
-    admit.add_argument("--receipt-json", type=Path)
-    admit.add_argument("--decision", choices=["admit", "reject"])
-    admit.add_argument("--reason")
-    admit.add_argument("--admit-source", action="append", default=[])
+
+def _register_admit(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    admit = add_command(
+        steps,
+        "admit",
+        parents=[common],
+        summary="admit or reject a receipt's sources, with a reason",
+        description="Record your decision on a receipt: admit named sources, or reject it.\n"
+        "Nothing is ever admitted automatically.",
+        exit_codes=[
+            EXIT_DONE,
+            EXIT_INPUT,
+            (3, "refused: unknown_source (not in the receipt), a tampered plan or receipt, …"),
+        ],
+        examples=[
+            f"{_EQ} evidence admit --plan-json plan.json --receipt-json receipt.json \\\n"
+            '--decision admit --reason "states the retry limit" \\\n'
+            "--admit-source https://docs.example.org/retries --format json > admission.json",
+            f"{_EQ} evidence admit --plan-json plan.json --receipt-json receipt.json \\\n"
+            '--decision reject --reason "off topic"',
+        ],
+    )
+    _plan_and_receipt(admit)
+    admit.add_argument(
+        "--decision",
+        choices=["admit", "reject"],
+        required=True,
+        help="admit the named sources, or reject the receipt",
+    )
+    admit.add_argument("--reason", required=True, help="why, in one line (kept with the decision)")
+    admit.add_argument(
+        "--admit-source",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="a source_ref of the receipt to admit (repeat; admit needs one, reject none)",
+    )
     admit.set_defaults(handler=_guarded(run_admit))
 
-    readback = steps.add_parser("readback", parents=[common], help="the shared projection")
-    readback.add_argument("--plan-json", type=Path)
-    readback.add_argument("--receipt-json", type=Path)
-    readback.add_argument("--admission-json", type=Path)
-    readback.add_argument("--project")
-    readback.add_argument("--execute", action="store_true")
+
+def _register_readback(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    readback = add_command(
+        steps,
+        "readback",
+        parents=[common],
+        summary="show the admitted evidence; --execute writes it to a ledger project",
+        description="The one projection of plan, receipt and decision (compact findings, "
+        "references, digests).\nWith --project it compares with the ledger project; "
+        "with --execute it writes the admitted sources there.",
+        exit_codes=[
+            EXIT_DONE,
+            EXIT_INPUT,
+            (
+                3,
+                "refused, or --execute met a write blocker (project_not_started,\n"
+                "question_mismatch, …): the projection still prints on stdout",
+            ),
+        ],
+        examples=[
+            f"{_EQ} evidence readback --plan-json plan.json --receipt-json receipt.json \\\n"
+            "--admission-json admission.json",
+            f"{_EQ} evidence readback --plan-json plan.json --receipt-json receipt.json \\\n"
+            "--admission-json admission.json --project retries --execute",
+        ],
+    )
+    _plan_and_receipt(readback)
+    _file(
+        readback,
+        "--admission-json",
+        "the decision (admit's JSON output); without it the sources are shown unjudged",
+    )
+    readback.add_argument(
+        "--project", help="ledger project to compare with (or write to, with --execute)"
+    )
+    readback.add_argument(
+        "--execute",
+        action="store_true",
+        help="write the admitted sources into --project (needs --admission-json)",
+    )
     readback.set_defaults(handler=_guarded(run_readback))
 
-    retired = steps.add_parser("retire", parents=[common], help="retirement readiness")
-    retired.add_argument("--admission-json", type=Path)
-    retired.add_argument("--downstream-source", action="append", default=[])
+
+def _register_retire(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    retired = add_command(
+        steps,
+        "retire",
+        parents=[common],
+        summary="say whether an admission may retire",
+        description="An admission retires once every admitted source was read back downstream\n"
+        "(the ledger's readback counts, and so does each --downstream-source); a rejection "
+        "retires at once.",
+        exit_codes=[
+            (0, "done: the state (retained or retired) on stdout"),
+            EXIT_INPUT,
+            (3, "refused: admission_tampered"),
+        ],
+        examples=[
+            f"{_EQ} evidence retire --admission-json admission.json",
+            f"{_EQ} evidence retire --admission-json admission.json \\\n"
+            "--downstream-source https://docs.example.org/retries --format json",
+        ],
+    )
+    _file(retired, "--admission-json", "the decision (admit's JSON output)", required=True)
+    retired.add_argument(
+        "--downstream-source",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="an admitted source_ref already read back elsewhere (repeat)",
+    )
     retired.set_defaults(handler=_guarded(run_retire))
 
-    execute = steps.add_parser("execute", parents=[common], help="run method:public-github")
-    execute.add_argument("--plan-json", type=Path)
-    execute.add_argument("--execute", action="store_true")
+
+def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    execute = add_command(
+        steps,
+        "execute",
+        parents=[common],
+        summary="run a method:public-github plan and record its receipt",
+        description="Run a method:public-github plan: anonymous, bounded reads of the planned "
+        "files.\nWithout --execute it only previews what would be read.",
+        exit_codes=[
+            (0, "done: the preview, or the receipt (recorded in the ledger) on stdout"),
+            EXIT_INPUT,
+            (3, "refused: provider_not_executable, endpoint_mismatch, a tampered plan"),
+        ],
+        examples=[
+            f"{_EQ} evidence execute --plan-json plan.json",
+            f"{_EQ} evidence execute --plan-json plan.json --execute --format json > receipt.json",
+        ],
+    )
+    _file(
+        execute,
+        "--plan-json",
+        "a method:public-github plan (plan --public-github's JSON output)",
+        required=True,
+    )
+    execute.add_argument(
+        "--execute",
+        action="store_true",
+        help="authorise the reads (without it: a preview, nothing is read)",
+    )
     execute.set_defaults(handler=_guarded(run_execute))
 
-    ledger = commands.add_parser("ledger", help="the research ledger")
-    ledger_steps = ledger.add_subparsers(dest="ledger_command", required=True)
-    start = ledger_steps.add_parser("start", parents=[common], help="start a research project")
-    start.add_argument("--project")
-    start.add_argument("--question")
+
+def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> None:
+    exits = [
+        (0, "done: the project on stdout (starting it again with the same question is a no-op)"),
+        EXIT_INPUT,
+        (3, "refused: project_question_conflict (the project has another question)"),
+    ]
+    examples = [
+        f'{_EQ} ledger start --project retries --question "How are retries configured?"',
+        f'{_EQ} ledger start --project retries --question "How are retries configured?" \\\n'
+        "--ledger research.sqlite3 --format json",
+    ]
+    ledger = add_command(
+        commands,
+        "ledger",
+        summary="the research ledger (SQLite) that readback writes to",
+        exit_codes=exits,
+        examples=examples,
+    )
+    ledger_steps = ledger.add_subparsers(
+        dest="ledger_command", required=True, metavar="STEP", help="what to do with the ledger"
+    )
+    start = add_command(
+        ledger_steps,
+        "start",
+        parents=[common],
+        summary="start a research project",
+        description="Start a research project. readback --execute writes a plan's admitted "
+        "sources\ninto it only when the plan's objective is this question.",
+        exit_codes=exits,
+        examples=examples,
+    )
+    start.add_argument("--project", required=True, help="the project's name")
+    start.add_argument(
+        "--question", required=True, help="the research question (a plan's objective)"
+    )
     start.set_defaults(handler=_guarded(run_ledger_start))
 
 
@@ -190,7 +523,8 @@ def _guarded(handler: Handler) -> Handler:
 
 
 def _fail(code: str, message: str, exit_code: int, fmt: Format) -> int:
-    sys.stdout.write(render_error(code, message, exit_code, fmt))
+    # stderr, whatever the format: `plan … > plan.json` must never save an error as a plan.
+    sys.stderr.write(render_error(code, message, exit_code, fmt))
     return exit_code
 
 
@@ -204,12 +538,13 @@ def _print(record: BaseModel, fmt: Format, *notes: str) -> None:
 # -- inputs --------------------------------------------------------------------------------------
 
 
-def _need(args: argparse.Namespace, *names: str) -> None:
+def _need(args: argparse.Namespace, *names: str, why: str = "here") -> None:
+    """Flags a mode needs (argparse marks the always-required ones itself)."""
     missing = [
         "--" + name.replace("_", "-") for name in names if getattr(args, name) in (None, [], "")
     ]
     if missing:
-        raise EvidenceInputError("missing_argument", f"{', '.join(missing)} required here")
+        raise EvidenceInputError("missing_argument", f"{', '.join(missing)} required {why}")
 
 
 def load_json_input(path: Path) -> JsonValue:
@@ -287,20 +622,39 @@ def _run_async(args: argparse.Namespace, factory: Callable[[PublicGitHub], Any])
 
 
 def run_discover(args: argparse.Namespace) -> int:
-    groups: list[Sequence[ProviderRow]] = [(provider_row(ready=False, reason="not_probed"),)]
+    if args.probe:
+        _need(args, "config", why="with --probe (it names the adapters to probe)")
+    # public-github's readiness is a per-repository visibility check: plan --public-github.
+    github_reason = PUBLIC_GITHUB_PROBED if args.probe else "not_probed"
+    groups: list[Sequence[ProviderRow]] = [(provider_row(ready=False, reason=github_reason),)]
     if args.connector_registry:
-        groups.append(registry_rows((f"connector:{kind}", "connector") for kind in known_kinds()))
+        groups.append(registry_rows((connector_id(kind), "connector") for kind in known_kinds()))
     if args.provider_inventory_json is not None:
         root = load_json_input(args.provider_inventory_json)
         groups.append(parse_inventory(root, origin=str(args.provider_inventory_json)))
+    if args.probe:
+        # Last: a probe made just now supersedes registry presence and older observations.
+        groups.append(_probe(_settings(args)))
     _print(discover(*groups), args.format)
     return 0
 
 
+def _probe(settings: Settings) -> tuple[ProviderRow, ...]:
+    """Every configured adapter's real readiness probe, through the service that answers."""
+    # Probing reads no ledger and asks no model: leave both out of the service.
+    quiet = settings.model_copy(update={"ledger": LedgerSettings(), "llm": None})
+    try:
+        with ExternalQueryService(quiet) as service:
+            readiness = service.probe()
+    except InputError as exc:
+        raise EvidenceInputError("settings_unreadable", str(exc)) from None
+    enabled = {adapter.id: adapter.enabled for adapter in settings.adapters}
+    return probed_rows(readiness, enabled=enabled)
+
+
 def run_plan(args: argparse.Namespace) -> int:
-    _need(args, "objective", "user_activity", "decision", "evidence_kind")
     if args.public_github:
-        _need(args, "source", "search_term")
+        _need(args, "source", "search_term", why="with --public-github")
         made: EvidencePlan = _run_async(
             args,
             lambda method: method.plan(
@@ -318,7 +672,7 @@ def run_plan(args: argparse.Namespace) -> int:
         raise EvidenceInputError(
             "missing_argument", "--source and --search-term need --public-github"
         )
-    _need(args, "provider_inventory_json")
+    _need(args, "provider_inventory_json", why="(or plan with --public-github)")
     rows = parse_inventory(
         load_json_input(args.provider_inventory_json), origin=str(args.provider_inventory_json)
     )
@@ -334,7 +688,6 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_receipt(args: argparse.Namespace) -> int:
-    _need(args, "plan_json", "receipt_json")
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     observation = check_receipt(plan, receipt)
     with Ledger(_ledger_path(args)) as ledger:
@@ -348,7 +701,6 @@ def _recorded(inserted: bool, seq: int) -> str:
 
 
 def run_admit(args: argparse.Namespace) -> int:
-    _need(args, "plan_json", "receipt_json", "decision", "reason")
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     admission = decide(
         plan,
@@ -365,9 +717,8 @@ def run_admit(args: argparse.Namespace) -> int:
 
 
 def run_readback(args: argparse.Namespace) -> int:
-    _need(args, "plan_json", "receipt_json")
     if args.execute:
-        _need(args, "admission_json", "project")
+        _need(args, "admission_json", "project", why="with --execute")
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     admission = _admission(args.admission_json) if args.admission_json else None
     if admission is not None:
@@ -392,11 +743,15 @@ def run_readback(args: argparse.Namespace) -> int:
             )
     readback = project(plan, receipt, admission, ledger=coverage)
     _print(readback, args.format)
-    return 3 if coverage is not None and coverage.executed and coverage.write_blockers else 0
+    if coverage is not None and coverage.executed and coverage.write_blockers:
+        # The projection above is the result; stderr says in one line why exit is 3.
+        blockers = ", ".join(coverage.write_blockers)
+        sys.stderr.write(f"{PROG}: readback: not every source was written ({blockers})\n")
+        return 3
+    return 0
 
 
 def run_retire(args: argparse.Namespace) -> int:
-    _need(args, "admission_json")
     admission = _admission(args.admission_json)
     downstream: list[DownstreamSource | str] = list(args.downstream_source)
     path = _ledger_path(args)
@@ -413,7 +768,6 @@ def run_retire(args: argparse.Namespace) -> int:
 
 
 def run_execute(args: argparse.Namespace) -> int:
-    _need(args, "plan_json")
     plan = _plan(args.plan_json)
     if plan.selected_provider.provider_id != PUBLIC_GITHUB:
         raise ContractRejected(
@@ -442,7 +796,6 @@ def _strings(value: JsonValue) -> Sequence[str]:
 
 
 def run_ledger_start(args: argparse.Namespace) -> int:
-    _need(args, "project", "question")
     with Ledger(_ledger_path(args)) as ledger:
         started = ledger.start_project(args.project, args.question)
     _print(started, args.format)

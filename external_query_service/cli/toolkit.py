@@ -24,6 +24,7 @@ from ..toolkit.errors import ToolkitError
 from ..toolkit.operations import ToolkitSession
 from ..toolkit.taskfile import load_inputs, load_task, resolve_inputs
 from ..toolkit.tasks import EvidenceTask
+from ._help import Subparsers, add_command
 
 __all__ = ["EXIT_CHECKS_FAILED", "register"]
 
@@ -31,24 +32,88 @@ __all__ = ["EXIT_CHECKS_FAILED", "register"]
 EXIT_CHECKS_FAILED = 3
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    check = commands.add_parser("check-task", help="validate a task file (and inputs) statically")
+def register(commands: Subparsers) -> None:
+    check = add_command(
+        commands,
+        "check-task",
+        summary="validate a task file (and inputs) statically",
+        description="Validate a task file, and with --inputs-json its runtime inputs, without "
+        "any request.\nPrints the task (and the inputs' digest and categories) as JSON.",
+        exit_codes=[
+            (0, "valid: the summary (JSON) on stdout"),
+            (2, "invalid: one line on stderr naming what is wrong"),
+        ],
+        examples=[
+            "external-query check-task tasks/vendor.toml",
+            "external-query check-task tasks/vendor.toml --inputs-json inputs.json",
+        ],
+    )
     check.add_argument("task", type=Path, help="task file (.toml or .json)")
-    check.add_argument("--inputs-json", type=Path, help="runtime inputs to validate as well")
+    check.add_argument(
+        "--inputs-json",
+        type=Path,
+        metavar="FILE",
+        help="runtime inputs (JSON) to validate as well, including a free output name",
+    )
     check.set_defaults(handler=check_task)
 
-    run = commands.add_parser("run-task", help="collect evidence for a task and save its report")
+    run = add_command(
+        commands,
+        "run-task",
+        summary="collect evidence for a task and save its report",
+        description="Collect evidence for a task over the network, save its report under the "
+        "task's\nreports folder (never overwriting one), and print the receipt and checks as "
+        "JSON.",
+        exit_codes=[
+            (0, "the report is saved and every required category has a verified quote"),
+            (2, "bad input (also an output file that already exists): one line on stderr"),
+            (EXIT_CHECKS_FAILED, "the report is saved, but some required category is not backed"),
+        ],
+        examples=[
+            "external-query run-task tasks/vendor.toml --inputs-json inputs.json",
+            "external-query run-task tasks/vendor.toml --inputs-json inputs.json "
+            "--config external-query.toml \\\n--now 2026-03-01T10:00:00+08:00",
+        ],
+    )
     run.add_argument("task", type=Path, help="task file (.toml or .json)")
-    run.add_argument("--inputs-json", type=Path, required=True, help="runtime inputs (JSON)")
-    run.add_argument("--config", type=Path, help="settings file (TOML): network policy")
-    run.add_argument("--now", help="the clock for created_at: ISO datetime with an offset")
+    run.add_argument(
+        "--inputs-json", type=Path, required=True, metavar="FILE", help="runtime inputs (JSON)"
+    )
+    run.add_argument(
+        "--config", type=Path, metavar="FILE", help="settings file (TOML): network policy"
+    )
+    run.add_argument(
+        "--now", metavar="ISO", help="the clock for created_at: ISO datetime with an offset"
+    )
     run.set_defaults(handler=run_task)
 
-    mcp = commands.add_parser("mcp", help="serve the toolkit and the answer chain over MCP stdio")
-    mcp.add_argument("--config", type=Path, help="settings file (TOML)")
-    mcp.add_argument("--task", type=Path, help="task file for the toolkit tools")
-    mcp.add_argument("--inputs-json", type=Path, help="runtime inputs for --task (JSON)")
-    mcp.add_argument("--now", help="the clock for time checks: ISO datetime with an offset")
+    mcp = add_command(
+        commands,
+        "mcp",
+        summary="serve the toolkit and the answer chain over MCP stdio",
+        description="Serve the answer chain (and, with --task, the evidence toolkit) to one MCP "
+        "client\nover stdio. Needs the extra: pip install 'external_query_service[mcp]'.",
+        exit_codes=[
+            (0, "the client closed the session"),
+            (2, "bad input, or the MCP extra is not installed: one line on stderr"),
+        ],
+        examples=[
+            "external-query mcp --config /path/to/external-query.toml",
+            "external-query mcp --config /path/to/external-query.toml \\\n"
+            "--task /path/to/task.toml --inputs-json /path/to/inputs.json",
+        ],
+    )
+    mcp.add_argument("--config", type=Path, metavar="FILE", help="settings file (TOML)")
+    mcp.add_argument("--task", type=Path, metavar="FILE", help="task file for the toolkit tools")
+    mcp.add_argument(
+        "--inputs-json",
+        type=Path,
+        metavar="FILE",
+        help="runtime inputs for --task (JSON); --task and --inputs-json go together",
+    )
+    mcp.add_argument(
+        "--now", metavar="ISO", help="the clock for time checks: ISO datetime with an offset"
+    )
     mcp.set_defaults(handler=serve_mcp)
 
 

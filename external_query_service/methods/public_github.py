@@ -4,9 +4,12 @@ Anonymous, bounded GETs only — no token, cookie, proxy credential or redirect 
 named by ``https://github.com/OWNER/REPO/blob/<40-hex commit>/PATH`` (branch and tag URLs
 and other hosts are refused at planning, before any request). Repository visibility is
 checked through the API when planning and again before every read; a file must be UTF-8
-text; the finding is the literal matches of the search terms. A failed source's
-limitation names the step it reached and the HTTP status, never a response body or an
-exception text. Partial successes are kept. ``accessed_at`` is taken after each read,
+text; the finding is the literal matches of the search terms. Only GitHub's answer can
+make a repository "not public" (404, or ``private``); no answer at all (DNS, refused
+connection, timeout) is ``github_unreachable``, another status ``visibility_unknown``. A
+failed source's limitation names the step it reached and the HTTP status (or that the
+network gave no answer), never a response body or an exception text. Partial successes
+are kept. ``accessed_at`` is taken after each read,
 ``completed_at`` after all of them.
 """
 
@@ -193,16 +196,34 @@ def provider_row(*, ready: bool, reason: str | None = None) -> ProviderRow:
 class Visibility:
     repository: str
     public: bool
-    #: The HTTP status of the API answer, when there was one.
+    #: The HTTP status of the API answer; None when the network gave no answer.
     status: int | None
     detail: str
+    #: Why not public: ``repository_not_public`` only when GitHub said so (404 — private
+    #: and missing look the same — or ``private``), ``github_unreachable`` when nothing
+    #: answered, ``visibility_unknown`` for any other answer. None when public.
+    reason: str | None = None
+
+    def refusal(self) -> ContractRejected:
+        where = f"{self.repository}: visibility check {self.detail}"
+        return ContractRejected(self.reason or "repository_not_public", where)
+
+
+#: No answer at all: the network, not the repository, and which way it failed.
+_NO_ANSWER = {
+    "resolve_failed": "host name not resolved",
+    "connect_failed": "connection failed",
+    "deadline_exceeded": "timed out",
+    "blocked_destination": "address outside the network policy",
+}
 
 
 def _status_text(exc: FetchError) -> tuple[int | None, str]:
-    # HTTP statuses stay visible; bodies, exception texts and transport reasons do not.
+    # HTTP statuses and the kind of network failure stay visible; bodies and exception
+    # texts (which may quote the server) do not.
     if isinstance(exc, UpstreamStatus):
         return exc.status, f"HTTP {exc.status}"
-    return None, "no HTTP status"
+    return None, f"not reached: {_NO_ANSWER.get(exc.reason, 'no answer')}; no HTTP status"
 
 
 def _literal_findings(text: str, terms: Sequence[str]) -> str:
@@ -259,18 +280,29 @@ class PublicGitHub:
             answer = await self._api.get_bytes(f"repos/{source.owner}/{source.repo}")
         except FetchError as exc:
             status, text = _status_text(exc)
-            return Visibility(source.repository, False, status, text)
+            if status is None:
+                reason = "github_unreachable"
+            elif status == 404:
+                reason = "repository_not_public"
+            else:
+                reason = "visibility_unknown"
+            return Visibility(source.repository, False, status, text, reason)
         try:
             data = json.loads(answer.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            return Visibility(source.repository, False, answer.status, "HTTP 200, unreadable")
+            unreadable = f"HTTP {answer.status}, unreadable"
+            return Visibility(
+                source.repository, False, answer.status, unreadable, "visibility_unknown"
+            )
         public = (
             isinstance(data, dict)
             and data.get("private") is False
             and data.get("visibility", "public") == "public"
         )
-        detail = f"HTTP {answer.status}" + ("" if public else ", repository not public")
-        return Visibility(source.repository, public, answer.status, detail)
+        if public:
+            return Visibility(source.repository, True, answer.status, f"HTTP {answer.status}")
+        detail = f"HTTP {answer.status}, repository not public"
+        return Visibility(source.repository, False, answer.status, detail, "repository_not_public")
 
     async def plan(
         self,
@@ -285,7 +317,9 @@ class PublicGitHub:
         """Refuse unsupported URLs before any request, probe every repository's
         visibility, then bind the request to this method. Rejections:
         ``unsupported_source_url``, ``missing_source``, ``missing_search_term``,
-        ``repository_not_public`` and the plan's own."""
+        ``repository_not_public`` (GitHub says so), ``github_unreachable`` (no answer:
+        DNS, connection, timeout), ``visibility_unknown`` (another status) and the plan's
+        own."""
         request = build_request(objective, user_activity, decision, evidence_kinds)
         parsed = [parse_source_url(url) for url in dict.fromkeys(sources)]
         terms = list(dict.fromkeys(term for term in search_terms if term.strip()))
@@ -301,9 +335,7 @@ class PublicGitHub:
             first = next(source for source in parsed if source.repository == repository)
             seen = await self.visibility(first)
             if not seen.public:
-                raise ContractRejected(
-                    "repository_not_public", f"{repository}: visibility check {seen.detail}"
-                )
+                raise seen.refusal()
         return build_plan(
             request,
             [provider_row(ready=True)],

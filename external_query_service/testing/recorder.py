@@ -3,7 +3,9 @@
 ``RecordingRuntime`` is an ``HttpRuntime`` (pass it as ``ExternalQueryService(http=...)``)
 whose fetcher and endpoints note every response: bodies as received (bounded by the
 network caps, with digests), redirect hops, and failures as the fault that replays them.
-``record_world`` runs one question that way, with a fixed clock, and writes the world.
+``record_world`` runs one question that way, with a fixed clock, and writes the world —
+unless no provider answered at all (``NothingAnswered``): such a world would only replay
+the failures of one moment, so keeping it takes ``allow_failed=True``.
 Request headers, adapter options and the ``[llm]`` section never reach disk; see
 ``secrets.py`` for the rest.
 """
@@ -27,6 +29,7 @@ from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     ContentTooLarge,
+    ExternalQueryError,
     FetchDeadlineExceeded,
     FetchError,
     InputError,
@@ -53,7 +56,7 @@ from .world_files import (
     write_world,
 )
 
-__all__ = ["RecordResult", "Recording", "RecordingRuntime", "record_world"]
+__all__ = ["NothingAnswered", "RecordResult", "Recording", "RecordingRuntime", "record_world"]
 
 #: Network settings that describe one machine, not the world: never recorded.
 _LOCAL_NETWORK_KEYS = ("allowed_networks", "resolve", "connect_to", "ca_bundle")
@@ -96,6 +99,14 @@ class Recording:
             self._bytes += len(exchange.body or b"")
             self._seen.add(exchange.url)
             self.exchanges.append(exchange)
+
+    @property
+    def answered(self) -> bool:
+        """Whether any provider answered with a body: a success, not a status or a fault."""
+        return any(
+            item.fault is None and item.redirect_to is None and item.status < 400 and item.body
+            for item in self.exchanges
+        )
 
     def page(self, page: FetchedPage) -> None:
         chain = [page.url, *page.redirects]
@@ -335,6 +346,19 @@ def _build_world(
     return _WorldParts(manifest, files, tuple(scrubbed))
 
 
+class NothingAnswered(ExternalQueryError):
+    """No provider answered the recorded run (every request failed, or none was made);
+    nothing was written. ``answer`` is the run's answer, whose attempts say why."""
+
+    def __init__(self, answer: ExternalAnswer) -> None:
+        self.answer = answer
+        attempts = ", ".join(
+            f"{item.adapter_id} {item.status}" + (f" ({item.reason})" if item.reason else "")
+            for item in answer.attempts
+        )
+        super().__init__(f"no provider answered ({attempts or 'no adapter was tried'})")
+
+
 @dataclass(frozen=True)
 class RecordResult:
     directory: Path
@@ -355,6 +379,7 @@ def record_world(
     now: datetime | None = None,
     environ: Mapping[str, str] | None = None,
     max_bytes: int = MAX_WORLD_BYTES,
+    allow_failed: bool = False,
 ) -> RecordResult:
     """Answer ``question`` against the providers ``settings`` name, recording everything
     fetched, and write the world to ``out`` (a new or empty folder).
@@ -363,6 +388,8 @@ def record_world(
     ``accessed_at`` and every date check. The ``[llm]`` section is left out (a model's
     reply is not part of the world), and so are local-docs adapters. ``out`` also gets
     ``answer.json`` (the recorded answer) and ``semantics.json`` when semantics were given.
+    When no provider answered with a body, nothing is written and ``NothingAnswered`` is
+    raised, unless ``allow_failed``.
     """
     check_free_folder(out)  # before any request: a run is not wasted on a taken folder
     environ = os.environ if environ is None else environ
@@ -375,6 +402,8 @@ def record_world(
     if runtime.recording.overflow:
         # The answer went on without what did not fit; such a world would not replay it.
         raise InputError(f"the recording grew beyond {max_bytes} bytes; allow more (--max-bytes)")
+    if not allow_failed and not runtime.recording.answered:
+        raise NothingAnswered(answer)
 
     out = Path(out)
     semantics_data = (

@@ -13,7 +13,18 @@ from typing import Any
 
 from .evaluation import STATUSES, EvalReport
 
-__all__ = ["render_html", "render_json", "render_table", "write_reports"]
+__all__ = ["FIGURES", "render_html", "render_json", "render_table", "write_reports"]
+
+#: One line per figure of the summary: what it counts (``evaluation.py`` defines them).
+FIGURES = (
+    ("passed", "cases whose answer met every expectation of its case"),
+    (
+        "truthfulness",
+        "(answered and correct − answered where the case expects no answer) / all cases; -1 to +1",
+    ),
+    ("citation precision", "displayed sources that are admitted evidence / displayed sources"),
+    ("status confusion", "rows: the status each case expects; columns: the status it got"),
+)
 
 
 def _ratio(value: float | None) -> str:
@@ -57,7 +68,11 @@ def render_table(report: EvalReport) -> str:
         f"answered but unsupported {scores.answered_unsupported})",
         f"citation precision: {_ratio(scores.citation_precision)} "
         f"({scores.displayed_admitted}/{scores.displayed_sources} displayed sources admitted)",
+        "",
+        "what the figures mean:",
     ]
+    width = max(len(name) for name, _ in FIGURES)
+    lines += [f"  {name:<{width}}  {meaning}" for name, meaning in FIGURES]
     return "\n".join(lines) + "\n"
 
 
@@ -137,6 +152,7 @@ def render_html(report: EvalReport, *, title: str = "external-query eval") -> st
 <h1>{_e(title)}</h1>
 <p>passed {scores["passed"]}/{scores["total"]} · truthfulness {scores["truthfulness"]:+.2f} ·
 citation precision {_ratio(scores["citation_precision"])}</p>
+<ul>{"".join(f"<li>{_e(name)}: {_e(meaning)}</li>" for name, meaning in FIGURES)}</ul>
 <h2>status confusion</h2>
 <table class="scores"><tr><th>expected \\ actual</th>{heads}</tr>
 {matrix}</table>
