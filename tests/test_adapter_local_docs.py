@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from external_query_service import ExternalQueryService
+from external_query_service import ExternalQueryService, SettingsError
 from external_query_service.adapters import local_docs
 from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters.local_docs import LocalDocsAdapter
@@ -231,17 +231,28 @@ def test_an_edited_file_is_read_again(docs: Path) -> None:
     assert second.evidence[0].raw_digest == sha256_digest((docs / "install.md").read_bytes())
 
 
-def test_a_missing_root_is_not_ready_and_gathers_nothing(tmp_path: Path) -> None:
-    missing = _adapter(tmp_path / "nope")
-    unset = _adapter(None)
+def test_a_root_that_is_not_a_folder_at_start_is_a_settings_error(tmp_path: Path) -> None:
     a_file = tmp_path / "file.md"
     a_file.write_text("# x\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"root is not a folder: .*nope"):
+        _adapter(tmp_path / "nope")
+    with pytest.raises(SettingsError, match=r"root is not a folder: .*file\.md"):
+        _adapter(a_file)
+    with pytest.raises(SettingsError, match="set root = FOLDER"):
+        _adapter(None)
+    with pytest.raises(SettingsError, match="root is not a folder"):
+        ExternalQueryService(Settings().with_docs(tmp_path / "nope"))
 
-    assert missing.readiness() == Readiness(ready=False, reason="root_missing")
-    assert unset.readiness() == Readiness(ready=False, reason="root_missing")
-    assert asyncio.run(missing.probe()) == Readiness(ready=False, reason="root_missing")
-    assert _adapter(a_file).readiness() == Readiness(ready=False, reason="root_not_directory")
-    outcome = _gather(missing, _plan("安装"))
+
+def test_a_root_that_vanishes_later_is_not_ready_and_gathers_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    adapter = _adapter(root)
+    root.rmdir()
+
+    assert adapter.readiness() == Readiness(ready=False, reason="root_missing")
+    assert asyncio.run(adapter.probe()) == Readiness(ready=False, reason="root_missing")
+    outcome = _gather(adapter, _plan("安装"))
     assert (outcome.status, outcome.reason) == ("failed", "root_missing")
 
 
@@ -335,22 +346,6 @@ def test_a_root_named_through_a_symlink_is_read_from_its_target(docs: Path, tmp_
 
     assert outcome.status == "ok"
     assert outcome.evidence[0].url == "docs://docs/install.md"
-
-
-def test_a_root_that_appears_after_construction_is_pinned_at_the_first_gather(
-    tmp_path: Path,
-) -> None:
-    root = tmp_path / "later"
-    adapter = _adapter(root)
-    root.mkdir()
-    (root / "install.md").write_text(INSTALL, encoding="utf-8")
-
-    first = _gather(adapter, _plan("如何用 pip 安装"))
-    _swap_for_a_symlink(root, tmp_path)
-    second = _gather(adapter, _plan("如何用 pip 安装"))
-
-    assert first.status == "ok"
-    assert (second.status, second.reason) == ("failed", "root_changed")
 
 
 def test_after_a_root_swap_the_answer_names_the_swap_and_quotes_nothing_from_the_other_folder(

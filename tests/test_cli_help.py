@@ -11,9 +11,6 @@ import pytest
 
 from external_query_service.cli import build_parser, main
 
-#: The commands whose help this suite holds to the standard (``ask`` has its own).
-COMMANDS = ("evidence", "ledger", "check-task", "run-task", "mcp", "record", "eval")
-
 
 def _children(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
@@ -31,8 +28,10 @@ def _walk(
 
 
 def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command and sub-command the CLI has."""
     top = _children(build_parser())
-    return [found for command in COMMANDS for found in _walk(command, top[command])]
+    assert {"ask", "evidence", "ledger", "record", "eval", "mcp"} <= set(top)
+    return [found for command, parser in top.items() for found in _walk(command, parser)]
 
 
 PARSERS = parsers()

@@ -31,7 +31,7 @@ from urllib.parse import quote
 from pydantic import JsonValue
 
 from ..digests import sha256_digest
-from ..errors import ExtractionFailed
+from ..errors import ExtractionFailed, SettingsError
 from ..models import Evidence, ExternalQueryPlan, ProviderType, Readiness
 from ..settings import AdapterSettings
 from ..text.chunk import Chunk, chunk_text
@@ -133,6 +133,14 @@ class LocalDocsAdapter(Adapter):
 
     def __init__(self, config: AdapterSettings, runtime: AdapterRuntime) -> None:
         super().__init__(config, runtime)
+        # A folder that is not there when the service starts is a settings mistake, said at
+        # once; one that vanishes later is a readiness failure (root_missing) of one attempt.
+        if config.root is None:
+            raise SettingsError(f"adapter {self.adapter_id!r} (local_docs): set root = FOLDER")
+        if not config.root.is_dir():
+            raise SettingsError(
+                f"adapter {self.adapter_id!r} (local_docs): root is not a folder: {config.root}"
+            )
         # (relative path, mtime_ns, size) → prepared document; files are re-read on change.
         self._cache: dict[tuple[str, int, int], _Doc] = {}
         self._cache_lock = threading.Lock()

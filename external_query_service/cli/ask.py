@@ -16,6 +16,7 @@ from ..jsonio import load_json_file, read_regular_file
 from ..models import ExternalAnswer
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import LLMSettings, Settings, format_validation_error
+from ._help import Subparsers, add_command
 
 __all__ = ["register"]
 
@@ -27,25 +28,23 @@ What the question is about comes from flags (or --semantics-json, the host's que
 never from guessing at its words. Without a kind, the question is planned as a general web
 search, which needs a searxng adapter in --config."""
 
-_EPILOG = """\
-exit codes:
-  0  an outcome was reached: answered, insufficient_evidence or clarify (printed in the footer)
-  2  bad input: a flag, file, question or settings problem (one line on stderr)
-  1  an internal failure
 
-examples:
-  external-query ask "What does the verifier check?" --docs docs/architecture
-  external-query ask "湛江明天天气怎么样？" --config external-query.toml \\
-      --kind weather --location 湛江 --since 2026-12-01 --until 2026-12-01 --format json"""
-
-
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ask = commands.add_parser(
+def register(commands: Subparsers) -> None:
+    ask = add_command(
+        commands,
         "ask",
-        help="answer one question from external evidence",
+        summary="answer one question from external evidence",
         description=_DESCRIPTION,
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        exit_codes=[
+            (0, "an outcome: answered, insufficient_evidence or clarify (see the footer)"),
+            (2, "bad input: a flag, file, question or settings problem (one line on stderr)"),
+            (1, "an internal failure"),
+        ],
+        examples=[
+            'external-query ask "What does the verifier check?" --docs docs/architecture',
+            'external-query ask "湛江明天天气怎么样？" --config external-query.toml \\\n'
+            "--kind weather --location 湛江 --since 2026-12-01 --until 2026-12-01",
+        ],
     )
     ask.add_argument(
         "question",
