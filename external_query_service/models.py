@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from .audit import AuditTrace
 
@@ -20,6 +20,7 @@ __all__ = [
     "STRUCTURED_FACT_KINDS",
     "AdapterAttempt",
     "AdapterCapability",
+    "AdapterOutcome",
     "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
@@ -29,6 +30,7 @@ __all__ = [
     "Evidence",
     "EvidenceBasis",
     "EvidenceDecision",
+    "Exclusion",
     "ExternalAnswer",
     "ExternalContextPacket",
     "ExternalQueryPlan",
@@ -36,12 +38,16 @@ __all__ = [
     "Finding",
     "GatherResult",
     "PlaceCandidate",
+    "PlannerResult",
     "PlannerSource",
+    "Presentation",
     "ProviderType",
     "QuerySemantics",
     "RankedAdapter",
     "Readiness",
+    "Renderer",
     "TimeRange",
+    "VerifierOutcome",
     "VerifierResult",
 ]
 
@@ -51,6 +57,8 @@ PlannerSource = Literal["structured", "upstream_semantics", "fallback", "follow_
 AttemptStatus = Literal["ok", "empty", "failed", "timeout", "skipped"]
 EvidenceBasis = Literal["page_body", "search_snippet", "fact_api"]
 AnswerStatus = Literal["answered", "insufficient_evidence", "clarify"]
+#: Who wrote the answer text: our templates (``extractive``) or a configured model (``llm``).
+Renderer = Literal["extractive", "llm"]
 
 CORE_QUERY_KINDS: tuple[str, ...] = (
     "weather",
@@ -161,20 +169,42 @@ class AdapterCapability(_Model):
 
 
 class Readiness(_Model):
+    """Whether an adapter can take a question now; ``reason`` says why not (``disabled``,
+    ``root_missing``, ``probe_timeout`` …)."""
+
     ready: bool
     reason: str | None = None
 
 
+#: Why ranking left an adapter out: it was not ready, or it does not serve the plan's kind.
+Exclusion = Literal["not_ready", "kind_not_served"]
+
+
 class RankedAdapter(_Model):
-    """One adapter's place in the ranking, with the rule that put it there."""
+    """One adapter's place in the ranking, with the rule that put it there.
+
+    ``rank`` is 1, 2, … for adapters to try in order; ``None`` for those left out, whose
+    ``excluded`` says why (and ``readiness_reason`` the adapter's own word when not ready).
+    ``reason`` is the rule in words, for the audit.
+    """
 
     adapter_id: str
     provider_type: ProviderType
-    rank: int | None  # None: not tried for this plan
+    rank: int | None
     reason: str
+    excluded: Exclusion | None = None
+    readiness_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _excluded_iff_unranked(self) -> RankedAdapter:
+        if (self.rank is None) != (self.excluded is not None):
+            raise ValueError("an adapter is either ranked or excluded, with a reason")
+        return self
 
 
 class AdapterAttempt(_Model):
+    """One adapter's try at a question (or why it was skipped): the gateway's record."""
+
     adapter_id: str
     provider_type: ProviderType
     status: AttemptStatus
@@ -249,11 +279,36 @@ class Finding(_Model):
     candidates: tuple[PlaceCandidate, ...] = ()
 
 
+class AdapterOutcome(_Model):
+    """What one adapter's ``gather`` produced. ``failed`` carries a reason code; ``detail``
+    holds extra facts for the audit (pages tried, provider notes)."""
+
+    status: Literal["ok", "empty", "failed"]
+    reason: str | None = None
+    evidence: tuple[Evidence, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    results: int = 0
+    pages_fetched: int = 0
+    pages_failed: int = 0
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class PlannerResult(_Model):
+    """The planner's stage result: the plan, and why a structured planner was not used
+    (``None`` when it was, or when none was configured and nothing failed)."""
+
+    plan: ExternalQueryPlan
+    fallback_reason: str | None = None
+
+
 class GatherResult(_Model):
+    """The gateway's stage result: the ranking, every attempt, and everything gathered
+    (unjudged: the verifier decides what is admitted)."""
+
     plan: ExternalQueryPlan
     ranking: tuple[RankedAdapter, ...]
     attempts: tuple[AdapterAttempt, ...]
-    evidence: tuple[Evidence, ...]
+    gathered: tuple[Evidence, ...]
     findings: tuple[Finding, ...] = ()
 
 
@@ -266,12 +321,18 @@ class CheckResult(_Model):
 
 
 class EvidenceDecision(_Model):
+    """The verifier's decision on one evidence; ``reason`` names the first failed check."""
+
     evidence_id: str
     decision: Literal["admit", "reject"]
     reason: str
 
 
 class VerifierResult(_Model):
+    """The verdict: the outcome, why not answered, every check, and the per-evidence
+    decisions. ``accepted`` holds only ``admit`` decisions and ``rejected`` only ``reject``
+    ones, never for the same evidence: what is admitted is decided here, once."""
+
     status: AnswerStatus
     #: Why not answered (``all_providers_failed``, ``out_of_time_range`` ...); None when answered.
     reason: str | None = None
@@ -282,13 +343,44 @@ class VerifierResult(_Model):
     missing_slots: tuple[str, ...] = ()
     clarify_options: tuple[str, ...] = ()
 
+    @model_validator(mode="after")
+    def _decisions_agree(self) -> VerifierResult:
+        if any(item.decision != "admit" for item in self.accepted):
+            raise ValueError("accepted holds a decision that is not 'admit'")
+        if any(item.decision != "reject" for item in self.rejected):
+            raise ValueError("rejected holds a decision that is not 'reject'")
+        both = {item.evidence_id for item in self.accepted} & {
+            item.evidence_id for item in self.rejected
+        }
+        if both:
+            raise ValueError(f"evidence both admitted and rejected: {sorted(both)[0]}")
+        return self
+
+    @property
+    def admitted_ids(self) -> frozenset[str]:
+        """The ids of the evidence this verdict admitted."""
+        return frozenset(item.evidence_id for item in self.accepted)
+
     @property
     def retryable(self) -> bool:
         return self.reason == "all_providers_failed"
 
 
+class VerifierOutcome(_Model):
+    """The verifier's stage result: the verdict, the admitted evidence (input order) and
+    short notes for the reader."""
+
+    result: VerifierResult
+    admitted: tuple[Evidence, ...]
+    uncertainties: tuple[str, ...]
+
+
 class ExternalContextPacket(_Model):
-    """The presenter's only input. Exactly these six fields; anything else is refused."""
+    """The presenter's only input. Exactly these six fields; anything else is refused.
+
+    ``verified_evidence`` may hold only evidence the verifier admitted (its ids are in
+    ``verifier.accepted``): the presenter quotes, cites and lists exactly this evidence.
+    """
 
     question: str
     plan: ExternalQueryPlan
@@ -296,6 +388,16 @@ class ExternalContextPacket(_Model):
     verified_evidence: tuple[Evidence, ...]
     verifier: VerifierResult
     uncertainties: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _only_admitted_evidence(self) -> ExternalContextPacket:
+        admitted = self.verifier.admitted_ids
+        stray = next(
+            (item for item in self.verified_evidence if item.evidence_id not in admitted), None
+        )
+        if stray is not None:
+            raise ValueError(f"evidence {stray.evidence_id!r} was not admitted by the verifier")
+        return self
 
 
 class DisplaySource(_Model):
@@ -306,6 +408,21 @@ class DisplaySource(_Model):
     url: str
     published_at: date | None = None
     accessed_at: datetime
+
+
+class Presentation(_Model):
+    """The presenter's stage result: the answer text and what produced it."""
+
+    text: str
+    sources: tuple[DisplaySource, ...]
+    template: str
+    #: The LLM prompt template; ``""`` for the refusal templates.
+    prompt_template: str
+    #: ``sha256:<hex>`` of the rendered prompt; ``""`` when none was rendered.
+    prompt_digest: str
+    renderer: Renderer
+    #: Why a configured model's answer was not used (for the audit); None otherwise.
+    fallback_reason: str | None = None
 
 
 class AdmissionSummary(_Model):

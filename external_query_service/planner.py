@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +21,7 @@ from .models import (
     STRUCTURED_FACT_KINDS,
     AnswerContract,
     ExternalQueryPlan,
+    PlannerResult,
     PlannerSource,
     QuerySemantics,
 )
@@ -43,13 +43,6 @@ StructuredPlanner = Callable[
 #: Fields a structured planner may propose; the question and provenance are ours.
 _PROPOSABLE = frozenset(QuerySemantics.model_fields)
 _MAX_FOLLOW_UP_QUERIES = 3
-
-
-@dataclass(frozen=True)
-class PlannerResult:
-    plan: ExternalQueryPlan
-    #: Why the structured planner was not used, when it was not (for the audit).
-    fallback_reason: str | None = None
 
 
 def default_contract(query_kind: str, compare_targets: tuple[str, ...]) -> AnswerContract:
@@ -116,13 +109,17 @@ class ExternalQueryPlanner:
     async def plan(self, question: str, semantics: QuerySemantics | None = None) -> PlannerResult:
         question = question.strip()
         if self.structured is None:
-            return PlannerResult(self._fallback(question, semantics), "no structured planner")
+            return PlannerResult(
+                plan=self._fallback(question, semantics), fallback_reason="no structured planner"
+            )
         try:
             proposed = await self._propose(question, semantics)
         except Exception as exc:  # any planner failure falls back; the reason is audited
-            return PlannerResult(self._fallback(question, semantics), _describe(exc))
+            return PlannerResult(
+                plan=self._fallback(question, semantics), fallback_reason=_describe(exc)
+            )
         merged = _merge(proposed, semantics)
-        return PlannerResult(_plan_from_fields(question, merged, "structured"))
+        return PlannerResult(plan=_plan_from_fields(question, merged, "structured"))
 
     def plan_follow_up(
         self,
@@ -144,7 +141,7 @@ class ExternalQueryPlanner:
             search_queries=(question, *previous.search_queries)[:_MAX_FOLLOW_UP_QUERIES],
         )
         merged = _merge(carried, semantics)
-        return PlannerResult(_plan_from_fields(question, merged, "follow_up"))
+        return PlannerResult(plan=_plan_from_fields(question, merged, "follow_up"))
 
     def _fallback(self, question: str, semantics: QuerySemantics | None) -> ExternalQueryPlan:
         if _has_fields(semantics):

@@ -28,21 +28,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlsplit
 
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import InputError
-from .models import AnswerContract, DisplaySource, Evidence, ExternalContextPacket
+from .models import (
+    AnswerContract,
+    DisplaySource,
+    Evidence,
+    ExternalContextPacket,
+    Presentation,
+)
 
 __all__ = [
     "ANSWER_PREFIX",
     "ExternalAnswerPresenter",
-    "Presentation",
-    "Renderer",
-    "admitted_evidence",
     "display_sources",
     "strip_invisible",
 ]
@@ -69,27 +71,6 @@ _LINE_CHARS = 200  # titles, site names, targets, candidates
 _BOUNDARY_TRIES = 16
 _BOUNDARY_SHAPE = re.compile(r"[0-9a-f]{8,64}")
 _LINK_REMOVED = "[链接已移除]"
-
-#: Who wrote the answer text: the templates (extractive) or a model whose reply passed
-#: validation in code (llm).
-Renderer = Literal["extractive", "llm"]
-
-
-@dataclass(frozen=True)
-class Presentation:
-    """What the presenter made of one packet."""
-
-    text: str
-    sources: tuple[DisplaySource, ...]
-    template: str
-    #: The LLM prompt template; ``""`` for the refusal templates.
-    prompt_template: str
-    #: ``sha256:<hex>`` of the rendered prompt; ``""`` when none was rendered.
-    prompt_digest: str
-    renderer: Renderer
-    #: Why a configured model's answer was not used (for the audit); None otherwise.
-    fallback_reason: str | None = None
-
 
 # --- text hygiene -----------------------------------------------------------------------
 
@@ -340,18 +321,6 @@ def _quote_view(item: Evidence, allowed_hosts: frozenset[str]) -> _QuoteView:
     )
 
 
-def admitted_evidence(packet: ExternalContextPacket) -> tuple[Evidence, ...]:
-    """Evidence the verifier admitted: in the packet and carrying an ``admit`` decision
-    (and no ``reject``), in packet order. Only these may be quoted, cited or listed."""
-    admitted = {d.evidence_id for d in packet.verifier.accepted if d.decision == "admit"}
-    rejected = {d.evidence_id for d in packet.verifier.rejected}
-    return tuple(
-        item
-        for item in packet.verified_evidence
-        if item.evidence_id in admitted and item.evidence_id not in rejected
-    )
-
-
 def _by_score(evidence: tuple[Evidence, ...]) -> list[Evidence]:
     # Stable sort: equal scores keep the packet's order.
     return sorted(evidence, key=lambda item: -item.score)
@@ -427,7 +396,7 @@ class ExternalAnswerPresenter:
                 # An unknown slot name is shown as given: it is outside text too.
                 missing_slots=tuple(_answer_line(slot) for slot in verifier.missing_slots),
             )
-        admitted = admitted_evidence(packet)
+        admitted = packet.verified_evidence
         if verifier.status == "insufficient_evidence" or not admitted:
             # An "answered" verdict with nothing admitted has nothing it may quote.
             answered = verifier.status == "answered"
@@ -507,7 +476,7 @@ class ExternalAnswerPresenter:
                 about=tuple(_day(day) for day in sorted(set(item.about_dates))),
                 text=strip_invisible(item.snippet).strip(),
             )
-            for item in admitted_evidence(packet)
+            for item in packet.verified_evidence
         )
         time_range = plan.time_range
         context: dict[str, object] = {

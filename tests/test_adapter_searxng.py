@@ -314,5 +314,5 @@ def test_a_page_still_loading_at_the_question_deadline_is_cut_off_and_the_rest_k
 
     attempt, gathered = asyncio.run(go())
     assert (attempt.status, attempt.pages_fetched, attempt.pages_failed) == ("ok", 1, 1)
-    by_url = {item.url: item.basis for item in gathered.evidence}
+    by_url = {item.url: item.basis for item in gathered.gathered}
     assert by_url == {fast: "page_body", slow: "search_snippet"}

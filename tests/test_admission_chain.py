@@ -72,7 +72,12 @@ def gathered() -> GatherResult:
         RankedAdapter(adapter_id="searx2", provider_type="live_search", rank=3, reason="search"),
         RankedAdapter(adapter_id="backup", provider_type="live_search", rank=4, reason="search"),
         RankedAdapter(
-            adapter_id="off", provider_type="live_search", rank=None, reason="not ready: disabled"
+            adapter_id="off",
+            provider_type="live_search",
+            rank=None,
+            reason="not ready: disabled",
+            excluded="not_ready",
+            readiness_reason="disabled",
         ),
     )
     attempts = (
@@ -105,7 +110,7 @@ def gathered() -> GatherResult:
             published_at=None,
         ),
     )
-    return GatherResult(plan=plan, ranking=ranking, attempts=attempts, evidence=found)
+    return GatherResult(plan=plan, ranking=ranking, attempts=attempts, gathered=found)
 
 
 def verdict(admit_news: bool = False) -> VerifierResult:
@@ -276,7 +281,7 @@ def test_persisting_a_chain_twice_stores_it_once(tmp_path: Path) -> None:
 
 def test_an_attempt_whose_evidence_was_deduplicated_away_reports_no_evidence() -> None:
     gather = gathered()
-    only_meteo = gather.model_copy(update={"evidence": gather.evidence[:1]})
+    only_meteo = gather.model_copy(update={"gathered": gather.gathered[:1]})
     record = bind(gathered=only_meteo)
     assert record.links[1].receipt.status == "no_evidence"
 

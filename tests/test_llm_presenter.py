@@ -240,15 +240,17 @@ def test_a_slow_model_times_out_into_the_extractive_answer(chat: ChatServer) -> 
 
 
 @pytest.mark.parametrize(
-    "verifier",
+    ("verifier", "admitted"),
     [
-        VerifierResult(status="insufficient_evidence", reason="insufficient_sources"),
-        VerifierResult(status="clarify", clarify_options=("湛江市，广东省，中国",)),
-        VerifierResult(status="answered"),  # nothing admitted
+        (VerifierResult(status="insufficient_evidence", reason="insufficient_sources"), 1),
+        (VerifierResult(status="clarify", clarify_options=("湛江市，广东省，中国",)), 1),
+        (VerifierResult(status="answered"), 0),  # nothing admitted
     ],
 )
-def test_refusals_never_go_to_the_model(chat: ChatServer, verifier: VerifierResult) -> None:
-    packet = make_packet((weather(),), contract="direct_fact", verifier=verifier)
+def test_refusals_never_go_to_the_model(
+    chat: ChatServer, verifier: VerifierResult, admitted: int
+) -> None:
+    packet = make_packet((weather(),)[:admitted], contract="direct_fact", verifier=verifier)
 
     shown = present(chat, packet)
 

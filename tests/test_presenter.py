@@ -83,13 +83,17 @@ def make_packet(
         time_range=TimeRange(start=date(2026, 12, 1), end=date(2026, 12, 2)),
         planner_source="upstream_semantics",
     )
-    if verifier is None:
-        verifier = VerifierResult(
-            status="answered",
-            accepted=tuple(
-                EvidenceDecision(evidence_id=item.evidence_id, decision="admit", reason="ok")
-                for item in evidence
-            ),
+    # The packet holds admitted evidence only: a verdict given without decisions admits it all
+    # (a refusal can still carry admitted evidence, e.g. too few independent sites).
+    verifier = verifier or VerifierResult(status="answered")
+    if not verifier.accepted and not verifier.rejected:
+        verifier = verifier.model_copy(
+            update={
+                "accepted": tuple(
+                    EvidenceDecision(evidence_id=item.evidence_id, decision="admit", reason="ok")
+                    for item in evidence
+                )
+            }
         )
     return ExternalContextPacket(
         question=question,
@@ -246,7 +250,7 @@ def test_snippet_claiming_another_source_does_not_change_the_displayed_source() 
     assert presentation.template == "summary_with_sources.answer.j2"
 
 
-def test_rejected_evidence_is_neither_quoted_nor_listed_nor_prompted() -> None:
+def test_a_packet_refuses_evidence_the_verifier_rejected() -> None:
     kept = make_evidence(1, snippet="被采纳的片段")
     dropped = make_evidence(2, snippet="被拒绝的片段")
     verifier = VerifierResult(
@@ -254,14 +258,29 @@ def test_rejected_evidence_is_neither_quoted_nor_listed_nor_prompted() -> None:
         accepted=(EvidenceDecision(evidence_id="ev-1", decision="admit", reason="ok"),),
         rejected=(EvidenceDecision(evidence_id="ev-2", decision="reject", reason="target"),),
     )
-    presenter = ExternalAnswerPresenter()
-    packet = make_packet((kept, dropped), verifier=verifier)
-    presentation = presenter.present(packet)
+    with pytest.raises(ValidationError, match="'ev-2' was not admitted by the verifier"):
+        make_packet((kept, dropped), verifier=verifier)
 
+    presenter = ExternalAnswerPresenter()
+    packet = make_packet((kept,), verifier=verifier)
+    presentation = presenter.present(packet)
     assert "被采纳的片段" in presentation.text
-    assert "被拒绝的片段" not in presentation.text
     assert [s.url for s in presentation.sources] == [kept.url]
     assert "被拒绝的片段" not in presenter.render_prompt(packet)
+
+
+def test_a_verdict_cannot_both_admit_and_reject_one_evidence() -> None:
+    decision = {"evidence_id": "ev-1", "reason": "ok"}
+    with pytest.raises(ValidationError, match="both admitted and rejected: ev-1"):
+        VerifierResult(
+            status="answered",
+            accepted=(EvidenceDecision(decision="admit", **decision),),
+            rejected=(EvidenceDecision(decision="reject", **decision),),
+        )
+    with pytest.raises(ValidationError, match="accepted holds a decision that is not 'admit'"):
+        VerifierResult(
+            status="answered", accepted=(EvidenceDecision(decision="reject", **decision),)
+        )
 
 
 # --- refusals ---------------------------------------------------------------------------
@@ -298,12 +317,18 @@ def test_insufficient_sources_names_the_targets_without_evidence() -> None:
 
 def test_answered_verdict_without_admitted_evidence_is_refused() -> None:
     orphan = make_evidence(1, snippet="没有采纳记录的片段")
-    presentation = ExternalAnswerPresenter().present(
-        make_packet((orphan,), verifier=VerifierResult(status="answered"))
-    )
+    answered = VerifierResult(status="answered")
+    with pytest.raises(ValidationError, match="was not admitted by the verifier"):
+        ExternalContextPacket(
+            question="q",
+            plan=make_packet(()).plan,
+            adapter_attempts=(),
+            verified_evidence=(orphan,),
+            verifier=answered,
+        )
+    presentation = ExternalAnswerPresenter().present(make_packet((), verifier=answered))
 
     assert presentation.template == "insufficient_evidence.answer.j2"
-    assert "没有采纳记录的片段" not in presentation.text
     assert presentation.sources == ()
 
 

@@ -226,7 +226,7 @@ def test_a_search_that_found_only_denied_sites_does_not_stop_the_failover() -> N
         ("a-search", "ok"),
         ("b-search", "ok"),
     ]
-    assert {item.site for item in gathered.evidence} == {"news.spam.test", "port.test"}
+    assert {item.site for item in gathered.gathered} == {"news.spam.test", "port.test"}
 
 
 def test_enough_evidence_from_the_first_search_skips_the_next_with_a_reason() -> None:

@@ -76,14 +76,20 @@ def gathered(
     findings: Sequence[Finding] = (),
 ) -> GatherResult:
     ranking = tuple(
-        RankedAdapter(adapter_id=f"a{i}", provider_type="live_search", rank=rank, reason="test")
+        RankedAdapter(
+            adapter_id=f"a{i}",
+            provider_type="live_search",
+            rank=rank,
+            reason="test",
+            excluded=None if rank is not None else "not_ready",
+        )
         for i, rank in enumerate(ranks)
     )
     return GatherResult(
         plan=the_plan or plan(),
         ranking=ranking,
         attempts=tuple(attempts) or (attempt(),),
-        evidence=tuple(items),
+        gathered=tuple(items),
         findings=tuple(findings),
     )
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date
 from decimal import Decimal
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -22,10 +22,10 @@ from ..clock import Clock
 from ..digests import sha256_digest
 from ..models import (
     AdapterCapability,
+    AdapterOutcome,
     Evidence,
     ExternalQueryPlan,
     Fact,
-    Finding,
     ProviderType,
     Readiness,
 )
@@ -80,20 +80,6 @@ class AdapterRuntime:
     clock: Clock
     #: Source policy, so search adapters do not fetch hosts the verifier would reject.
     sources: SourceSettings = field(default_factory=SourceSettings)
-
-
-@dataclass(frozen=True)
-class AdapterOutcome:
-    """What one ``gather`` produced. ``status`` ``failed`` must carry a reason code."""
-
-    status: Literal["ok", "empty", "failed"]
-    reason: str | None = None
-    evidence: tuple[Evidence, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    results: int = 0
-    pages_fetched: int = 0
-    pages_failed: int = 0
-    detail: dict[str, JsonValue] = field(default_factory=dict)
 
 
 class Adapter(ABC):

@@ -216,7 +216,7 @@ def _query(plan: ExternalQueryPlan) -> dict[str, JsonValue]:
 
 
 def _candidate(item: RankedAdapter) -> ProviderRow:
-    ready = not item.reason.startswith("not ready")
+    ready = item.excluded != "not_ready"
     return ProviderRow(
         provider_id=item.adapter_id,
         provider_kind="connector",
@@ -224,7 +224,7 @@ def _candidate(item: RankedAdapter) -> ProviderRow:
         declared=True,
         installed=True,
         # The gateway's own readiness code for a switched-off adapter is "disabled".
-        enabled=ready or not item.reason.endswith("disabled"),
+        enabled=ready or item.readiness_reason != "disabled",
         ready=ready,
         unavailable_reason=None if ready else item.reason,
         observed_by="gateway",
@@ -345,7 +345,7 @@ def bind_answer(
     plan_envelope["query"] = _query(plan)
     presented = {_normal_url(url) for url in presented_urls}
     downstream = tuple(
-        item.evidence_id for item in gathered.evidence if _normal_url(item.url) in presented
+        item.evidence_id for item in gathered.gathered if _normal_url(item.url) in presented
     )
     finished = _aware(completed_at or decided_at)
     links: list[ChainLink] = []
@@ -358,7 +358,7 @@ def bind_answer(
             preferred_provider_id=attempt.adapter_id,
             envelope=plan_envelope,
         )
-        own = [item for item in gathered.evidence if item.adapter_id == attempt.adapter_id]
+        own = [item for item in gathered.gathered if item.adapter_id == attempt.adapter_id]
         receipt = _receipt(evidence_plan, attempt, own, finished)
         admission = _admission(evidence_plan, receipt, verifier)
         links.append(

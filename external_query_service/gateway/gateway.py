@@ -9,12 +9,13 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..adapters.base import Adapter, AdapterOutcome
+from ..adapters.base import Adapter
 from ..adapters.pages import gather_deadline
 from ..audit import AuditLog
 from ..errors import AdapterError, FetchError
 from ..models import (
     AdapterAttempt,
+    AdapterOutcome,
     AttemptStatus,
     Evidence,
     ExternalQueryPlan,
@@ -91,8 +92,8 @@ class ExternalQueryGateway:
         deadline = loop.time() + self.deadline_s
 
         for item in ranking:
-            if item.rank is None:
-                if item.reason.startswith("not ready"):
+            if item.excluded is not None:
+                if item.excluded == "not_ready":
                     attempts.append(self._skipped(item, item.reason))
                 continue
             if self._enough(plan, evidence):
@@ -119,7 +120,7 @@ class ExternalQueryGateway:
             plan=plan,
             ranking=ranking,
             attempts=tuple(attempts),
-            evidence=tuple(_unique(evidence)),
+            gathered=tuple(_unique(evidence)),
             findings=tuple(findings),
         )
 

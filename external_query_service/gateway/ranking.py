@@ -63,6 +63,8 @@ def rank_adapters(
                     provider_type=cap.provider_type,
                     rank=None,
                     reason=f"not ready: {ready.reason or 'unknown'}",
+                    excluded="not_ready",
+                    readiness_reason=ready.reason or "unknown",
                 )
             )
             continue
@@ -74,6 +76,7 @@ def rank_adapters(
                     provider_type=cap.provider_type,
                     rank=None,
                     reason=why,
+                    excluded="kind_not_served",
                 )
             )
             continue

@@ -27,7 +27,6 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from decimal import Decimal
 from functools import cache
 from urllib.parse import urlsplit
@@ -35,13 +34,11 @@ from urllib.parse import urlsplit
 import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import AnswerContract, Evidence, ExternalContextPacket
+from ..models import AnswerContract, Evidence, ExternalContextPacket, Presentation
 from ..net.policy import normalize_host
 from ..presenter import (
     ANSWER_PREFIX,
     ExternalAnswerPresenter,
-    Presentation,
-    admitted_evidence,
     display_sources,
     strip_invisible,
 )
@@ -284,7 +281,7 @@ class LLMAnswerPresenter:
     async def present(self, packet: ExternalContextPacket) -> Presentation:
         """The answer for ``packet``: the model's when it passes every check, otherwise
         the extractive one with ``fallback_reason`` set."""
-        admitted = admitted_evidence(packet)
+        admitted = packet.verified_evidence
         if packet.verifier.status != "answered" or not admitted:
             # A refusal or a question back: there is no conclusion for a model to write.
             return self._extractive.present(packet)
@@ -304,7 +301,9 @@ class LLMAnswerPresenter:
                 # A client error quoting the reply (a refusal, say) that repeats the key.
                 reason = str(_secret_in_reply())
             fallback = self._extractive.present(packet)
-            return replace(fallback, prompt_digest=digest, fallback_reason=reason[:300])
+            return fallback.model_copy(
+                update={"prompt_digest": digest, "fallback_reason": reason[:300]}
+            )
         sources = display_sources(admitted)
         order = {source.url: number for number, source in enumerate(sources, start=1)}
         text = ANSWER_PREFIX + _numbered(body, admitted, order)

@@ -47,6 +47,7 @@ from ..models import (
     Finding,
     GatherResult,
     PlaceCandidate,
+    VerifierOutcome,
     VerifierResult,
 )
 from ..settings import Settings
@@ -57,15 +58,6 @@ from .timecheck import check_time, local_date
 __all__ = ["EvidenceVerifier", "VerifierOutcome"]
 
 SNIPPET_ONLY_UNCERTAINTY = "部分来源未能读取正文，仅依据搜索摘要"
-
-
-@dataclass(frozen=True, slots=True)
-class VerifierOutcome:
-    """The verdict, the evidence that passed every per-source check, and notes for the reader."""
-
-    result: VerifierResult
-    admitted: tuple[Evidence, ...]  # input order
-    uncertainties: tuple[str, ...]  # short Chinese sentences
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +107,7 @@ class EvidenceVerifier:
         """Judge every evidence, then the bundle. ``now`` must carry a UTC offset."""
         today = local_date(now)
         plan = gathered.plan
-        judged = tuple(self._judge(evidence, plan, today) for evidence in gathered.evidence)
+        judged = tuple(self._judge(evidence, plan, today) for evidence in gathered.gathered)
         admitted = tuple(item for item in judged if item.admitted)
         slot_check, missing_slots = _slot_check(gathered.findings)
         candidate_checks, clarify_options = _candidate_checks(gathered.findings, plan)
