@@ -9,14 +9,16 @@ service output → ``ExternalAnswer``. Models forbid unknown fields so that noth
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from .audit import AuditTrace
+from .language import is_language_tag
 
 __all__ = [
     "CORE_QUERY_KINDS",
+    "REASONS",
     "STRUCTURED_FACT_KINDS",
     "AdapterAttempt",
     "AdapterCapability",
@@ -35,8 +37,10 @@ __all__ = [
     "ExternalContextPacket",
     "ExternalQueryPlan",
     "Fact",
+    "FailureClass",
     "Finding",
     "GatherResult",
+    "OutcomeReason",
     "PlaceCandidate",
     "PlannerResult",
     "PlannerSource",
@@ -59,6 +63,41 @@ EvidenceBasis = Literal["page_body", "search_snippet", "fact_api"]
 AnswerStatus = Literal["answered", "insufficient_evidence", "clarify"]
 #: Who wrote the answer text: our templates (``extractive``) or a configured model (``llm``).
 Renderer = Literal["extractive", "llm"]
+#: How a provider failed: ``transient`` (a timeout, a 5xx, a refused connection, every search
+#: engine unresponsive: trying again may work), ``misconfigured`` (the provider refused the
+#: request as made: a 4xx, JSON output disabled, a missing or refused key), ``network`` (the
+#: provider's name did not resolve: this machine may be offline).
+FailureClass = Literal["transient", "misconfigured", "network"]
+#: Why an answer is not ``answered``. See ``REASONS`` for what each means to a caller.
+OutcomeReason = Literal[
+    "no_ready_provider",
+    "all_providers_failed",
+    "provider_misconfigured",
+    "network_unavailable",
+    "overloaded",
+    "filtered_out",
+    "no_matching_evidence",
+    "out_of_time_range",
+    "target_mismatch",
+    "insufficient_sources",
+    "missing_slot",
+    "ambiguous_target",
+]
+#: Each reason and whether the same question may succeed if asked again unchanged.
+REASONS: dict[str, bool] = {
+    "no_ready_provider": False,
+    "all_providers_failed": True,
+    "provider_misconfigured": False,
+    "network_unavailable": True,
+    "overloaded": True,
+    "filtered_out": False,
+    "no_matching_evidence": False,
+    "out_of_time_range": False,
+    "target_mismatch": False,
+    "insufficient_sources": False,
+    "missing_slot": False,
+    "ambiguous_target": False,
+}
 
 CORE_QUERY_KINDS: tuple[str, ...] = (
     "weather",
@@ -127,6 +166,13 @@ class QuerySemantics(_Model):
         if value is None:
             return None
         return value.strip() or None
+
+    @field_validator("language")
+    @classmethod
+    def _language_tag(cls, value: str | None) -> str | None:
+        if value is not None and not is_language_tag(value):
+            raise ValueError(f"not a BCP 47 language tag (such as zh, zh-TW, en): {value!r}")
+        return value
 
 
 class ExternalQueryPlan(_Model):
@@ -215,6 +261,10 @@ class AdapterAttempt(_Model):
     pages_failed: int = 0
     evidence_count: int = 0
     duration_ms: int = 0
+    #: For a failed or timed-out attempt: what kind of failure it was.
+    failure: FailureClass | None = None
+    #: The host the provider was reached at (its configured endpoint), for the reader.
+    source: str | None = None
 
 
 class Fact(_Model):
@@ -285,6 +335,8 @@ class AdapterOutcome(_Model):
 
     status: Literal["ok", "empty", "failed"]
     reason: str | None = None
+    #: For ``failed``: what kind of failure (``transient`` when not said).
+    failure: FailureClass | None = None
     evidence: tuple[Evidence, ...] = ()
     findings: tuple[Finding, ...] = ()
     results: int = 0
@@ -335,7 +387,9 @@ class VerifierResult(_Model):
 
     status: AnswerStatus
     #: Why not answered (``all_providers_failed``, ``out_of_time_range`` ...); None when answered.
-    reason: str | None = None
+    reason: OutcomeReason | None = None
+    #: Whether asking again unchanged may succeed; always ``REASONS[reason]``.
+    retryable: bool = False
     checks: tuple[CheckResult, ...] = ()
     accepted: tuple[EvidenceDecision, ...] = ()
     rejected: tuple[EvidenceDecision, ...] = ()
@@ -343,8 +397,17 @@ class VerifierResult(_Model):
     missing_slots: tuple[str, ...] = ()
     clarify_options: tuple[str, ...] = ()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _retryable_from_reason(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "retryable" not in data:
+            data = {**data, "retryable": REASONS.get(str(data.get("reason")), False)}
+        return data
+
     @model_validator(mode="after")
     def _decisions_agree(self) -> VerifierResult:
+        if self.retryable != REASONS.get(str(self.reason), False):
+            raise ValueError(f"retryable must be {not self.retryable} for reason {self.reason}")
         if any(item.decision != "admit" for item in self.accepted):
             raise ValueError("accepted holds a decision that is not 'admit'")
         if any(item.decision != "reject" for item in self.rejected):
@@ -360,10 +423,6 @@ class VerifierResult(_Model):
     def admitted_ids(self) -> frozenset[str]:
         """The ids of the evidence this verdict admitted."""
         return frozenset(item.evidence_id for item in self.accepted)
-
-    @property
-    def retryable(self) -> bool:
-        return self.reason == "all_providers_failed"
 
 
 class VerifierOutcome(_Model):
@@ -441,8 +500,15 @@ class AdmissionSummary(_Model):
 
 
 class ExternalAnswer(_Model):
+    """What ``answer()`` returns: the outcome, the text, its sources, and everything that
+    explains it (plan, attempts, admitted evidence, the verdict, admission ids, the audit).
+
+    ``retryable`` says whether asking again unchanged may succeed (see ``REASONS``).
+    """
+
     status: AnswerStatus
-    reason: str | None = None
+    reason: OutcomeReason | None = None
+    retryable: bool = False
     route_mode: Literal["external"] = "external"
     answer_contract: AnswerContract
     text: str
@@ -455,6 +521,9 @@ class ExternalAnswer(_Model):
     admission: AdmissionSummary
     audit: AuditTrace
 
-    @property
-    def retryable(self) -> bool:
-        return self.verifier.retryable
+    @model_validator(mode="after")
+    def _agrees_with_the_verdict(self) -> ExternalAnswer:
+        verdict = (self.verifier.status, self.verifier.reason, self.verifier.retryable)
+        if (self.status, self.reason, self.retryable) != verdict:
+            raise ValueError("status, reason and retryable must be the verifier's")
+        return self

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .language import detect_language
 from .models import (
     STRUCTURED_FACT_KINDS,
     AnswerContract,
@@ -76,7 +77,8 @@ def _plan_from_fields(
         location=fields.location,
         time_range=fields.time_range,
         freshness_required=bool(fields.freshness_required),
-        language=fields.language or "zh",
+        # The host's tag wins; else the question's script decides (never its words).
+        language=fields.language or detect_language(question),
         planner_source=source,
     )
 

@@ -7,8 +7,10 @@ selects one of the three answer contracts. Evidence text never chooses a templat
 source label or a link.
 
 Templates live in the top-level ``prompts/`` folder (shipped in the wheel as
-``external_query_service/prompts``) and render in jinja2's sandbox. Evidence only ever
-enters them as variables: it is never compiled as a template.
+``external_query_service/prompts``), one complete set per answer language (``zh/``, ``en/``),
+and render in jinja2's sandbox. The language is the plan's (``language.answer_language``)
+unless the presenter is told one. Evidence only ever enters templates as variables: it is
+never compiled as a template.
 
 Without an LLM the answer is extractive: quoted snippets, cleaned so that they cannot
 carry links to hosts outside the admitted evidence, invisible characters, markdown
@@ -34,6 +36,7 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import InputError
+from .language import ANSWER_LANGUAGES, AnswerLanguage, LanguageSetting, answer_language
 from .models import (
     AnswerContract,
     DisplaySource,
@@ -44,13 +47,15 @@ from .models import (
 
 __all__ = [
     "ANSWER_PREFIX",
+    "ANSWER_PREFIXES",
     "ExternalAnswerPresenter",
     "display_sources",
     "strip_invisible",
 ]
 
-#: Every answer the presenter renders starts with this.
-ANSWER_PREFIX = "外部实时查询："
+#: Every answer starts with its language's prefix; Chinese is the default language.
+ANSWER_PREFIXES: dict[AnswerLanguage, str] = {"zh": "外部实时查询：", "en": "External live query: "}
+ANSWER_PREFIX = ANSWER_PREFIXES["zh"]
 
 _CONTRACTS: tuple[AnswerContract, ...] = (
     "direct_fact",
@@ -359,23 +364,43 @@ class ExternalAnswerPresenter:
         *,
         templates_dir: Path | None = None,
         token_factory: Callable[[], str] | None = None,
+        language: LanguageSetting = "auto",
     ) -> None:
         """``token_factory`` makes the prompt's boundary token (16 random hex digits by
-        default); pass one to make prompt digests reproducible in regression runs."""
+        default); pass one to make prompt digests reproducible in regression runs.
+        ``language`` is ``[presenter] language``: ``auto`` answers in the plan's language."""
         directory = templates_dir if templates_dir is not None else _default_templates_dir()
-        missing = [name for name in _REQUIRED_TEMPLATES if not (directory / name).is_file()]
+        missing = [
+            f"{lang}/{name}"
+            for lang in ANSWER_LANGUAGES
+            for name in _REQUIRED_TEMPLATES
+            if not (directory / lang / name).is_file()
+        ]
         if missing:
             raise InputError(f"templates missing from {directory}: {', '.join(missing)}")
         self._templates_dir = directory
         self._token_factory = token_factory or (lambda: secrets.token_hex(8))
-        self._env = SandboxedEnvironment(
-            loader=FileSystemLoader(str(directory)),
-            undefined=StrictUndefined,
-            autoescape=False,
-            keep_trailing_newline=True,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        self._language: LanguageSetting = language
+        # One environment per language, each rooted at its own folder, so templates import
+        # their macros by the same names in every language.
+        self._envs = {
+            lang: SandboxedEnvironment(
+                loader=FileSystemLoader(str(directory / lang)),
+                undefined=StrictUndefined,
+                autoescape=False,
+                keep_trailing_newline=True,
+                trim_blocks=True,
+                lstrip_blocks=True,
+            )
+            for lang in ANSWER_LANGUAGES
+        }
+
+    def language(self, packet: ExternalContextPacket) -> AnswerLanguage:
+        """The language the answer to ``packet`` is written in."""
+        return answer_language(packet.plan.language, self._language)
+
+    def _render(self, language: AnswerLanguage, template: str, context: object) -> str:
+        return self._envs[language].get_template(template).render(context)
 
     @property
     def templates_dir(self) -> Path:
@@ -389,8 +414,10 @@ class ExternalAnswerPresenter:
         there is nothing it may quote.
         """
         verifier = packet.verifier
+        language = self.language(packet)
         if verifier.status == "clarify":
             return self._refusal(
+                language,
                 "clarify.answer.j2",
                 options=tuple(text for o in verifier.clarify_options if (text := _answer_line(o))),
                 # An unknown slot name is shown as given: it is outside text too.
@@ -401,10 +428,20 @@ class ExternalAnswerPresenter:
             # An "answered" verdict with nothing admitted has nothing it may quote.
             answered = verifier.status == "answered"
             return self._refusal(
+                language,
                 "insufficient_evidence.answer.j2",
                 reason="no_matching_evidence" if answered else verifier.reason,
                 missing_targets=tuple(
                     text for t in verifier.missing_targets if (text := _answer_line(t))
+                ),
+                # The providers that failed, by host, so a reader knows which one to check.
+                hosts=tuple(
+                    dict.fromkeys(
+                        text
+                        for attempt in packet.adapter_attempts
+                        if attempt.status in ("failed", "timeout") and attempt.source
+                        if (text := _answer_line(attempt.source))
+                    )
                 ),
             )
 
@@ -436,24 +473,25 @@ class ExternalAnswerPresenter:
                 for target in targets
             )
         template = f"{contract}.answer.j2"
-        prompt_template = f"{contract}.prompt.j2"
         prompt = self.render_prompt(packet)
         return Presentation(
-            text=self._env.get_template(template).render(context).rstrip(),
+            text=self._render(language, template, context).rstrip(),
             sources=sources,
-            template=template,
-            prompt_template=prompt_template,
+            template=f"{language}/{template}",
+            prompt_template=f"{language}/{contract}.prompt.j2",
             prompt_digest="sha256:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
             renderer="extractive",
         )
 
-    def render_sources(self, sources: tuple[DisplaySource, ...]) -> str:
-        """The numbered "来源：" list the extractive answers end with, for ``sources``.
+    def render_sources(
+        self, sources: tuple[DisplaySource, ...], language: AnswerLanguage = "zh"
+    ) -> str:
+        """The numbered source list ("来源：", "Sources:") the extractive answers end with.
 
         Another renderer (the LLM presenter) appends it so every answer lists its sources
         the same way, from display fields only.
         """
-        macros = self._env.get_template("_answer.macros.j2").make_module()
+        macros = self._envs[language].get_template("_answer.macros.j2").make_module()
         views = tuple(_source_view(source) for source in sources)
         # Macros are attributes of the module jinja builds; the stubs cannot know them.
         return str(macros.source_list(views))  # type: ignore[attr-defined]
@@ -491,7 +529,7 @@ class ExternalAnswerPresenter:
         }
         carried = [text for value in context.values() for text in _texts(value)]
         context["boundary"] = self._boundary(carried, boundary)
-        return self._env.get_template(f"{plan.answer_contract}.prompt.j2").render(context)
+        return self._render(self.language(packet), f"{plan.answer_contract}.prompt.j2", context)
 
     def _boundary(self, carried: list[str], explicit: str | None) -> str:
         if explicit is not None:
@@ -506,12 +544,12 @@ class ExternalAnswerPresenter:
                 return token
         raise InputError("token_factory gave no usable prompt boundary")
 
-    def _refusal(self, template: str, **context: object) -> Presentation:
-        text = self._env.get_template(template).render(context).rstrip()
+    def _refusal(self, language: AnswerLanguage, template: str, **context: object) -> Presentation:
+        text = self._render(language, template, context).rstrip()
         return Presentation(
             text=text,
             sources=(),
-            template=template,
+            template=f"{language}/{template}",
             prompt_template="",
             prompt_digest="",
             renderer="extractive",

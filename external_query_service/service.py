@@ -109,7 +109,7 @@ class ExternalQueryService:
             planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
         self.planner = ExternalQueryPlanner(planner)
         self.verifier = EvidenceVerifier(self.settings)
-        self.presenter = ExternalAnswerPresenter()
+        self.presenter = ExternalAnswerPresenter(language=self.settings.presenter.language)
         self._llm_presenter = (
             LLMAnswerPresenter(self.llm, extractive=self.presenter) if self.llm else None
         )
@@ -218,6 +218,7 @@ class ExternalQueryService:
         return ExternalAnswer(
             status=result.status,
             reason=result.reason,
+            retryable=result.retryable,
             answer_contract=plan.answer_contract,
             text=shown.text,
             sources=shown.sources,

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ._version import __version__
 from .errors import InputError, SettingsError
 from .jsonio import read_regular_file
+from .language import LanguageSetting
 
 __all__ = [
     "AdapterSettings",
@@ -49,6 +50,7 @@ __all__ = [
     "LLMSettings",
     "LedgerSettings",
     "NetworkSettings",
+    "PresenterSettings",
     "Settings",
     "SourceSettings",
     "VerifierSettings",
@@ -185,11 +187,20 @@ class GitHubSettings(_Section):
     raw_url: str = "https://raw.githubusercontent.com"
 
 
+class PresenterSettings(_Section):
+    """How answers are written. ``language``: ``auto`` follows the plan's language (the
+    host's tag, else the question's script; Chinese when it is neither Chinese nor English),
+    ``zh`` or ``en`` always."""
+
+    language: LanguageSetting = "auto"
+
+
 class Settings(_Section):
     network: NetworkSettings = NetworkSettings()
     adapters: tuple[AdapterSettings, ...] = ()
     sources: SourceSettings = SourceSettings()
     verifier: VerifierSettings = VerifierSettings()
+    presenter: PresenterSettings = PresenterSettings()
     llm: LLMSettings | None = None
     ledger: LedgerSettings = LedgerSettings()
     github: GitHubSettings = GitHubSettings()

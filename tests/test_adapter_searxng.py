@@ -253,18 +253,37 @@ def test_hits_of_several_queries_are_interleaved_before_the_page_cap(
     assert outcome.results == 3
 
 
-def test_engines_that_did_not_answer_are_reported_as_empty(loopback: LoopbackServer) -> None:
+def test_no_results_because_every_engine_was_unresponsive_is_a_transient_failure(
+    loopback: LoopbackServer,
+) -> None:
     serve(loopback, [], unresponsive_engines=[["google", "CAPTCHA"], ["brave", "timeout"]])
     outcome = gather(loopback, plan())
-    assert outcome.status == "empty"
-    assert outcome.reason == "engines_unresponsive"
+    assert (outcome.status, outcome.reason, outcome.failure) == (
+        "failed",
+        "engines_unresponsive",
+        "transient",
+    )
     assert outcome.detail["unresponsive_engines"] == ["google", "brave"]
 
 
-def test_json_format_disabled_fails_with_the_status(loopback: LoopbackServer) -> None:
-    loopback.route("/searx/search", Reply(403, body="<h1>Forbidden</h1>", content_type="text/html"))
+def test_no_results_from_engines_that_answered_is_empty(loopback: LoopbackServer) -> None:
+    serve(loopback, [])
     outcome = gather(loopback, plan())
-    assert (outcome.status, outcome.reason) == ("failed", "upstream_status_403")
+    assert (outcome.status, outcome.reason, outcome.failure) == ("empty", "no_results", None)
+
+
+@pytest.mark.parametrize(
+    ("status", "failure"), [(403, "misconfigured"), (400, "misconfigured"), (502, "transient")]
+)
+def test_a_refused_search_fails_with_the_status_and_its_kind(
+    loopback: LoopbackServer, status: int, failure: str
+) -> None:
+    loopback.route(
+        "/searx/search", Reply(status, body="<h1>Refused</h1>", content_type="text/html")
+    )
+    outcome = gather(loopback, plan())
+    assert (outcome.status, outcome.reason) == ("failed", f"upstream_status_{status}")
+    assert outcome.failure == failure
 
 
 # -- readiness ----------------------------------------------------------------------------------
@@ -274,11 +293,19 @@ def test_without_a_base_url_the_adapter_is_not_ready() -> None:
     assert probe(None) == Readiness(ready=False, reason="base_url_missing")
 
 
-def test_probe_is_ready_when_the_instance_answers_its_config(loopback: LoopbackServer) -> None:
-    loopback.route("/searx/config", json_reply({"engines": [], "categories": ["general"]}))
+def test_probe_is_ready_only_when_a_json_search_is_answered(loopback: LoopbackServer) -> None:
+    serve(loopback, [])
     assert probe(loopback.url("/searx")) == Readiness(ready=True)
-    loopback.route("/searx/config", Reply(503, body="down", content_type="text/plain"))
-    assert probe(loopback.url("/searx")).ready is False
+    loopback.route("/searx/search", Reply(503, body="down", content_type="text/plain"))
+    assert probe(loopback.url("/searx")) == Readiness(ready=False, reason="upstream_status_503")
+
+
+def test_probe_sees_json_output_disabled_although_the_config_answers(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.route("/searx/config", json_reply({"engines": [], "categories": ["general"]}))
+    loopback.route("/searx/search", Reply(403, body="<h1>Forbidden</h1>", content_type="text/html"))
+    assert probe(loopback.url("/searx")) == Readiness(ready=False, reason="upstream_status_403")
 
 
 # -- the per-question deadline ------------------------------------------------------------------

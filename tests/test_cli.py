@@ -58,7 +58,7 @@ def test_offline_documentation_question_answers_from_local_docs(
         capsys,
     )
     assert code == 0, err
-    assert out.startswith("外部实时查询：")
+    assert out.startswith("External live query: ")  # an English question reads in English
     assert "independent sources" in out
     assert "status: answered" in out
     assert "planner: upstream_semantics" in out

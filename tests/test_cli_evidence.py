@@ -551,7 +551,7 @@ def test_discover_probe_asks_every_configured_adapter_and_feeds_plan(
     assert rows["connector:down"]["unavailable_reason"] == "connect_failed"
     assert (rows["connector:off"]["enabled"], rows["connector:off"]["ready"]) == (False, False)
     assert rows[PUBLIC_GITHUB]["unavailable_reason"] == "probed_per_repository_at_plan"
-    assert len(loopback.requests_to(f"{SEARX}/config")) == 1  # the switched-off one is not asked
+    assert len(loopback.requests_to(f"{SEARX}/search")) == 1  # the switched-off one is not asked
 
     # discover's own output is plan's input: the one adapter that answered is selected.
     inventory = cli.write("providers.json", found)
@@ -568,7 +568,7 @@ def test_discover_without_probe_asks_no_one(cli: Cli, loopback: LoopbackServer) 
     found = cli.ok("evidence", "discover", "--config", str(config))
     assert [row["provider_id"] for row in found["providers"]] == [PUBLIC_GITHUB]
     assert found["providers"][0]["unavailable_reason"] == "not_probed"
-    assert loopback.requests_to(f"{SEARX}/config") == []
+    assert loopback.requests_to(f"{SEARX}/search") == []
 
 
 def test_discover_probe_needs_the_settings_that_name_the_adapters(cli: Cli) -> None:

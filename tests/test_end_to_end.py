@@ -549,7 +549,7 @@ def test_audit_explains_plan_ranking_attempts_checks_and_template(world: World) 
     checks = {event["check"] for event in events(answer, "check")}
     assert {"origin", "target", "time"} <= checks
     render = events(answer, "render")[0]
-    assert render["template"] == "direct_fact.answer.j2"
+    assert render["template"] == "zh/direct_fact.answer.j2"
     assert str(render["prompt_digest"]).startswith("sha256:")
     assert "presenter.render" in answer.audit.explain()
 

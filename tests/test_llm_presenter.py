@@ -109,7 +109,7 @@ def test_a_valid_reply_is_used_with_our_prefix_numbered_citations_and_sources(
     assert "来源：\n1. 站点：open-meteo.com；" in shown.text
     assert "2. 站点：news-a.example.com；" in shown.text  # every admitted source is listed
     assert [source.site for source in shown.sources] == ["open-meteo.com", "news-a.example.com"]
-    assert shown.template == shown.prompt_template == "direct_fact.prompt.j2"
+    assert shown.template == shown.prompt_template == "zh/direct_fact.prompt.j2"
 
 
 def test_the_prompt_sent_is_the_contract_template_and_its_digest_is_audited(

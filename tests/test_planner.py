@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from external_query_service.language import detect_language
 from external_query_service.models import QuerySemantics, TimeRange
 from external_query_service.planner import ExternalQueryPlanner, PlannerResult, default_contract
 
@@ -132,7 +133,9 @@ def test_without_structured_fields_no_question_changes_the_plan_but_its_text(
     # Whatever words the question holds (weather, dates, currencies, places, news), the
     # fallback plans the same way: nothing reads the question to guess kind, time or place.
     result = plan(ExternalQueryPlanner(), question)
-    assert result.plan.model_dump(exclude={"question", "search_queries"}) == {
+    # The one thing the text decides is its language, from its script (not its words).
+    assert result.plan.language == detect_language(question)
+    assert result.plan.model_dump(exclude={"question", "search_queries", "language"}) == {
         "query_kind": "generic_web",
         "answer_contract": "summary_with_sources",
         "entities": (),
@@ -140,7 +143,6 @@ def test_without_structured_fields_no_question_changes_the_plan_but_its_text(
         "location": None,
         "time_range": None,
         "freshness_required": False,
-        "language": "zh",
         "planner_source": "fallback",
     }
     assert result.plan.search_queries == (question.strip(),)

@@ -151,8 +151,8 @@ def test_direct_fact_quotes_the_fact_api_snippet_with_its_date() -> None:
     assert "「湛江市 2026-12-01：多云，最高 24 °C，最低 18 °C」" in presentation.text
     assert "所述日期 2026-12-01" in presentation.text
     assert "湛江今日有雨" not in presentation.text  # only the best evidence is quoted
-    assert presentation.template == "direct_fact.answer.j2"
-    assert presentation.prompt_template == "direct_fact.prompt.j2"
+    assert presentation.template == "zh/direct_fact.answer.j2"
+    assert presentation.prompt_template == "zh/direct_fact.prompt.j2"
     assert presentation.renderer == "extractive"
 
 
@@ -247,7 +247,7 @@ def test_snippet_claiming_another_source_does_not_change_the_displayed_source() 
     assert [s.site for s in presentation.sources] == ["blog.example"]
     assert "站点：blog.example" in presentation.text
     assert "站点：nature.com" not in presentation.text
-    assert presentation.template == "summary_with_sources.answer.j2"
+    assert presentation.template == "zh/summary_with_sources.answer.j2"
 
 
 def test_a_packet_refuses_evidence_the_verifier_rejected() -> None:
@@ -299,7 +299,7 @@ def test_insufficient_evidence_gives_the_chinese_reason_and_no_conclusion(reason
     assert "来源：" not in presentation.text
     assert "https://" not in presentation.text
     assert presentation.sources == ()
-    assert presentation.template == "insufficient_evidence.answer.j2"
+    assert presentation.template == "zh/insufficient_evidence.answer.j2"
     assert (presentation.prompt_template, presentation.prompt_digest) == ("", "")
 
 
@@ -328,7 +328,7 @@ def test_answered_verdict_without_admitted_evidence_is_refused() -> None:
         )
     presentation = ExternalAnswerPresenter().present(make_packet((), verifier=answered))
 
-    assert presentation.template == "insufficient_evidence.answer.j2"
+    assert presentation.template == "zh/insufficient_evidence.answer.j2"
     assert presentation.sources == ()
 
 
@@ -346,7 +346,7 @@ def test_clarify_asks_which_candidate_is_meant() -> None:
     assert "2. 湛江，某省，中国" in presentation.text
     assert "证据片段1" not in presentation.text
     assert presentation.sources == ()
-    assert presentation.template == "clarify.answer.j2"
+    assert presentation.template == "zh/clarify.answer.j2"
 
 
 def test_clarify_names_missing_slots_in_chinese() -> None:
@@ -400,7 +400,7 @@ def test_prompt_carries_only_packet_content_and_template_text() -> None:
     presenter = ExternalAnswerPresenter()
     token = "fedcba9876543210"
     prompt = presenter.render_prompt(packet, boundary=token)
-    templates = "".join(p.read_text("utf-8") for p in presenter.templates_dir.glob("*.j2"))
+    templates = "".join(p.read_text("utf-8") for p in presenter.templates_dir.glob("zh/*.j2"))
     packet_values = {
         packet.question,
         token,
@@ -627,12 +627,15 @@ def test_templates_are_found_by_the_package_loader() -> None:
         "insufficient_evidence.answer.j2",
         "clarify.answer.j2",
     ):
-        assert (presenter.templates_dir / name).is_file()
+        for language in ("zh", "en"):
+            assert (presenter.templates_dir / language / name).is_file()
 
 
 def test_a_templates_dir_override_is_used(tmp_path: Path) -> None:
     shutil.copytree(ExternalAnswerPresenter().templates_dir, tmp_path, dirs_exist_ok=True)
-    (tmp_path / "clarify.answer.j2").write_text("外部实时查询：自定义澄清\n", encoding="utf-8")
+    (tmp_path / "zh" / "clarify.answer.j2").write_text(
+        "外部实时查询：自定义澄清\n", encoding="utf-8"
+    )
     presenter = ExternalAnswerPresenter(templates_dir=tmp_path)
     packet = make_packet((), verifier=VerifierResult(status="clarify"))
 
@@ -640,13 +643,13 @@ def test_a_templates_dir_override_is_used(tmp_path: Path) -> None:
 
 
 def test_a_templates_dir_missing_templates_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"direct_fact\.answer\.j2"):
+    with pytest.raises(InputError, match=r"zh/direct_fact\.answer\.j2"):
         ExternalAnswerPresenter(templates_dir=tmp_path)
 
 
 def test_templates_render_in_the_sandbox(tmp_path: Path) -> None:
     shutil.copytree(ExternalAnswerPresenter().templates_dir, tmp_path, dirs_exist_ok=True)
-    (tmp_path / "clarify.answer.j2").write_text(
+    (tmp_path / "zh" / "clarify.answer.j2").write_text(
         "{{ ().__class__.__base__.__subclasses__() }}", encoding="utf-8"
     )
     packet = make_packet((), verifier=VerifierResult(status="clarify"))

@@ -7,8 +7,8 @@ import pytest
 
 from external_query_service.errors import InputError
 from external_query_service.models import Evidence, ExternalQueryPlan, TimeRange
+from external_query_service.verifier.notes import ReaderNote
 from external_query_service.verifier.timecheck import (
-    UNDATED_UNCERTAINTY,
     TimeVerdict,
     check_time,
     local_date,
@@ -75,8 +75,7 @@ def test_fact_api_weekend_rate_carried_forward_from_friday_passes_with_a_note() 
     rate = evidence(provider_type="fact_api", basis="fact_api", about_dates=(date(2024, 5, 10),))
     verdict = judge(rate, on(date(2024, 5, 12)), max_age_days=3)
     assert (verdict.passed, verdict.reason) == (True, "carried_forward")
-    assert verdict.uncertainty is not None
-    assert "2024-05-10" in verdict.uncertainty
+    assert verdict.note == ReaderNote("carried_forward", date(2024, 5, 10))
 
 
 def test_fact_api_date_older_than_max_age_is_not_carried_forward() -> None:
@@ -103,7 +102,7 @@ def test_freshness_uses_the_latest_about_date_when_there_is_no_publication_date(
 def test_freshness_lets_undated_evidence_through_with_an_uncertainty() -> None:
     verdict = judge(evidence(), plan(freshness_required=True))
     assert verdict.passed
-    assert verdict.uncertainty == UNDATED_UNCERTAINTY
+    assert verdict.note == ReaderNote("undated")
 
 
 def test_without_range_or_freshness_an_old_page_passes() -> None:

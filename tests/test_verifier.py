@@ -188,11 +188,47 @@ def test_evidence_about_other_days_is_out_of_time_range() -> None:
     )
 
 
-def test_evidence_about_another_place_is_no_matching_evidence() -> None:
+def test_evidence_all_about_another_place_is_target_mismatch() -> None:
     other = evidence(title="江门天气预报", snippet="江门市明天小雨")
     outcome = verify(gathered(items=[other]))
-    assert outcome.result.reason == "no_matching_evidence"
+    assert (outcome.result.reason, outcome.result.retryable) == ("target_mismatch", False)
     assert outcome.result.rejected[0].reason == "target_mismatch"
+
+
+def test_another_place_mixed_with_a_filtered_source_is_no_matching_evidence() -> None:
+    other = evidence(1, title="江门天气预报", snippet="江门市明天小雨")
+    private = evidence(2, url="http://10.0.0.5/weather")
+    outcome = verify(gathered(items=[other, private]))
+    assert outcome.result.reason == "no_matching_evidence"
+
+
+@pytest.mark.parametrize(
+    ("failures", "reason", "retryable"),
+    [
+        (["network", "network"], "network_unavailable", True),
+        (["misconfigured", "network"], "provider_misconfigured", False),
+        (["misconfigured"], "provider_misconfigured", False),
+        (["misconfigured", "transient"], "all_providers_failed", True),
+        (["transient", "network"], "all_providers_failed", True),
+        ([None], "all_providers_failed", True),
+    ],
+)
+def test_when_every_provider_failed_the_reason_says_whether_retrying_helps(
+    failures: list[str | None], reason: str, retryable: bool
+) -> None:
+    attempts = [
+        AdapterAttempt(
+            adapter_id=f"a{i}",
+            provider_type="live_search",
+            status="failed",
+            reason="x",
+            rank=1,
+            failure=failure,  # type: ignore[arg-type]
+        )
+        for i, failure in enumerate(failures)
+    ]
+    outcome = verify(gathered(items=[], attempts=attempts, ranks=[1] * len(failures)))
+    assert (outcome.result.reason, outcome.result.retryable) == (reason, retryable)
 
 
 def test_two_pages_on_one_site_do_not_make_two_sources() -> None:

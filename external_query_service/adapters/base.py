@@ -30,6 +30,7 @@ from ..models import (
     Readiness,
 )
 from ..settings import AdapterSettings, NetworkSettings, SourceSettings
+from ..sites import url_host
 from ..store import EvidenceStore
 
 if TYPE_CHECKING:
@@ -99,6 +100,17 @@ class Adapter(ABC):
     @property
     def adapter_id(self) -> str:
         return self.config.id
+
+    @property
+    def base_url(self) -> str | None:
+        """The provider's API root: the configured one (adapters with a default override)."""
+        return self.config.base_url
+
+    @property
+    def source(self) -> str | None:
+        """The host this adapter's provider is reached at, named to readers when it fails
+        (never the adapter id); ``None`` for a local source."""
+        return url_host(self.base_url) or None if self.base_url else None
 
     @property
     def capability(self) -> AdapterCapability:

@@ -15,6 +15,7 @@ from pydantic import JsonValue
 
 from ..errors import FetchError, UpstreamStatus
 from ..models import ExternalQueryPlan, ProviderType, Readiness
+from ..net.failures import status_failure_class
 from .base import Adapter, AdapterOutcome
 from .pages import SearchHit, harvest_pages
 
@@ -37,7 +38,11 @@ def time_range_bucket(start: date, today: date) -> str | None:
 
 
 def _language(plan_language: str) -> str:
-    return "zh-CN" if plan_language.lower().startswith("zh") else plan_language
+    """SearXNG's ``language``: the plan's tag as given (``zh-TW`` stays ``zh-TW``); a bare
+    ``zh`` reads as mainland Chinese, and an undetermined language searches every one."""
+    if plan_language == "und":
+        return "all"
+    return "zh-CN" if plan_language.lower() == "zh" else plan_language
 
 
 def _published(value: JsonValue) -> date | None:
@@ -65,8 +70,13 @@ class SearxngAdapter(Adapter):
         if not static.ready:
             return static
         assert self.config.base_url is not None
+        # The first real call is a JSON search: prove that one is not refused (an instance
+        # with JSON output disabled answers /config but refuses /search with 403).
+        params: dict[str, str | int] = {"q": "searxng", "format": "json", "pageno": 1}
         try:
-            await self.runtime.endpoint(self.config.base_url).get_json("config")
+            await self.runtime.endpoint(self.config.base_url).get_json("search", params)
+        except UpstreamStatus as exc:
+            return Readiness(ready=False, reason=f"upstream_status_{exc.status}")
         except FetchError as exc:
             return Readiness(ready=False, reason=exc.reason)
         return Readiness(ready=True)
@@ -88,18 +98,29 @@ class SearxngAdapter(Adapter):
             try:
                 response = await endpoint.get_json("search", {**params, "q": query})
             except UpstreamStatus as exc:
-                return AdapterOutcome(status="failed", reason=f"upstream_status_{exc.status}")
+                # 403: the instance has JSON output disabled; 400: a parameter it refuses.
+                return AdapterOutcome(
+                    status="failed",
+                    reason=f"upstream_status_{exc.status}",
+                    failure=status_failure_class(exc.status),
+                )
             data = response.data if isinstance(response.data, dict) else {}
             hits = _hits(data.get("results"), query, response.raw_digest)
             per_query.append(hits)
             unresponsive.extend(_unresponsive(data.get("unresponsive_engines")))
 
         total = sum(len(hits) for hits in per_query)
-        if total == 0:
-            reason = "engines_unresponsive" if unresponsive else "no_results"
+        if total == 0 and unresponsive:
+            # Nothing found because the engines did not answer: the backend is down, which is
+            # not the same as nothing existing.
             return AdapterOutcome(
-                status="empty", reason=reason, detail={"unresponsive_engines": unresponsive}
+                status="failed",
+                reason="engines_unresponsive",
+                failure="transient",
+                detail={"unresponsive_engines": unresponsive},
             )
+        if total == 0:
+            return AdapterOutcome(status="empty", reason="no_results")
         harvest = await harvest_pages(
             _interleave(per_query),
             plan,

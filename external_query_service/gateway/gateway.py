@@ -24,6 +24,7 @@ from ..models import (
     RankedAdapter,
     Readiness,
 )
+from ..net.failures import failure_class
 from ..settings import SourceSettings, VerifierSettings
 from ..sites import registrable_domain, source_allowed, url_host
 from ..text.targets import mentions_target
@@ -130,21 +131,28 @@ class ExternalQueryGateway:
         started = time.perf_counter()
         # Page fetching reads the deadline so it can stop in time and keep what it read.
         token = gather_deadline.set(asyncio.get_running_loop().time() + remaining)
+        source = adapter.source
         try:
             outcome = await asyncio.wait_for(adapter.gather(plan), timeout=remaining)
         except TimeoutError:
-            return _attempt(item, started, "timeout", "deadline_exceeded"), None
-        except (FetchError, AdapterError) as exc:
-            return _attempt(item, started, "failed", exc.reason), None
+            failed = AdapterOutcome(
+                status="failed", reason="deadline_exceeded", failure="transient"
+            )
+            return _attempt(item, started, failed, source, status="timeout"), None
+        except FetchError as exc:
+            failed = AdapterOutcome(status="failed", reason=exc.reason, failure=failure_class(exc))
+            return _attempt(item, started, failed, source), None
+        except AdapterError as exc:
+            failed = AdapterOutcome(status="failed", reason=exc.reason, failure="transient")
+            return _attempt(item, started, failed, source), None
         except Exception as exc:  # an adapter bug must not end the question
             log.exception("adapter %s crashed", item.adapter_id)
-            return _attempt(item, started, "failed", f"internal_error:{type(exc).__name__}"), None
+            reason = f"internal_error:{type(exc).__name__}"
+            failed = AdapterOutcome(status="failed", reason=reason, failure="transient")
+            return _attempt(item, started, failed, source), None
         finally:
             gather_deadline.reset(token)
-        status: AttemptStatus = outcome.status
-        if status == "ok" and not outcome.evidence:
-            status = "empty"
-        return _attempt(item, started, status, outcome.reason, outcome), outcome
+        return _attempt(item, started, outcome, source), outcome
 
     @staticmethod
     def _skipped(item: RankedAdapter, reason: str) -> AdapterAttempt:
@@ -192,21 +200,28 @@ class ExternalQueryGateway:
 def _attempt(
     item: RankedAdapter,
     started: float,
-    status: AttemptStatus,
-    reason: str | None,
-    outcome: AdapterOutcome | None = None,
+    outcome: AdapterOutcome,
+    source: str | None,
+    *,
+    status: AttemptStatus | None = None,
 ) -> AdapterAttempt:
+    """The attempt record of ``outcome``; ``ok`` without evidence reads ``empty``."""
+    if status is None:
+        status = "empty" if outcome.status == "ok" and not outcome.evidence else outcome.status
+    failed = status in ("failed", "timeout")
     return AdapterAttempt(
         adapter_id=item.adapter_id,
         provider_type=item.provider_type,
         status=status,
-        reason=reason,
+        reason=outcome.reason,
         rank=item.rank,
-        results=outcome.results if outcome else 0,
-        pages_fetched=outcome.pages_fetched if outcome else 0,
-        pages_failed=outcome.pages_failed if outcome else 0,
-        evidence_count=len(outcome.evidence) if outcome else 0,
+        results=outcome.results,
+        pages_fetched=outcome.pages_fetched,
+        pages_failed=outcome.pages_failed,
+        evidence_count=len(outcome.evidence),
         duration_ms=round((time.perf_counter() - started) * 1000),
+        failure=(outcome.failure or "transient") if failed else None,
+        source=source,
     )
 
 

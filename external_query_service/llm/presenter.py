@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..models import AnswerContract, Evidence, ExternalContextPacket, Presentation
 from ..net.policy import normalize_host
 from ..presenter import (
-    ANSWER_PREFIX,
+    ANSWER_PREFIXES,
     ExternalAnswerPresenter,
     display_sources,
     strip_invisible,
@@ -74,7 +74,8 @@ class ModelAnswer(BaseModel):
 
 # --- what the text may contain --------------------------------------------------------------
 
-_PREFIX = re.compile(r"\A\s*(?:外部实时查询\s*[：:]\s*)+")
+# A model may start with either language's prefix (or repeat it); ours is put back once.
+_PREFIX = re.compile(r"\A\s*(?:(?:外部实时查询|External live query)\s*[：:]\s*)+", re.IGNORECASE)
 # Ids minted by ``adapters.base.evidence_id``; any such token must be an admitted one.
 _EVIDENCE_ID = re.compile(r"(?<![A-Za-z0-9_-])ev-[0-9a-f]{6,64}(?![0-9A-Za-z])")
 _IMAGE = re.compile(r"!\[[^\]\n]{0,400}\]\(")
@@ -306,9 +307,10 @@ class LLMAnswerPresenter:
             )
         sources = display_sources(admitted)
         order = {source.url: number for number, source in enumerate(sources, start=1)}
-        text = ANSWER_PREFIX + _numbered(body, admitted, order)
-        text += self._extractive.render_sources(sources)
-        template = f"{packet.plan.answer_contract}.prompt.j2"
+        language = self._extractive.language(packet)
+        text = ANSWER_PREFIXES[language] + _numbered(body, admitted, order)
+        text += self._extractive.render_sources(sources, language)
+        template = f"{language}/{packet.plan.answer_contract}.prompt.j2"
         return Presentation(
             text=text.rstrip(),
             sources=sources,

@@ -20,10 +20,9 @@ from datetime import date, datetime
 
 from ..errors import InputError
 from ..models import Evidence, ExternalQueryPlan, TimeRange
+from .notes import ReaderNote
 
-__all__ = ["UNDATED_UNCERTAINTY", "TimeVerdict", "check_time", "local_date"]
-
-UNDATED_UNCERTAINTY = "部分来源未标注发布日期"
+__all__ = ["TimeVerdict", "check_time", "local_date"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +32,7 @@ class TimeVerdict:
     passed: bool
     reason: str
     detail: str = ""
-    uncertainty: str | None = None
+    note: ReaderNote | None = None
 
 
 def local_date(now: datetime) -> date:
@@ -67,7 +66,7 @@ def _check_range(evidence: Evidence, span: TimeRange, *, max_age_days: int) -> T
             True,
             "carried_forward",
             f"about {carried.isoformat()}, {(span.start - carried).days} days before {wanted}",
-            f"所查日期没有新数据，该数值为 {carried.isoformat()} 的最近一次数据",
+            ReaderNote("carried_forward", carried),
         )
     if not evidence.about_dates and evidence.published_at is None:
         return TimeVerdict(False, "undated", f"no date to compare with {wanted}")
@@ -90,7 +89,7 @@ def _check_freshness(evidence: Evidence, *, today: date, max_age_days: int) -> T
     reference = evidence.published_at or max(evidence.about_dates, default=None)
     if reference is None:
         return TimeVerdict(
-            True, "undated_unchecked", "no date; freshness unknown", UNDATED_UNCERTAINTY
+            True, "undated_unchecked", "no date; freshness unknown", ReaderNote("undated")
         )
     age = (today - reference).days
     if age > max_age_days:

@@ -18,12 +18,16 @@ The outcome, first rule that applies wins:
    fall in two or more (country, admin1) groups. This wins even when evidence was gathered for
    the top candidate: answering for one of two same-named places would be a guess.
 3. ``insufficient_evidence`` when nothing was admitted, with the first matching reason:
-   ``no_ready_provider`` (no evidence; no adapter ranked, or every attempt skipped),
-   ``all_providers_failed`` (no evidence; every attempt made failed or timed out — retryable),
+   ``no_ready_provider`` (no evidence; no adapter ranked, or every attempt skipped);
+   when every attempt made failed or timed out: ``network_unavailable`` (every failure a name
+   that did not resolve — retryable), ``provider_misconfigured`` (no transient failure and at
+   least one provider refused the request as made — not retryable), else
+   ``all_providers_failed`` (retryable);
    ``no_matching_evidence`` (no evidence otherwise: attempts came back empty),
    ``filtered_out`` (every evidence failed the origin check),
    ``out_of_time_range`` (some evidence passed origin and target, so time rejected it),
-   ``no_matching_evidence`` (otherwise: target mismatches, possibly mixed with origin failures).
+   ``target_mismatch`` (every evidence passed origin but none is about the plan's targets),
+   ``no_matching_evidence`` (otherwise: target mismatches mixed with origin failures).
 4. ``insufficient_evidence / insufficient_sources`` — too few distinct sites among admitted
    evidence for the answer contract, or a compare target not covered by enough sites.
 5. ``answered``.
@@ -38,7 +42,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 
+from ..language import AnswerLanguage, answer_language
 from ..models import (
+    AdapterAttempt,
     AnswerStatus,
     CheckResult,
     Evidence,
@@ -46,6 +52,7 @@ from ..models import (
     ExternalQueryPlan,
     Finding,
     GatherResult,
+    OutcomeReason,
     PlaceCandidate,
     VerifierOutcome,
     VerifierResult,
@@ -53,11 +60,10 @@ from ..models import (
 from ..settings import Settings
 from ..sites import check_origin, registrable_domain, url_host
 from ..text.targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
+from .notes import ReaderNote, render_note
 from .timecheck import check_time, local_date
 
 __all__ = ["EvidenceVerifier", "VerifierOutcome"]
-
-SNIPPET_ONLY_UNCERTAINTY = "部分来源未能读取正文，仅依据搜索摘要"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +75,7 @@ class _Judged:
     target: CheckResult
     time: CheckResult
     matched_compare_targets: tuple[str, ...]
-    uncertainty: str | None
+    note: ReaderNote | None
 
     @property
     def checks(self) -> tuple[CheckResult, CheckResult, CheckResult]:
@@ -102,6 +108,7 @@ class EvidenceVerifier:
         self._sources = settings.sources
         self._limits = settings.verifier
         self._network = settings.network
+        self._language = settings.presenter.language
 
     def verify(self, gathered: GatherResult, *, now: datetime) -> VerifierOutcome:
         """Judge every evidence, then the bundle. ``now`` must carry a UTC offset."""
@@ -114,6 +121,7 @@ class EvidenceVerifier:
         sources = self._source_checks(plan, admitted)
 
         status: AnswerStatus
+        reason: OutcomeReason | None
         if missing_slots:
             status, reason = "clarify", "missing_slot"
         elif clarify_options:
@@ -141,7 +149,7 @@ class EvidenceVerifier:
         return VerifierOutcome(
             result=result,
             admitted=tuple(item.evidence for item in admitted),
-            uncertainties=_uncertainties(admitted),
+            uncertainties=_uncertainties(admitted, answer_language(plan.language, self._language)),
         )
 
     # -- per evidence -------------------------------------------------------------------------
@@ -174,7 +182,7 @@ class EvidenceVerifier:
                 evidence_id=eid,
             ),
             matched_compare_targets=matched,
-            uncertainty=verdict.uncertainty,
+            note=verdict.note,
         )
 
     # -- bundle -------------------------------------------------------------------------------
@@ -312,21 +320,39 @@ def _plausible_groups(
     return tuple(groups.values())
 
 
-def _why_nothing_admitted(gathered: GatherResult, judged: Sequence[_Judged]) -> str:
+def _why_nothing_admitted(gathered: GatherResult, judged: Sequence[_Judged]) -> OutcomeReason:
     """The reason code when no evidence was admitted (precedence in the module docstring)."""
     if not judged:
         tried = [a for a in gathered.attempts if a.status != "skipped"]
         nothing_ranked = bool(gathered.ranking) and all(r.rank is None for r in gathered.ranking)
         if not tried or nothing_ranked:
             return "no_ready_provider"
-        if all(a.status in ("failed", "timeout") for a in tried):
-            return "all_providers_failed"
+        failed = [a for a in tried if a.status in ("failed", "timeout")]
+        if len(failed) == len(tried):
+            return _why_providers_failed(failed)
         return "no_matching_evidence"
     if not any(item.origin.passed for item in judged):
         return "filtered_out"
     if any(item.origin.passed and item.target.passed for item in judged):
         return "out_of_time_range"
+    if all(item.origin.passed for item in judged):
+        return "target_mismatch"
     return "no_matching_evidence"
+
+
+def _why_providers_failed(failed: Sequence[AdapterAttempt]) -> OutcomeReason:
+    """Every provider tried failed: say whether trying again can help.
+
+    Only names that did not resolve, everywhere: the network is down (retryable). No
+    transient failure and at least one provider refusing the request as made: retrying the
+    same request cannot help (``provider_misconfigured``). Otherwise ``all_providers_failed``.
+    """
+    kinds = {attempt.failure or "transient" for attempt in failed}
+    if kinds == {"network"}:
+        return "network_unavailable"
+    if "misconfigured" in kinds and "transient" not in kinds:
+        return "provider_misconfigured"
+    return "all_providers_failed"
 
 
 def _sites(evidence: Iterable[Evidence]) -> tuple[str, ...]:
@@ -351,11 +377,11 @@ def _count_check(
     )
 
 
-def _uncertainties(admitted: Iterable[_Judged]) -> tuple[str, ...]:
-    notes: list[str] = []
+def _uncertainties(admitted: Iterable[_Judged], language: AnswerLanguage) -> tuple[str, ...]:
+    notes: list[ReaderNote] = []
     for item in admitted:
-        if item.uncertainty:
-            notes.append(item.uncertainty)
+        if item.note:
+            notes.append(item.note)
         if item.evidence.basis == "search_snippet":
-            notes.append(SNIPPET_ONLY_UNCERTAINTY)
-    return tuple(dict.fromkeys(notes))
+            notes.append(ReaderNote("snippet_only"))
+    return tuple(dict.fromkeys(render_note(note, language) for note in notes))
