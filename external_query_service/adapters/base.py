@@ -31,6 +31,7 @@ from ..models import (
 )
 from ..settings import AdapterSettings, NetworkSettings, SourceSettings
 from ..store import EvidenceStore
+from .options import AdapterOptions
 
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse, FetchedPage
@@ -106,8 +107,15 @@ class Adapter(ABC):
     supports_freshness: ClassVar[bool] = False
     supports_page_fetch: ClassVar[bool] = False
 
+    class Options(AdapterOptions):
+        """The keys of the adapter's ``[[adapters]]`` table: none here. Subclasses declare
+        ``class Options(Adapter.Options)`` with fields, and annotate ``options: Options``."""
+
+    options: Options
+
     def __init__(self, config: AdapterSettings, runtime: AdapterRuntime) -> None:
         self.config = config
+        self.options = config.options_as(self.Options)
         self.runtime = runtime
 
     @property

@@ -16,6 +16,7 @@ from pydantic import JsonValue
 from ..errors import FetchError, UpstreamStatus
 from ..models import ExternalQueryPlan, ProviderType, Readiness
 from .base import Adapter, AdapterOutcome
+from .options import Endpoints
 from .pages import SearchHit, harvest_pages
 
 __all__ = ["SearxngAdapter", "time_range_bucket"]
@@ -55,8 +56,18 @@ class SearxngAdapter(Adapter):
     supports_freshness: ClassVar[bool] = True
     supports_page_fetch: ClassVar[bool] = True
 
+    class Options(Adapter.Options):
+        #: Your instance (JSON output enabled). Unset: the adapter is not ready.
+        base_url: str | None = None
+
+        def endpoints(self) -> Endpoints:
+            urls = {"base_url": self.base_url} if self.base_url else {}
+            return Endpoints(urls, search="base_url")
+
+    options: Options
+
     def readiness(self) -> Readiness:
-        if not self.config.base_url:
+        if not self.options.base_url:
             return Readiness(ready=False, reason="base_url_missing")
         return super().readiness()
 
@@ -64,16 +75,16 @@ class SearxngAdapter(Adapter):
         static = self.readiness()
         if not static.ready:
             return static
-        assert self.config.base_url is not None
+        assert self.options.base_url is not None
         try:
-            await self.runtime.endpoint(self.config.base_url).get_json("config")
+            await self.runtime.endpoint(self.options.base_url).get_json("config")
         except FetchError as exc:
             return Readiness(ready=False, reason=exc.reason)
         return Readiness(ready=True)
 
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
-        assert self.config.base_url is not None
-        endpoint = self.runtime.endpoint(self.config.base_url)
+        assert self.options.base_url is not None
+        endpoint = self.runtime.endpoint(self.options.base_url)
         params: dict[str, str | int] = {"format": "json", "language": _language(plan.language)}
         if plan.query_kind == "news":
             params["categories"] = "news"
