@@ -15,7 +15,7 @@ user_agent = "external-query-service/0.1 (evidence fetcher)"
 [[adapters]]
 kind = "searxng"
 id = "searx"
-base_url = "http://127.0.0.1:8888"
+base_url = "http://127.0.0.1:8888"   # the adapter's own keys, checked by its Options
 
 [sources]
 allow_domains = []
@@ -35,9 +35,17 @@ import ipaddress
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ._version import __version__
 from .errors import InputError, SettingsError
@@ -61,6 +69,8 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_USER_AGENT = f"external-query-service/{__version__} (evidence fetcher)"
 MAX_SETTINGS_BYTES = 1024 * 1024
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class _Section(BaseModel):
@@ -127,21 +137,86 @@ def _host_port(text: str, where: str) -> str:
     return f"{host}:{int(port)}"
 
 
-class AdapterSettings(_Section):
+class AdapterSettings(BaseModel):
+    """One ``[[adapters]]`` table: ``kind``, ``id``, ``enabled``, and the adapter's own keys.
+
+    The own keys are kept as written (``option_values``); the adapter's ``Options`` model
+    validates them when the service builds the adapter (``options_as``), since which keys
+    exist depends on the kind, and kinds are looked up in the registry only then.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
     kind: str = Field(min_length=1)
     id: str = ""
-    base_url: str | None = None
-    geocoding_url: str | None = None
-    root: Path | None = None
     enabled: bool = True
-    #: Free-form options for third-party adapters; built-ins accept none.
-    options: dict[str, Any] = Field(default_factory=dict)
+    #: The folder relative ``Path`` options resolve against (the settings file's).
+    _base_dir: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _default_id(self) -> AdapterSettings:
         if not self.id:
             object.__setattr__(self, "id", self.kind)
         return self
+
+    @property
+    def option_values(self) -> dict[str, Any]:
+        """The adapter's own keys as written (not validated, defaults not filled in)."""
+        return dict(self.model_extra or {})
+
+    def with_base_dir(self, base: Path) -> AdapterSettings:
+        """A copy whose relative ``Path`` options resolve against ``base`` (a folder set
+        before, if relative, is taken as relative to ``base``)."""
+        copy = self.model_copy()
+        copy._base_dir = base if self._base_dir is None else base / self._base_dir
+        return copy
+
+    def options_as(self, model: type[OptionsT]) -> OptionsT:
+        """The own keys validated by ``model`` (the adapter's ``Options``), relative ``Path``
+        values resolved against the base folder. Bad keys: ``SettingsError``, one line."""
+        try:
+            options = model.model_validate(self.option_values)
+        except ValidationError as exc:
+            raise SettingsError(
+                f"adapter {self.id!r} ({self.kind}): {_option_error(exc)}"
+            ) from None
+        base = self._base_dir
+        if base is None:
+            return options
+        relative = {
+            name: base / value
+            for name, value in options
+            if isinstance(value, Path) and not value.is_absolute()
+        }
+        return options.model_copy(update=relative) if relative else options
+
+    def envelope(self) -> dict[str, Any]:
+        """What an admission envelope hashes for this adapter. The shape is the one these
+        settings had when ``base_url``, ``geocoding_url`` and ``root`` were shared fields
+        and other keys sat in ``options``, so plan ids stay the same for the same file."""
+        extras = self.option_values
+        root = extras.pop("root", None)
+        if root is not None:
+            root = Path(root)
+            if self._base_dir is not None and not root.is_absolute():
+                root = self._base_dir / root
+        return {
+            "kind": self.kind,
+            "base_url": extras.pop("base_url", None),
+            "geocoding_url": extras.pop("geocoding_url", None),
+            "root": str(root) if root is not None else None,
+            "enabled": self.enabled,
+            "options": extras,
+        }
+
+
+def _option_error(exc: ValidationError) -> str:
+    """``unknown key 'x'``, ``missing key 'x'`` or ``x: <message>``, plus how many more."""
+    location, message, more = _first_error(exc)
+    problem = {"extra_forbidden": "unknown", "missing": "missing"}.get(exc.errors()[0]["type"])
+    if problem is not None:
+        return f"{problem} key {location!r}{more}"
+    return f"{location}: {message}{more}"
 
 
 def _domain_list(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -230,7 +305,7 @@ class Settings(_Section):
 
     @classmethod
     def load(cls, path: str | Path) -> Settings:
-        """Read settings from a TOML file. Relative ``root`` paths resolve against its folder."""
+        """Read settings from a TOML file. Relative paths resolve against its folder."""
         path = Path(path)
         if not path.exists():
             raise SettingsError(f"settings file not found: {path}")
@@ -245,13 +320,9 @@ class Settings(_Section):
         return settings.with_base_dir(path.parent)
 
     def with_base_dir(self, base: Path) -> Settings:
-        """Resolve relative paths (adapter roots, the ledger, the CA bundle) against ``base``."""
-        adapters = tuple(
-            adapter.model_copy(update={"root": base / adapter.root})
-            if adapter.root is not None and not adapter.root.is_absolute()
-            else adapter
-            for adapter in self.adapters
-        )
+        """Resolve relative paths (adapters' ``Path`` options, the ledger, the CA bundle)
+        against ``base``."""
+        adapters = tuple(adapter.with_base_dir(base) for adapter in self.adapters)
         ledger = self.ledger
         if ledger.path is not None and not ledger.path.is_absolute():
             ledger = ledger.model_copy(update={"path": base / ledger.path})
@@ -262,19 +333,21 @@ class Settings(_Section):
 
     def with_adapter(self, adapter: AdapterSettings) -> Settings:
         """A copy with one more adapter (ids stay unique)."""
-        return Settings.model_validate(
-            {
-                **self.model_dump(),
-                "adapters": [*self.model_dump()["adapters"], adapter.model_dump()],
-            }
-        )
+        # The sections as objects, not dumps: a dump would drop each adapter's base folder.
+        return Settings.model_validate({**dict(self), "adapters": (*self.adapters, adapter)})
 
     def with_docs(self, root: str | Path, *, adapter_id: str = "docs") -> Settings:
-        return self.with_adapter(AdapterSettings(kind="local_docs", id=adapter_id, root=Path(root)))
+        docs = {"kind": "local_docs", "id": adapter_id, "root": Path(root)}
+        return self.with_adapter(AdapterSettings.model_validate(docs))
 
 
 def format_validation_error(exc: ValidationError) -> str:
     """One line: the first error's location and message, plus how many more there are."""
+    location, message, more = _first_error(exc)
+    return f"{location}: {message}{more}"
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str, str]:
     errors = exc.errors()
     first = errors[0]
     location = ".".join(str(part) for part in first["loc"]) or "(root)"
@@ -285,4 +358,4 @@ def format_validation_error(exc: ValidationError) -> str:
         # Our own validators' words, without pydantic's "Value error, " prefix.
         message = str(first.get("ctx", {}).get("error", message))
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{location}: {message}{more}"
+    return location, message, more

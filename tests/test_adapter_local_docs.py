@@ -73,7 +73,8 @@ def _adapter(
         store=store if store is not None else EvidenceStore(),
         clock=fixed_clock(NOW),
     )
-    return LocalDocsAdapter(AdapterSettings(kind="local_docs", id="docs", root=root), runtime)
+    table = {"kind": "local_docs", "id": "docs", **({"root": root} if root is not None else {})}
+    return LocalDocsAdapter(AdapterSettings.model_validate(table), runtime)
 
 
 def _plan(*queries: str) -> ExternalQueryPlan:
@@ -238,7 +239,7 @@ def test_a_root_that_is_not_a_folder_at_start_is_a_settings_error(tmp_path: Path
         _adapter(tmp_path / "nope")
     with pytest.raises(SettingsError, match=r"root is not a folder: .*file\.md"):
         _adapter(a_file)
-    with pytest.raises(SettingsError, match="set root = FOLDER"):
+    with pytest.raises(SettingsError, match=r"adapter 'docs' \(local_docs\): missing key 'root'"):
         _adapter(None)
     with pytest.raises(SettingsError, match="root is not a folder"):
         ExternalQueryService(Settings().with_docs(tmp_path / "nope"))

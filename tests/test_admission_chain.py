@@ -130,7 +130,9 @@ def settings() -> Settings:
         {
             "network": {"timeout_s": 2.5, "allowed_networks": ["10.0.0.0/8"]},
             "adapters": [
-                AdapterSettings(kind="open_meteo", id="meteo", options={"ratio": 0.25}).model_dump()
+                AdapterSettings.model_validate(
+                    {"kind": "open_meteo", "id": "meteo", "ratio": 0.25}
+                ).model_dump()
             ],
         }
     )

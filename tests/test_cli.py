@@ -302,6 +302,10 @@ def test_bad_input_exits_2_with_one_line(
         ("[network\n", "invalid TOML"),
         ("[network]\nallowed_networks = ['not-a-net']\n", "allowed_networks"),
         ("[[adapters]]\nkind = 'local_docs'\nroot = 'handbook'\n", "root is not a folder"),
+        (
+            "[[adapters]]\nkind = 'open_meteo'\ngeocodeing_url = 'https://g.test'\n",
+            "adapter 'open_meteo' (open_meteo): unknown key 'geocodeing_url'",
+        ),
     ],
 )
 def test_bad_settings_exit_2_with_one_line(

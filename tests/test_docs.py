@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from external_query_service import Settings
+from external_query_service.adapters import builtin_adapters
 from external_query_service.cli import build_parser
+from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
     NetworkSettings,
     SourceSettings,
@@ -33,6 +35,15 @@ def test_readme_settings_sample_is_valid_settings() -> None:
         "frankfurter",
         "local_docs",
     }
+    for adapter in settings.adapters:
+        adapter_options(adapter)  # each adapter's own keys pass its Options
+
+
+@pytest.mark.parametrize("kind", sorted(builtin_adapters()))
+def test_every_builtin_adapter_option_is_documented_in_the_readme(kind: str) -> None:
+    sample = next(block for block in fenced("toml") if "[network]" in block)
+    options = builtin_adapters()[kind].Options.model_fields
+    assert [name for name in options if f"{name} =" not in sample] == []
 
 
 @pytest.mark.parametrize("section", [NetworkSettings, SourceSettings, VerifierSettings])

@@ -211,9 +211,7 @@ class PortStatistics(Adapter):
 
 def test_the_query_kind_vocabulary_adds_the_configured_adapters_kinds() -> None:
     register_adapter(PortStatistics.kind, PortStatistics, replace=True)
-    settings = Settings.from_mapping(
-        {"adapters": [{"kind": PortStatistics.kind, "id": "ports", "base_url": "https://p.test"}]}
-    )
+    settings = Settings.from_mapping({"adapters": [{"kind": PortStatistics.kind, "id": "ports"}]})
     session = ToolkitSession()
 
     async def run() -> None:

@@ -47,10 +47,14 @@ class QuoteAdapter(Adapter):
     provider_type: ClassVar[ProviderType] = "fact_api"
     supported_query_kinds: ClassVar[tuple[str, ...]] = ("stock_quote",)
 
+    class Options(Adapter.Options):
+        base_url: str  # required: a missing key is a settings error
+
+    options: Options
+
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
-        assert self.config.base_url is not None
         symbol = plan.entities[0]
-        response = await self.runtime.endpoint(self.config.base_url).get_json(
+        response = await self.runtime.endpoint(self.options.base_url).get_json(
             "quote", {"symbol": symbol}
         )
         assert isinstance(response.data, dict)
@@ -150,8 +154,13 @@ class CannedSearch(Adapter):
     provider_type: ClassVar[ProviderType] = "live_search"
     supports_page_fetch: ClassVar[bool] = True
 
+    class Options(Adapter.Options):
+        site: str
+
+    options: Options
+
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
-        site = self.config.options["site"]
+        site = self.options.site
         url = f"https://{site}/story"
         text = f"{plan.question} — {site}"
         return AdapterOutcome(
@@ -202,7 +211,7 @@ def canned(
         clock=fixed_clock(NOW),
         sources=SourceSettings(deny_domains=deny),
     )
-    config = AdapterSettings(kind=cls.kind, id=adapter_id, options={"site": site})
+    config = AdapterSettings.model_validate({"kind": cls.kind, "id": adapter_id, "site": site})
     return cls(config, runtime)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from external_query_service import Settings, SettingsError
+from external_query_service.adapters.local_docs import LocalDocsAdapter
 
 
 def test_full_settings_file_loads(tmp_path: Path) -> None:
@@ -50,7 +51,7 @@ max_age_days = 7
     assert settings.network.resolve == {"docs.example": "127.0.0.1"}
     assert settings.network.user_agent == "my-bot/1.0"
     assert [a.id for a in settings.adapters] == ["searx", "local_docs"]
-    assert settings.adapters[1].root == tmp_path / "handbook"
+    assert settings.adapters[1].options_as(LocalDocsAdapter.Options).root == tmp_path / "handbook"
     assert settings.sources.allow_domains == ("example.com",)
     assert settings.verifier.min_sources_summary == 2
 
@@ -66,7 +67,7 @@ def test_defaults_activate_no_network_adapter() -> None:
     ("text", "message"),
     [
         ("[network]\nproxy = 'x'\n", "network.proxy: unknown key"),
-        ("[[adapters]]\nkind = 'searxng'\ncolour = 'red'\n", "adapters.0.colour: unknown key"),
+        ("[[adapters]]\nid = 'searx'\n", "adapters.0.kind: Field required"),
         ("[network]\nallowed_networks = ['300.1.1.1/8']\n", "not a CIDR network"),
         ("[network]\nresolve = { a = 'nowhere' }\n", "not an IP address"),
         ("[network]\ntimeout_s = -1\n", "network.timeout_s"),
@@ -92,7 +93,9 @@ def test_missing_file_is_a_settings_error(tmp_path: Path) -> None:
 
 def test_with_docs_adds_a_local_docs_adapter(tmp_path: Path) -> None:
     settings = Settings().with_docs(tmp_path)
-    assert [(a.kind, a.id, a.root) for a in settings.adapters] == [("local_docs", "docs", tmp_path)]
+    assert [(a.kind, a.id, a.option_values) for a in settings.adapters] == [
+        ("local_docs", "docs", {"root": tmp_path})
+    ]
 
 
 def test_a_fifo_or_folder_as_settings_file_is_refused_without_blocking(tmp_path: Path) -> None:

@@ -11,12 +11,14 @@ import json
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from external_query_service import InputError
+from external_query_service import InputError, register_adapter
+from external_query_service.adapters.options import Endpoints
 from external_query_service.cli import main
 from external_query_service.models import ExternalAnswer
 from external_query_service.settings import Settings
@@ -36,6 +38,7 @@ from external_query_service.testing import (
 from external_query_service.testing.recorder import NothingAnswered
 
 from .test_public_github import closed_port
+from .test_registry import QuoteAdapter
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "湛江港今年吞吐量是多少？"
@@ -46,6 +49,36 @@ OPTION_SECRET = "OPTIONSECRET456"
 ENV_TOKEN = "envtoken-SECRET-789"
 URL_SECRET = "SEARXSECRET123"
 SECRETS = (LLM_KEY, OPTION_SECRET, ENV_TOKEN, URL_SECRET)
+QUOTES = "https://quotes.example.net/api"
+QUOTE_QUESTION = "贵州茅台最新收盘价？"
+QUOTE_SEMANTICS = {
+    "query_kind": "stock_quote",
+    "entities": ["600519"],
+    "time_range": {"start": "2026-11-27", "end": "2026-11-27"},
+}
+
+
+class RecordedQuotes(QuoteAdapter):
+    """A third-party fact API with credentials. It takes part in recordings and worlds
+    through its options' ``endpoints()``: a world serves that origin, a recording keeps only
+    that URL."""
+
+    kind: ClassVar[str] = "test_recorded_quotes"
+
+    class Options(QuoteAdapter.Options):
+        #: Credentials stay in the live settings; a replay runs without them.
+        api_key: str | None = None
+        token_env: str | None = None
+
+        def endpoints(self) -> Endpoints:
+            return Endpoints({"base_url": self.base_url})
+
+    options: Options
+
+
+@pytest.fixture(scope="module", autouse=True)
+def quotes_registered() -> None:
+    register_adapter(RecordedQuotes.kind, RecordedQuotes, replace=True)
 
 
 def _forecast(request: RecordedRequest) -> Reply:
@@ -123,6 +156,8 @@ def live_world() -> Iterator[World]:
             json_reply({"results": [place], "debug": f"{ENV_TOKEN} {OPTION_SECRET}"}),
         )
         world.route("https://api.open-meteo.com/v1/forecast", _forecast)
+        quote = json_reply({"price": 1688.5, "date": "2026-11-27"})
+        world.route(f"{QUOTES}/quote?symbol=600519", quote)
         yield world
 
 
@@ -148,11 +183,17 @@ ca_bundle = "{network.ca_bundle}"
 kind = "searxng"
 id = "searx"
 base_url = "{SEARX}/?apikey={URL_SECRET}"
-options = {{ api_key = "{OPTION_SECRET}", token_env = "EQS_TEST_TOKEN" }}
 
 [[adapters]]
 kind = "open_meteo"
 id = "weather"
+
+[[adapters]]
+kind = "{RecordedQuotes.kind}"
+id = "quotes"
+base_url = "{QUOTES}"
+api_key = "{OPTION_SECRET}"
+token_env = "EQS_TEST_TOKEN"
 
 [llm]
 base_url = "http://127.0.0.1:9/v1"
@@ -165,7 +206,7 @@ api_key_env = "EQS_TEST_LLM_KEY"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def recorded(tmp_path_factory: pytest.TempPathFactory, quotes_registered: None) -> Path:
     """One recording (through the CLI) that the read-only tests below share."""
     folder = tmp_path_factory.mktemp("record")
     semantics = folder / "semantics.json"
@@ -238,7 +279,8 @@ def test_no_secret_from_the_live_config_appears_in_the_recorded_world(recorded: 
             assert quote(secret, safe="").encode() not in data, (path.name, secret)
     manifest = (recorded / "world.toml").read_text("utf-8")
     assert "[llm]" not in manifest
-    assert "options" not in manifest
+    assert "api_key" not in manifest
+    assert "token_env" not in manifest
 
 
 def test_recorded_world_has_bodies_with_digests_and_the_failures(recorded: Path) -> None:
@@ -382,3 +424,24 @@ def test_record_world_raises_nothing_answered_and_writes_nothing(tmp_path: Path)
         record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
     assert [item.status for item in caught.value.answer.attempts] == ["failed"]
     assert not out.exists()
+
+
+def test_a_third_party_adapter_records_and_replays_through_its_endpoints(
+    live: World, tmp_path: Path
+) -> None:
+    quotes = {"kind": RecordedQuotes.kind, "id": "quotes", "base_url": QUOTES}
+    settings = live.settings({**quotes, "api_key": OPTION_SECRET})
+    result = record_world(QUOTE_QUESTION, QUOTE_SEMANTICS, settings, tmp_path / "q", now=NOW)
+    live.close()
+    assert result.answer.status == "answered"
+    manifest = load_world(tmp_path / "q").manifest
+    assert manifest.adapters == (quotes,)  # its endpoint is kept, its credentials are not
+    assert [httpx.URL(entry.url).params["symbol"] for entry in manifest.api] == ["600519"]
+    with open_world(tmp_path / "q") as world, world.service() as service:
+        again = service.answer(QUOTE_QUESTION, QUOTE_SEMANTICS)
+    # The world served the adapter's own origin, named only by its endpoints().
+    assert len(world.requests_to("/api/quote", host="quotes.example.net")) == 1
+    assert "1688.5" in again.text
+    assert comparable_answer(again, same_envelope=False) == comparable_answer(
+        result.answer, same_envelope=False
+    )

@@ -7,12 +7,22 @@ import shutil
 import tomllib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
 
 import external_query_service.testing as testing
-from external_query_service import ExternalQueryService, InputError, Settings, SettingsError
+from external_query_service import (
+    Adapter,
+    ExternalQueryService,
+    InputError,
+    Settings,
+    SettingsError,
+    register_adapter,
+)
+from external_query_service.adapters.options import Endpoints
+from external_query_service.adapters.searxng import SearxngAdapter
 from external_query_service.net.fetch import SafeFetcher, TrustedEndpoint
 from external_query_service.testing import (
     Reply,
@@ -24,7 +34,14 @@ from external_query_service.testing import (
     open_world,
     searx_body,
 )
-from external_query_service.testing.world_files import dump_toml
+from external_query_service.testing.world_files import (
+    PageEntry,
+    SearchEntry,
+    WorldInfo,
+    WorldManifest,
+    dump_toml,
+    write_world,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases"
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
@@ -191,6 +208,46 @@ def test_world_from_a_directory_answers_like_the_hand_built_one() -> None:
     assert answer.evidence[0].accessed_at == NOW
 
 
+class MirrorEngine(SearxngAdapter):
+    """A third-party SearXNG-compatible engine whose URL option has its own name."""
+
+    kind: ClassVar[str] = "test_mirror_engine"
+
+    class Options(Adapter.Options):
+        instance: str | None = None
+
+        @property
+        def base_url(self) -> str | None:
+            return self.instance
+
+        def endpoints(self) -> Endpoints:
+            return Endpoints({"instance": self.instance} if self.instance else {}, "instance")
+
+    options: Options
+
+
+@pytest.mark.parametrize("kind", ["searxng", MirrorEngine.kind])
+def test_a_search_engine_without_a_url_plays_at_the_worlds_own_host(
+    tmp_path: Path, kind: str
+) -> None:
+    register_adapter(MirrorEngine.kind, MirrorEngine, replace=True)
+    url = "https://airshow.example.cn/news"
+    manifest = WorldManifest(
+        world=WorldInfo(now=NOW),
+        adapters=({"kind": kind, "id": "engine"},),
+        search=(SearchEntry(query=QUESTION, results=(hit(url, "珠海航展", "新机型"),)),),
+        pages=(PageEntry(url=url, file="pages/news.html"),),
+    )
+    write_world(tmp_path / "w", manifest, {"pages/news.html": AIRSHOW.encode("utf-8")})
+    with open_world(tmp_path / "w") as world, world.service() as service:
+        (engine,) = world.settings().adapters
+        answer = service.answer(QUESTION)
+    assert list(engine.option_values.values()) == ["https://searx.world.test"]
+    assert len(world.requests_to("/search", host="searx.world.test")) == 1
+    assert answer.status == "answered"
+    assert [source.url for source in answer.sources] == [url]
+
+
 def test_a_file_whose_digest_changed_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "w"
     (root / "pages").mkdir(parents=True)
@@ -218,6 +275,18 @@ def test_unknown_keys_in_a_world_are_errors(tmp_path: Path) -> None:
     (tmp_path / "world.toml").write_text('[world]\nnmae = "typo"\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"world\.nmae: unknown key"):
         load_world(tmp_path)
+
+
+def test_an_unknown_adapter_key_in_a_world_is_refused_at_load(tmp_path: Path) -> None:
+    (tmp_path / "world.toml").write_text(
+        '[[adapters]]\nkind = "open_meteo"\nid = "weather"\ngeocodeing_url = "https://g.test"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(SettingsError) as caught:
+        load_world(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'world.toml'}: adapter 'weather' (open_meteo): unknown key 'geocodeing_url'"
+    )
 
 
 def test_toml_writer_round_trips_through_tomllib() -> None:

@@ -32,6 +32,7 @@ from ..models import (
 from ..settings import AdapterSettings, NetworkSettings, SourceSettings
 from ..sites import url_host
 from ..store import EvidenceStore
+from .options import AdapterOptions
 
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse, FetchedPage
@@ -93,8 +94,15 @@ class Adapter(ABC):
     supports_freshness: ClassVar[bool] = False
     supports_page_fetch: ClassVar[bool] = False
 
+    class Options(AdapterOptions):
+        """The keys of the adapter's ``[[adapters]]`` table: none here. Subclasses declare
+        ``class Options(Adapter.Options)`` with fields, and annotate ``options: Options``."""
+
+    options: Options
+
     def __init__(self, config: AdapterSettings, runtime: AdapterRuntime) -> None:
         self.config = config
+        self.options = config.options_as(self.Options)
         self.runtime = runtime
 
     @property
@@ -102,15 +110,12 @@ class Adapter(ABC):
         return self.config.id
 
     @property
-    def base_url(self) -> str | None:
-        """The provider's API root: the configured one (adapters with a default override)."""
-        return self.config.base_url
-
-    @property
     def source(self) -> str | None:
-        """The host this adapter's provider is reached at, named to readers when it fails
-        (never the adapter id); ``None`` for a local source."""
-        return url_host(self.base_url) or None if self.base_url else None
+        """The host this adapter's provider is reached at (its first outside endpoint), named
+        to readers when it fails, never the adapter id; ``None`` for a local source."""
+        endpoints = self.options.endpoints()
+        urls = endpoints.urls.values() if endpoints is not None else ()
+        return next((host for url in urls if (host := url_host(url))), None)
 
     @property
     def capability(self) -> AdapterCapability:

@@ -13,18 +13,17 @@ from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from ..errors import FetchError, UpstreamStatus
 from ..models import Evidence, ExternalQueryPlan, Fact, Finding, ProviderType, Readiness
 from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
+from .options import Endpoints
 
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse
 
 __all__ = ["FrankfurterAdapter", "currency_pair"]
-
-DEFAULT_BASE_URL = "https://api.frankfurter.dev/v1"
 
 #: At most this many dates from a time series become evidence (the most recent ones).
 MAX_SERIES_DATES = 31
@@ -76,11 +75,19 @@ class FrankfurterAdapter(Adapter):
     supports_freshness: ClassVar[bool] = True
     supports_page_fetch: ClassVar[bool] = False
 
+    class Options(Adapter.Options):
+        #: The Frankfurter API (the public one by default).
+        base_url: str = Field(default="https://api.frankfurter.dev/v1", min_length=1)
+
+        def endpoints(self) -> Endpoints:
+            return Endpoints({"base_url": self.base_url})
+
+    options: Options
     _currencies: frozenset[str] | None = None
 
     @property
     def base_url(self) -> str:
-        return (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        return self.options.base_url.rstrip("/")
 
     async def _get(
         self, path: str, params: Mapping[str, str | int] | None = None

@@ -24,7 +24,7 @@ import stat
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import ClassVar
 from urllib.parse import quote
 
@@ -131,15 +131,23 @@ class LocalDocsAdapter(Adapter):
     supports_freshness: ClassVar[bool] = False
     supports_page_fetch: ClassVar[bool] = False
 
+    class Options(Adapter.Options):
+        #: The documentation folder (relative: to the settings file's folder).
+        root: Path
+
+        def endpoints(self) -> None:
+            return None  # a local folder is no part of the outside world
+
+    options: Options
+
     def __init__(self, config: AdapterSettings, runtime: AdapterRuntime) -> None:
         super().__init__(config, runtime)
         # A folder that is not there when the service starts is a settings mistake, said at
         # once; one that vanishes later is a readiness failure (root_missing) of one attempt.
-        if config.root is None:
-            raise SettingsError(f"adapter {self.adapter_id!r} (local_docs): set root = FOLDER")
-        if not config.root.is_dir():
+        if not self.options.root.is_dir():
             raise SettingsError(
-                f"adapter {self.adapter_id!r} (local_docs): root is not a folder: {config.root}"
+                f"adapter {self.adapter_id!r} (local_docs): root is not a folder: "
+                f"{self.options.root}"
             )
         # (relative path, mtime_ns, size) → prepared document; files are re-read on change.
         self._cache: dict[tuple[str, int, int], _Doc] = {}
@@ -157,8 +165,8 @@ class LocalDocsAdapter(Adapter):
         static = super().readiness()
         if not static.ready:
             return static
-        root = self.config.root
-        if root is None or not root.exists():
+        root = self.options.root
+        if not root.exists():
             return Readiness(ready=False, reason="root_missing")
         if not root.is_dir():
             return Readiness(ready=False, reason="root_not_directory")
@@ -171,8 +179,7 @@ class LocalDocsAdapter(Adapter):
     # -- gather -------------------------------------------------------------------------
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
         ready = self.readiness()
-        root = self.config.root
-        if not ready.ready or root is None:
+        if not ready.ready:
             return AdapterOutcome(status="failed", reason=ready.reason or "root_missing")
         # Walking, reading and extracting are blocking; keep them off the event loop.
         try:
@@ -187,11 +194,8 @@ class LocalDocsAdapter(Adapter):
         cannot be opened as a folder."""
         with self._root_lock:
             if self._root is None:
-                root = self.config.root
-                if root is None:
-                    raise ToolkitError("no root is configured", reason="root_missing")
                 # Resolved once, so an operator's symlinked root still works.
-                self._root = SafeRoot(root)
+                self._root = SafeRoot(self.options.root)
             return self._root
 
     def _match(self, plan: ExternalQueryPlan, scan: _Scan) -> AdapterOutcome:

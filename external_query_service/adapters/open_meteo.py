@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from ..errors import FetchError, UpstreamStatus
 from ..models import (
@@ -26,15 +26,13 @@ from ..models import (
     Readiness,
 )
 from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
+from .options import Endpoints
 from .weather_codes import UNKNOWN_WEATHER, weather_description
 
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse
 
 __all__ = ["OpenMeteoAdapter"]
-
-DEFAULT_BASE_URL = "https://api.open-meteo.com/v1"
-DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1"
 
 #: How far back (``past_days``) and ahead (``forecast_days``) the forecast API reaches.
 PAST_DAYS = 92
@@ -158,13 +156,23 @@ class OpenMeteoAdapter(Adapter):
     supports_freshness: ClassVar[bool] = True
     supports_page_fetch: ClassVar[bool] = False
 
+    class Options(Adapter.Options):
+        #: The forecast API and the geocoding API (Open-Meteo's public ones by default).
+        base_url: str = Field(default="https://api.open-meteo.com/v1", min_length=1)
+        geocoding_url: str = Field(default="https://geocoding-api.open-meteo.com/v1", min_length=1)
+
+        def endpoints(self) -> Endpoints:
+            return Endpoints({"base_url": self.base_url, "geocoding_url": self.geocoding_url})
+
+    options: Options
+
     @property
     def base_url(self) -> str:
-        return (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        return self.options.base_url.rstrip("/")
 
     @property
     def geocoding_url(self) -> str:
-        return (self.config.geocoding_url or DEFAULT_GEOCODING_URL).rstrip("/")
+        return self.options.geocoding_url.rstrip("/")
 
     async def _get(
         self, base_url: str, path: str, params: Mapping[str, str | int]

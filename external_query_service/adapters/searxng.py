@@ -17,6 +17,7 @@ from ..errors import FetchError, UpstreamStatus
 from ..models import ExternalQueryPlan, ProviderType, Readiness
 from ..net.failures import status_failure_class
 from .base import Adapter, AdapterOutcome
+from .options import Endpoints
 from .pages import SearchHit, harvest_pages
 
 __all__ = ["SearxngAdapter", "time_range_bucket"]
@@ -60,8 +61,18 @@ class SearxngAdapter(Adapter):
     supports_freshness: ClassVar[bool] = True
     supports_page_fetch: ClassVar[bool] = True
 
+    class Options(Adapter.Options):
+        #: Your instance (JSON output enabled). Unset: the adapter is not ready.
+        base_url: str | None = None
+
+        def endpoints(self) -> Endpoints:
+            urls = {"base_url": self.base_url} if self.base_url else {}
+            return Endpoints(urls, search="base_url")
+
+    options: Options
+
     def readiness(self) -> Readiness:
-        if not self.config.base_url:
+        if not self.options.base_url:
             return Readiness(ready=False, reason="base_url_missing")
         return super().readiness()
 
@@ -69,12 +80,12 @@ class SearxngAdapter(Adapter):
         static = self.readiness()
         if not static.ready:
             return static
-        assert self.config.base_url is not None
+        assert self.options.base_url is not None
         # The first real call is a JSON search: prove that one is not refused (an instance
         # with JSON output disabled answers /config but refuses /search with 403).
         params: dict[str, str | int] = {"q": "searxng", "format": "json", "pageno": 1}
         try:
-            await self.runtime.endpoint(self.config.base_url).get_json("search", params)
+            await self.runtime.endpoint(self.options.base_url).get_json("search", params)
         except UpstreamStatus as exc:
             return Readiness(ready=False, reason=f"upstream_status_{exc.status}")
         except FetchError as exc:
@@ -82,8 +93,8 @@ class SearxngAdapter(Adapter):
         return Readiness(ready=True)
 
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
-        assert self.config.base_url is not None
-        endpoint = self.runtime.endpoint(self.config.base_url)
+        assert self.options.base_url is not None
+        endpoint = self.runtime.endpoint(self.options.base_url)
         params: dict[str, str | int] = {"format": "json", "language": _language(plan.language)}
         if plan.query_kind == "news":
             params["categories"] = "news"

@@ -180,17 +180,7 @@ def service_envelope(settings: Settings) -> dict[str, JsonValue]:
             "allow_domains": list(settings.sources.allow_domains),
             "deny_domains": list(settings.sources.deny_domains),
         },
-        "adapters": {
-            adapter.id: {
-                "kind": adapter.kind,
-                "base_url": adapter.base_url,
-                "geocoding_url": adapter.geocoding_url,
-                "root": str(adapter.root) if adapter.root is not None else None,
-                "enabled": adapter.enabled,
-                "options": _json_safe(adapter.options),
-            }
-            for adapter in settings.adapters
-        },
+        "adapters": {adapter.id: _json_safe(adapter.envelope()) for adapter in settings.adapters},
     }
 
 

@@ -12,8 +12,16 @@ from ..errors import SettingsError, UnknownAdapterKind
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
+    from ..adapters.options import AdapterOptions
+    from ..settings import AdapterSettings
 
-__all__ = ["ENTRY_POINT_GROUP", "adapter_class", "known_kinds", "register_adapter"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "adapter_class",
+    "adapter_options",
+    "known_kinds",
+    "register_adapter",
+]
 
 ENTRY_POINT_GROUP = "external_query_service.adapters"
 
@@ -73,3 +81,9 @@ def adapter_class(kind: str) -> type[Adapter]:
         return _registered[kind]
     except KeyError:
         raise UnknownAdapterKind(kind, list(_registered)) from None
+
+
+def adapter_options(config: AdapterSettings) -> AdapterOptions:
+    """``config``'s own keys validated by its kind's ``Options``, without building the
+    adapter (``UnknownAdapterKind``, or ``SettingsError`` when a key does not fit)."""
+    return config.options_as(adapter_class(config.kind).Options)

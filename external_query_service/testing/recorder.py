@@ -6,8 +6,10 @@ network caps, with digests), redirect hops, and failures as the fault that repla
 ``record_world`` runs one question that way, with a fixed clock, and writes the world —
 unless no provider answered at all (``NothingAnswered``): such a world would only replay
 the failures of one moment, so keeping it takes ``allow_failed=True``.
-Request headers, adapter options and the ``[llm]`` section never reach disk; see
-``secrets.py`` for the rest.
+Request headers, adapter options other than the endpoint URLs their ``Options.endpoints()``
+names, and the ``[llm]`` section never reach disk; see ``secrets.py`` for the rest. Which
+adapters are recorded, and which calls are searches, is asked of each adapter's options, so
+a third-party adapter takes part like a built-in one.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Any, Literal
 
 import httpx
 
+from ..adapters.options import AdapterOptions, Endpoints
 from ..clock import fixed_clock
 from ..digests import sha256_digest
 from ..errors import (
@@ -37,11 +40,12 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
+from ..gateway.registry import adapter_options
 from ..models import ExternalAnswer, QuerySemantics
 from ..net.fetch import ApiResponse, FetchedPage, HttpRuntime, SafeFetcher, TrustedEndpoint
 from ..net.policy import Resolver
 from ..service import ExternalQueryService
-from ..settings import NetworkSettings, Settings
+from ..settings import AdapterSettings, NetworkSettings, Settings
 from .faults import ORIGIN_FAULTS, Fault
 from .secrets import assert_no_secrets, redact_url, scrub, secret_values
 from .world_files import (
@@ -249,27 +253,35 @@ def _strip_query(url: str) -> str:
     return str(httpx.URL(redact_url(url)).copy_with(query=None))
 
 
+def _outside(settings: Settings) -> Iterator[tuple[AdapterSettings, AdapterOptions, Endpoints]]:
+    """Each adapter that reaches outside, with its options and endpoints (local ones, like
+    a docs folder, are no part of the outside world)."""
+    for adapter in settings.adapters:
+        options = adapter_options(adapter)
+        endpoints = options.endpoints()
+        if endpoints is not None:
+            yield adapter, options, endpoints
+
+
 def _recorded_adapters(settings: Settings) -> list[dict[str, Any]]:
     adapters = []
-    for adapter in settings.adapters:
-        if adapter.kind == "local_docs":
-            continue  # a local folder is not part of the outside world
+    for adapter, options, endpoints in _outside(settings):
         entry: dict[str, Any] = {"kind": adapter.kind, "id": adapter.id}
-        for name in ("base_url", "geocoding_url"):
-            value = getattr(adapter, name)
-            if value:
-                entry[name] = _strip_query(value)
+        for name, url in endpoints.urls.items():
+            if name in options.model_fields_set:  # a default stays the adapter's default
+                entry[name] = _strip_query(url)
         if not adapter.enabled:
             entry["enabled"] = False
         adapters.append(entry)
     return adapters
 
 
-def _searxng_bases(settings: Settings) -> dict[str, str]:
+def _search_engines(settings: Settings) -> dict[str, str]:
+    """``<search API>/search`` → adapter id, for every adapter that searches SearXNG-style."""
     return {
-        _strip_query(adapter.base_url).rstrip("/") + "/search": adapter.id
-        for adapter in settings.adapters
-        if adapter.kind == "searxng" and adapter.base_url
+        _strip_query(endpoints.search_url).rstrip("/") + "/search": adapter.id
+        for adapter, _, endpoints in _outside(settings)
+        if endpoints.search_url
     }
 
 
@@ -294,7 +306,7 @@ def _build_world(
     search: list[SearchEntry] = []
     pages: list[PageEntry] = []
     api: list[ApiEntry] = []
-    engines = _searxng_bases(settings)
+    engines = _search_engines(settings)
     served_origins = {
         httpx.URL(item.url).netloc for item in recording.exchanges if item.fault is None
     }

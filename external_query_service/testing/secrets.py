@@ -1,9 +1,10 @@
 """Keeping secrets out of recorded worlds.
 
-A recording never stores request headers, adapter ``options`` or the ``[llm]`` section.
-What could still carry a secret (a URL's userinfo or ``apikey=`` parameter, a body that
-echoes a key) is redacted, and the written world is scanned for every secret value the
-live settings and environment hold before the recording counts as done.
+A recording never stores request headers, adapter options other than endpoint URLs, or the
+``[llm]`` section. What could still carry a secret (a URL's userinfo or ``apikey=``
+parameter, a body that echoes a key) is redacted, and the written world is scanned for
+every secret value the live settings and environment hold before the recording counts as
+done.
 """
 
 from __future__ import annotations
@@ -113,9 +114,13 @@ def secret_values(settings: Settings, environ: Mapping[str, str]) -> frozenset[s
             found.append(environ[settings.llm.api_key_env])
         found.extend(_url_secrets(settings.llm.base_url))
     for adapter in settings.adapters:
-        found.extend(_walk(adapter.options, False, environ))
-        found.extend(_url_secrets(adapter.base_url))
-        found.extend(_url_secrets(adapter.geocoding_url))
+        # The adapter's own keys as written: secret-named ones, ``*_env`` variables, and
+        # credentials inside any URL-valued key.
+        values = adapter.option_values
+        found.extend(_walk(values, False, environ))
+        for value in values.values():
+            if isinstance(value, str):
+                found.extend(_url_secrets(value))
     return frozenset(value for value in found if len(value) >= _MIN_SECRET_LENGTH)
 
 

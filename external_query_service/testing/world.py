@@ -22,7 +22,7 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,12 +31,14 @@ from typing import Any, Self
 from urllib.parse import parse_qsl
 
 import httpx
+from pydantic import ValidationError
 
-from ..adapters import frankfurter, open_meteo
+from ..adapters.options import Endpoints
 from ..clock import Clock, fixed_clock, system_clock
-from ..errors import InputError
+from ..errors import InputError, SettingsError
+from ..gateway.registry import adapter_options
 from ..service import ExternalQueryService
-from ..settings import Settings
+from ..settings import AdapterSettings, Settings, format_validation_error
 from .content import searx_body
 from .faults import BLOCKED_ADDRESS, ORIGIN_FAULTS, Fault, fault_reply
 from .secrets import REDACTED
@@ -60,20 +62,10 @@ SEARX = "/searx"
 GEO = "/geo/v1"
 FORECAST = "/om/v1"
 FX = "/fx/v1"
-#: Where a world's searxng adapter lives when the world does not say.
+#: Where a world places a search engine (a searxng adapter) that names no URL of its own.
 DEFAULT_SEARX_URL = "https://searx.world.test"
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-#: Built-in adapters' default endpoints, written into a world's settings explicitly.
-_DEFAULT_URLS: dict[str, dict[str, str]] = {
-    "open_meteo": {
-        "base_url": open_meteo.DEFAULT_BASE_URL,
-        "geocoding_url": open_meteo.DEFAULT_GEOCODING_URL,
-    },
-    "frankfurter": {"base_url": frankfurter.DEFAULT_BASE_URL},
-    "searxng": {"base_url": DEFAULT_SEARX_URL},
-}
-_URL_FIELDS = ("base_url", "geocoding_url")
 
 Handler = Callable[[RecordedRequest], Reply]
 Origin = tuple[str, int]
@@ -83,6 +75,15 @@ Origin = tuple[str, int]
 class _Route:
     query: tuple[tuple[str, str], ...]
     handler: Handler
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """One ``[[adapters]]`` entry as a world plays it, and where the adapter reaches."""
+
+    table: dict[str, Any]
+    adapter_id: str
+    endpoints: Endpoints | None  # None: a local adapter (a docs folder)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class World:
         self.default_results: list[dict[str, Any]] = []
         #: A loaded world's own adapters and settings sections.
         self.adapters: list[dict[str, Any]] = []
+        self._placed: list[_Placed] = []
         self.sections: dict[str, dict[str, Any]] = {}
         #: The directory this world was loaded from (``install``), if any.
         self.spec: WorldSpec | None = None
@@ -305,13 +307,14 @@ class World:
             for name in ("network", "sources", "verifier")
             if getattr(manifest, name)
         }
-        self.adapters = [_with_default_urls(dict(adapter)) for adapter in manifest.adapters]
-        for adapter in self.adapters:
-            for field in _URL_FIELDS:
-                if isinstance(adapter.get(field), str):
-                    self.claim(adapter[field])
-            if adapter.get("kind") == "searxng":
-                base = str(adapter["base_url"]).rstrip("/")
+        self._placed = _place(manifest.adapters, f"world {spec.name}")
+        self.adapters = [placed.table for placed in self._placed]
+        for placed in self._placed:
+            endpoints = placed.endpoints or Endpoints()
+            for url in endpoints.urls.values():
+                self.claim(url)
+            if endpoints.search_url:
+                base = endpoints.search_url.rstrip("/")
                 self.route(f"{base}/config", json_reply({"instance_name": spec.name}))
         for search in manifest.search:
             self._install_search(spec, search)
@@ -321,9 +324,10 @@ class World:
 
     def _install_search(self, spec: WorldSpec, entry: SearchEntry) -> None:
         engines = [
-            adapter
-            for adapter in self.adapters
-            if adapter.get("kind") == "searxng" and entry.adapter in (None, adapter.get("id"))
+            placed.endpoints.search_url
+            for placed in self._placed
+            if placed.endpoints is not None and placed.endpoints.search_url
+            if entry.adapter in (None, placed.adapter_id)
         ]
         if not engines:
             raise InputError(f"{spec.root}: [[search]] names no searxng adapter of this world")
@@ -336,8 +340,8 @@ class World:
             with contextlib.suppress(InputError):
                 if not _is_ip(_target(url).host):
                     self.claim(url)
-        for adapter in engines:
-            base = str(adapter["base_url"]).rstrip("/")
+        for engine in engines:
+            base = engine.rstrip("/")
             query = httpx.QueryParams({"q": entry.query}) if entry.query is not None else ""
             url = f"{base}/search" + (f"?{query}" if query else "")
             self._serve_entry(url, entry, body, "application/json")
@@ -402,12 +406,11 @@ class World:
         """Settings for a service in this world: the given adapters (default: the world's
         own), every world origin reached through ``connect_to`` on loopback, the world's CA
         trusted, the guard on (only 127.0.0.1 admitted). ``network=`` entries override."""
-        chosen = [_with_default_urls(dict(adapter)) for adapter in adapters] or self.adapters
-        for adapter in chosen:
-            for field in _URL_FIELDS:
-                value = adapter.get(field)
-                if isinstance(value, str) and not _is_ip(_target(value).host):
-                    self.claim(value)
+        chosen = _place(adapters, f"world {self.name}") if adapters else self._placed
+        for placed in chosen:
+            for url in (placed.endpoints or Endpoints()).urls.values():
+                if not _is_ip(_target(url).host):
+                    self.claim(url)
         own = dict(self.sections.get("network", {}))
         network: dict[str, Any] = {
             "timeout_s": 5.0,
@@ -425,7 +428,8 @@ class World:
         network.update(sections.pop("network", {}))
         merged = {**{k: v for k, v in self.sections.items() if k != "network"}, **sections}
         return Settings.from_mapping(
-            {"network": network, "adapters": chosen, **merged}, origin=f"world {self.name}"
+            {"network": network, "adapters": [placed.table for placed in chosen], **merged},
+            origin=f"world {self.name}",
         )
 
     def service(self, *adapters: Mapping[str, Any], **sections: Any) -> ExternalQueryService:
@@ -489,10 +493,28 @@ class World:
         self.close()
 
 
-def _with_default_urls(adapter: dict[str, Any]) -> dict[str, Any]:
-    for field, url in _DEFAULT_URLS.get(str(adapter.get("kind")), {}).items():
-        adapter.setdefault(field, url)
-    return adapter
+def _place(tables: Iterable[Mapping[str, Any]], origin: str) -> list[_Placed]:
+    """``[[adapters]]`` entries as a world plays them, each with the endpoints its adapter
+    declares (``Adapter.Options.endpoints``). A search engine with no URL of its own is
+    placed at ``DEFAULT_SEARX_URL``."""
+    placed = []
+    for index, given in enumerate(tables):
+        table = dict(given)
+        adapter = _adapter_settings(table, f"{origin}: adapters.{index}")
+        endpoints = adapter_options(adapter).endpoints()
+        if endpoints is not None and endpoints.search is not None and not endpoints.search_url:
+            table[endpoints.search] = DEFAULT_SEARX_URL
+            adapter = _adapter_settings(table, f"{origin}: adapters.{index}")
+            endpoints = adapter_options(adapter).endpoints()
+        placed.append(_Placed(table, adapter.id, endpoints))
+    return placed
+
+
+def _adapter_settings(table: Mapping[str, Any], where: str) -> AdapterSettings:
+    try:
+        return AdapterSettings.model_validate(table)
+    except ValidationError as exc:
+        raise SettingsError(f"{where}.{format_validation_error(exc)}") from None
 
 
 def _result_urls(body: bytes) -> list[str]:

@@ -46,7 +46,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from ..digests import sha256_digest
-from ..errors import InputError
+from ..errors import InputError, SettingsError
+from ..gateway.registry import adapter_options
 from ..settings import Settings, format_validation_error
 from .faults import Fault
 
@@ -222,7 +223,11 @@ def _check_settings(manifest: WorldManifest, origin: str) -> None:
     for name in ("network", "sources", "verifier"):
         if getattr(manifest, name):
             sections[name] = getattr(manifest, name)
-    Settings.from_mapping(sections, origin=origin)
+    for adapter in Settings.from_mapping(sections, origin=origin).adapters:
+        try:
+            adapter_options(adapter)  # each adapter's own keys, by its Options
+        except SettingsError as exc:
+            raise SettingsError(f"{origin}: {exc}") from None
 
 
 def _entries(manifest: WorldManifest) -> list[SearchEntry | PageEntry | ApiEntry]:
