@@ -1,9 +1,9 @@
 """Frankfurter v1: the European Central Bank's reference rates for one currency pair.
 
 The pair is the first two distinct entities shaped like an ISO 4217 code (three ASCII
-letters) — a structural check, not a list of currency words. Dates are reported as the
-provider returns them: a weekend request answers with the last working day, and judging
-that carry-forward is the verifier's job.
+letters) that the provider lists: ``text.currencies.currency_pair``, the rule the verifier's
+target check uses too. Dates are reported as the provider returns them: a weekend request
+answers with the last working day, and judging that carry-forward is the verifier's job.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pydantic import Field, JsonValue
 
 from ..errors import FetchError, UpstreamStatus
 from ..models import Evidence, ExternalQueryPlan, Fact, Finding, ProviderType, Readiness
+from ..text.currencies import currency_pair
 from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
 from .options import Endpoints
 
@@ -27,25 +28,6 @@ __all__ = ["FrankfurterAdapter", "currency_pair"]
 
 #: At most this many dates from a time series become evidence (the most recent ones).
 MAX_SERIES_DATES = 31
-
-
-def currency_pair(
-    entities: tuple[str, ...], known: frozenset[str] | None = None
-) -> tuple[str, str] | None:
-    """The first two distinct three-ASCII-letter entities, upper-cased, base first.
-
-    With ``known`` (the provider's own currency list) only codes it lists count, so an
-    entity like ``GDP`` cannot take a currency's place.
-    """
-    codes: list[str] = []
-    for entity in entities:
-        code = entity.strip().upper()
-        shaped = len(code) == 3 and code.isascii() and code.isalpha()
-        if shaped and code not in codes and (known is None or code in known):
-            codes.append(code)
-            if len(codes) == 2:
-                return codes[0], codes[1]
-    return None
 
 
 def _amount_text(value: JsonValue) -> str:

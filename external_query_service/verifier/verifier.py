@@ -4,8 +4,12 @@ Per evidence, in this order (each yields one ``CheckResult`` with ``evidence_id`
 
 1. ``origin`` — http/https; deny/allow lists and the IP-literal policy for URLs from outside
    (a ``fact_api`` evidence comes from a configured endpoint and skips them);
-2. ``target`` — the location (when planned) and at least one compare target, else at least one
-   entity, are found in the title, snippet or provider aliases (``gathered_for`` proves nothing);
+2. ``target`` — found in the title, snippet or provider aliases (``gathered_for`` proves
+   nothing): the location, when planned; then, for a compare plan, at least one of the compare
+   targets the evidence was gathered for (those its ``gathered_for`` names, else any), and it
+   covers only those it names; for an exchange-rate plan, both currencies of the pair
+   (``text.currencies.currency_pair``; a currency is named by any of its unambiguous CLDR
+   names, so 美元, US$ and USD all name USD); otherwise at least one entity;
 3. ``time`` — see ``timecheck``.
 
 An evidence is admitted only when all three pass; its decision names the first failing reason.
@@ -59,6 +63,7 @@ from ..models import (
 )
 from ..settings import Settings
 from ..sites import check_origin, registrable_domain, url_host
+from ..text.currencies import currency_aliases, currency_code, currency_pair, iso_codes
 from ..text.targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
 from .notes import ReaderNote, render_note
 from .timecheck import check_time, local_date
@@ -235,14 +240,22 @@ def _target_check(
         (notes if score >= MATCH_THRESHOLD else problems).append(
             f"location {plan.location}: {score}"
         )
-    group = plan.compare_targets or plan.entities
-    scores = {target: best_match(target, texts) for target in group}
-    matched = tuple(target for target, score in scores.items() if score >= MATCH_THRESHOLD)
-    if group and matched:
-        notes.append("matched " + ", ".join(f"{t}: {scores[t]}" for t in matched))
-    elif group:
-        best = max(scores.values())
-        problems.append(f"none of {', '.join(group)} (best {best})")
+    # Compare targets first, else an exchange-rate plan's currency pair, else any entity.
+    matched: tuple[str, ...] = ()
+    pair = _currency_pair(plan)
+    if plan.compare_targets:
+        matched, named, detail = _compare_targets_named(evidence, plan, texts)
+        (notes if named else problems).append(detail)
+    elif pair is not None:
+        named, detail = _pair_named(pair, texts)
+        (notes if named else problems).append(detail)
+    elif plan.entities:
+        scores = {entity: _best(entity, plan, texts) for entity in plan.entities}
+        found = [entity for entity, score in scores.items() if score >= MATCH_THRESHOLD]
+        if found:
+            notes.append(_matched(found, scores))
+        else:
+            problems.append(_none_of(plan.entities, scores))
     check = CheckResult(
         check="target",
         passed=not problems,
@@ -250,7 +263,75 @@ def _target_check(
         detail="; ".join(problems or notes) or "no targets in plan",
         evidence_id=evidence.evidence_id,
     )
-    return check, matched if plan.compare_targets else ()
+    return check, matched
+
+
+def _currency_pair(plan: ExternalQueryPlan) -> tuple[str, str] | None:
+    """An exchange-rate plan's (base, quote): the rule the rate adapter picks its pair by,
+    with CLDR's codes standing in for the provider's list."""
+    if plan.query_kind != "exchange_rate":
+        return None
+    return currency_pair(plan.entities, iso_codes())
+
+
+def _names(target: str, plan: ExternalQueryPlan) -> tuple[str, ...]:
+    """What counts as naming ``target``: in an exchange-rate plan a currency goes by every
+    unambiguous CLDR name (``USD``: 美元, US$ …); anything else only by itself."""
+    code = currency_code(target) if plan.query_kind == "exchange_rate" else None
+    return currency_aliases(code) if code else (target,)
+
+
+def _best(target: str, plan: ExternalQueryPlan, texts: Sequence[str]) -> int:
+    """The best score of any of ``target``'s names over ``texts``."""
+    return max(best_match(name, texts) for name in _names(target, plan))
+
+
+def _named_as(names: Sequence[str], texts: Sequence[str]) -> str | None:
+    """The first of ``names`` some text names, if any."""
+    return next((name for name in names if best_match(name, texts) >= MATCH_THRESHOLD), None)
+
+
+def _pair_named(pair: tuple[str, str], texts: Sequence[str]) -> tuple[bool, str]:
+    """Both currencies must be named: a page about HKD/CNY names CNY but is not about USD/CNY."""
+    found = {code: _named_as(currency_aliases(code), texts) for code in pair}
+    named = [f"{code} ({name})" if name != code else code for code, name in found.items() if name]
+    missing = [code for code, name in found.items() if not name]
+    if not missing:
+        return True, "names " + ", ".join(named)
+    if not named:
+        return False, f"names neither {pair[0]} nor {pair[1]}"
+    return False, f"names {named[0]} but not {missing[0]}"
+
+
+def _compare_targets_named(
+    evidence: Evidence, plan: ExternalQueryPlan, texts: Sequence[str]
+) -> tuple[tuple[str, ...], bool, str]:
+    """The compare targets this evidence covers, whether it covers any, and the detail.
+
+    An evidence gathered for particular targets (its ``gathered_for`` names some, say a
+    per-target search query) must name one of those in its own text and covers only those;
+    otherwise any target it names counts. ``gathered_for`` never proves a target by itself.
+    """
+    targets = plan.compare_targets
+    gathered_for = evidence.gathered_for or ""
+    sought = tuple(t for t in targets if _best(t, plan, (gathered_for,)) >= MATCH_THRESHOLD)
+    wanted = sought or targets
+    scores = {target: _best(target, plan, texts) for target in wanted}
+    matched = tuple(target for target, score in scores.items() if score >= MATCH_THRESHOLD)
+    if matched:
+        return matched, True, _matched(matched, scores)
+    missing = _none_of(wanted, scores)
+    if sought and sought != targets:
+        missing = f"gathered for {', '.join(sought)} but {missing}"
+    return (), False, missing
+
+
+def _matched(found: Iterable[str], scores: dict[str, int]) -> str:
+    return "matched " + ", ".join(f"{target}: {scores[target]}" for target in found)
+
+
+def _none_of(targets: Sequence[str], scores: dict[str, int]) -> str:
+    return f"none of {', '.join(targets)} (best {max(scores.values())})"
 
 
 def _slot_check(findings: Iterable[Finding]) -> tuple[CheckResult, tuple[str, ...]]:
