@@ -21,7 +21,17 @@ from external_query_service.toolkit import (
 from external_query_service.toolkit.delegate import DelegationResult
 
 from .llm_chat import ChatServer, answer_json, api_error, completion, logprob_tokens
-from .test_toolkit_tasks import REQUIREMENT, make_task, serve_docs, write
+from .test_toolkit_tasks import (
+    NOW,
+    REQUIREMENT,
+    make_task,
+    run_cli,
+    serve_docs,
+    web_inputs,
+    web_inputs_static,
+    web_task,
+    write,
+)
 
 KEY_ENV = "EQS_DELEGATE_TEST_KEY"
 SECRET = "sk-delegate-71c9e04b2a5d4f8e9b3c6a1d0e2f4b57"
@@ -703,3 +713,154 @@ def test_the_archive_refuses_a_symlink_and_keeps_the_key_out(
     assert result.status == "incomplete"
     assert SECRET not in result.model_dump_json()
     assert "key [redacted]" in result.stopped_because
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def model_config(folder: Path, chat: ChatServer, *, key_env: str | None = None) -> Path:
+    key = f'api_key_env = "{key_env}"\n' if key_env else ""
+    return write(
+        folder / "settings.toml",
+        '[network]\nallowed_networks = ["127.0.0.1/32"]\ntimeout_s = 5.0\n'
+        '[network.resolve]\n"docs.test" = "127.0.0.1"\n'
+        f'[llm]\nbase_url = "{chat.base_url}"\nmodel = "fake-model"\nmax_retries = 0\n{key}',
+    )
+
+
+def test_run_task_delegates_to_the_configured_model_and_no_output_holds_the_key(
+    tmp_path: Path,
+    docs: LoopbackServer,
+    chat: ChatServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    chat.then(*WEB_SCRIPT)
+    archive = tmp_path / "steps.jsonl"
+    given = write(tmp_path / "inputs.json", json.dumps(web_inputs(docs)))
+    argv = [
+        "run-task",
+        str(web_task(tmp_path)),
+        "--inputs-json",
+        str(given),
+        "--config",
+        str(model_config(tmp_path, chat, key_env=KEY_ENV)),
+        "--goal",
+        "Quote the requirements and the licence.",
+        "--archive",
+        str(archive),
+        "--now",
+        NOW.isoformat(),
+    ]
+    code, out, err = run_cli(argv, capsys)
+
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["delegation"]["status"] == "completed"
+    assert printed["receipt"]["matches"] is True
+    assert len(printed["delegation"]["steps"]) == 6
+    assert [line["event"] for line in archived(archive)][-1] == "end"
+    # The key went to the endpoint, and nowhere else.
+    assert all(
+        request.headers["authorization"] == f"Bearer {SECRET}"
+        for request in chat.requests_to("/v1/chat/completions")
+    )
+    report = tmp_path / "reports" / "run-1.json"
+    for text in (out, err, archive.read_text(encoding="utf-8"), report.read_text(encoding="utf-8")):
+        assert SECRET not in text
+        assert SECRET[-12:] not in text
+
+
+def test_run_task_takes_the_model_flags_without_a_config_section(
+    tmp_path: Path, chat: ChatServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.then(
+        plain("files.search", query="verify_token"),
+        plain("evidence.record", category="implementation"),
+        plain("report.save"),
+    )
+    workspace_session(tmp_path, chat)  # writes the corpus and the task file
+    given = write(
+        tmp_path / "inputs.json",
+        json.dumps(
+            {
+                "root": "corpus",
+                "markers": {"implementation": "return verify_token"},
+                "output": "ws.json",
+            }
+        ),
+    )
+    code, out, err = run_cli(
+        [
+            "run-task",
+            str(tmp_path / "ws.toml"),
+            "--inputs-json",
+            str(given),
+            "--llm-base-url",
+            chat.base_url,
+            "--llm-model",
+            "fake-model",
+            "--max-steps",
+            "5",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    delegation = json.loads(out)["delegation"]
+    assert delegation["budget"]["max_steps"] == 5
+    # No goal given and no description: the default goal names the required categories.
+    assert "implementation" in delegation["goal"]
+    assert view(chat.bodies[0])["goal"] == delegation["goal"]
+
+
+def test_run_task_exits_3_or_4_when_a_delegated_run_stops_short(
+    tmp_path: Path, chat: ChatServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.then(plain("files.list"), done(), plain("files.list"), done())
+    for number, (keep, expected) in enumerate([(True, 3), (False, 4)]):
+        folder = tmp_path / f"run{number}"
+        workspace_session(folder, chat, save_incomplete=keep)
+        given = write(
+            folder / "inputs.json",
+            json.dumps({"root": "corpus", "markers": {"impl": "nowhere"}, "output": "o.json"}),
+        )
+        code, out, _ = run_cli(
+            [
+                "run-task",
+                str(folder / "ws.toml"),
+                "--inputs-json",
+                str(given),
+                "--llm-base-url",
+                chat.base_url,
+                "--llm-model",
+                "m",
+            ],
+            capsys,
+        )
+        assert code == expected
+        printed = json.loads(out)
+        assert printed["delegation"]["status"] == "incomplete"
+        assert printed["delegation"]["failing_checks"] == ["impl"]
+        assert (folder / "reports" / "o.json").exists() is keep
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--policy", "walk", "--goal", "x"], "--goal: only a delegated run (--policy model)"),
+        (["--policy", "model"], "--policy model needs a model"),
+        (["--llm-base-url", "http://example.org/v1", "--llm-model", "m"], "https"),
+        (["--llm-model", "m"], "--llm-*: base_url"),
+    ],
+)
+def test_run_task_refuses_model_flags_that_do_not_add_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    task = web_task(tmp_path)
+    given = write(tmp_path / "inputs.json", json.dumps(web_inputs_static()))
+    code, out, err = run_cli(["run-task", str(task), "--inputs-json", str(given), *extra], capsys)
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert err.count("\n") == 1

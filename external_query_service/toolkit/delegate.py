@@ -160,6 +160,7 @@ class DelegationResult(_Frozen):
     steps: tuple[DelegatedStep, ...]
     checks: tuple[CategoryCheck, ...]
     failing_checks: tuple[str, ...]
+    #: This run saved the report (``receipt.matches`` says whether it still matches).
     report_saved: bool
     report_path: str
     receipt: ArtifactReceipt
@@ -739,7 +740,7 @@ class Delegation:
             steps=tuple(self._steps),
             checks=checks,
             failing_checks=failing,
-            report_saved=receipt.exists and receipt.matches,
+            report_saved=task.saved_digest is not None,
             report_path=receipt.path,
             receipt=receipt,
             budget=self.budget,

@@ -418,11 +418,12 @@ class ToolkitSession:
             last_operation=self._last,
             last_read=self._last_read,
             receipt=task.artifact_receipt() if task is not None else None,
-            delegation=self._delegation_view(),
+            delegation=self.delegation_status(),
         )
 
     # -- routes ------------------------------------------------------------------------------
-    def _delegation_view(self) -> DelegationView:
+    def delegation_status(self) -> DelegationView:
+        """Whether ``delegate`` can run now, and the route, goal and status so far."""
         return DelegationView(
             ready=self._not_ready() is None,
             reason=self._not_ready(),
@@ -455,7 +456,8 @@ class ToolkitSession:
                 reason="route_taken",
             )
         raise ToolkitError(
-            f"this session already operates directly ({self._step} operations); delegation is "
+            f"this session already operates directly ({self._step} operation"
+            f"{'' if self._step == 1 else 's'}); delegation is "
             "refused so the two histories never merge; start a new session to delegate",
             reason="route_taken",
         )
