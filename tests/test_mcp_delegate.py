@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,6 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 GOAL = "Quote the requirements and the licence."
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    with ChatServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +36,6 @@ from .test_toolkit_tasks import (
 KEY_ENV = "EQS_DELEGATE_TEST_KEY"
 SECRET = "sk-delegate-71c9e04b2a5d4f8e9b3c6a1d0e2f4b57"
 WEB_PAGES = ("/", "/guide", "/licence")
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    with ChatServer() as server:
-        yield server
 
 
 @pytest.fixture
