@@ -91,7 +91,8 @@ def test_the_sdk_client_drives_run_task_over_stdio_to_a_saved_report(
     assert json.loads((tmp_path / "reports" / "run-1.json").read_text(encoding="utf-8"))
     lines = archived(archive)
     assert [line["event"] for line in lines] == ["start", *["turn"] * 6, "end"]
-    for text in (archive.read_text(encoding="utf-8"), stderr.read_text(encoding="utf-8")):
+    shown = (archive.read_text(encoding="utf-8"), stderr.read_text(encoding="utf-8"))
+    for text in (*shown, json.dumps(result), json.dumps(after)):
         assert SECRET not in text
     assert chat.requests_to("/v1/chat/completions")[0].headers["authorization"] == (
         f"Bearer {SECRET}"
