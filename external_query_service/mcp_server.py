@@ -3,9 +3,13 @@
 Tools: ``observe`` (state, tool contracts, artifact receipt, ``state_ref``), ``arguments``
 (candidate ids for a toolkit tool's parameters, and dependent ones given a parent choice),
 ``operate`` (run one toolkit tool with offered ids and the current ``state_ref``),
+``run_task`` (hand the task to the configured model, which runs it within a budget),
 ``answer`` (the full external-evidence chain for a question) and ``read_evidence`` (a
 bounded read of a stored capture). Calls run one at a time; a stale, unknown or repeated
-``state_ref`` is an MCP tool error naming the problem.
+``state_ref`` is an MCP tool error naming the problem. ``run_task`` exists only where
+delegation is ready when the server is built (a task, a model, not ``direct_only``);
+``delegate`` is the same tool under its older name: callable, but not listed (a middleware
+drops it from ``tools/list``).
 
 Every tool has a title, annotations (``readOnlyHint`` on all but ``operate``) and typed
 parameters with descriptions: ``tool`` lists the toolkit's tool names, ``semantics`` is
@@ -25,6 +29,7 @@ and a missing SDK is an ``McpUnavailable`` error with the install command.
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field, WithJsonSchema
@@ -35,6 +40,7 @@ from .llm.client import json_schema_for
 from .models import ExternalAnswer, QuerySemantics
 from .service import ExternalQueryService
 from .store import MAX_READ_CHARS, ReadWindow
+from .toolkit.delegate import MAX_GOAL_CHARS, DelegationResult
 from .toolkit.operations import (
     MAX_OPTIONS,
     TOOL_NAMES,
@@ -46,6 +52,7 @@ from .toolkit.operations import (
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 __all__ = ["INSTALL_HINT", "McpUnavailable", "build_server", "serve_stdio"]
 
@@ -55,13 +62,20 @@ SERVER_NAME = "external-query"
 QUIET_LOGGERS = ("mcp", "httpx", "httpcore")
 #: Evidence references listed in ``answer``'s text; the structured content holds all.
 TEXT_EVIDENCE = 8
+#: Callable but never listed: ``run_task`` under its older name.
+HIDDEN_TOOLS = ("delegate",)
+#: The most steps and seconds a ``run_task`` call may ask for (the task's rules may say less).
+MAX_DELEGATED_STEPS = 500
+MAX_DELEGATED_SECONDS = 3600
 _T = TypeVar("_T")
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 _INSTRUCTIONS = (
     "Answers questions only from external evidence, and drives an evidence task step by "
     "step. Call observe for the state_ref, arguments for candidate ids, then operate with "
-    "those ids and that state_ref; observe again after every operation."
+    "those ids and that state_ref; observe again after every operation. Or, when observe "
+    "says delegation is ready, call run_task once to let the configured model run the "
+    "whole task; a session takes one of the two routes, never both."
 )
 
 _DESCRIPTIONS = {
@@ -78,6 +92,14 @@ _DESCRIPTIONS = {
         "Run one toolkit tool with option ids from arguments and the current state_ref. "
         "Each state_ref admits one operation; call observe again afterwards."
     ),
+    "run_task": (
+        "Hand this session's evidence task to the configured model: it chooses each step "
+        "from the options on offer until the checks pass and the report is saved, it says it "
+        "is done, or the budget (steps, seconds, tokens) runs out. Returns the terminal "
+        "state: status, steps, report path and receipt, why it stopped and the cost. Refused "
+        "once the session has operated directly; a session delegates once."
+    ),
+    "delegate": "The older name of run_task; same arguments and result.",
     "answer": (
         "Answer a question only from external evidence (web search, fact APIs, "
         "documentation). The text is the answer with its sources and status; the structured "
@@ -156,8 +178,23 @@ def _answer_text(found: ExternalAnswer) -> str:
     return "\n".join(lines)
 
 
-def build_server(session: ToolkitSession, service: ExternalQueryService) -> "MCPServer":
-    """An ``MCPServer`` exposing ``session`` and ``service`` (see the module docstring)."""
+async def _hide_unlisted(ctx: "ServerRequestContext[Any, Any]", call_next: "CallNext") -> Any:
+    """Drop ``HIDDEN_TOOLS`` from ``tools/list`` (they stay callable by name)."""
+    result: HandlerResult = await call_next(ctx)
+    if ctx.method == "tools/list" and isinstance(result, dict):
+        listed = result.get("tools")
+        if isinstance(listed, list):
+            result = result | {
+                "tools": [tool for tool in listed if tool.get("name") not in HIDDEN_TOOLS]
+            }
+    return result
+
+
+def build_server(
+    session: ToolkitSession, service: ExternalQueryService, *, archive: Path | None = None
+) -> "MCPServer":
+    """An ``MCPServer`` exposing ``session`` and ``service`` (see the module docstring);
+    ``archive`` receives a delegated run's steps, one JSON line each."""
     try:
         from mcp.server import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -166,7 +203,11 @@ def build_server(session: ToolkitSession, service: ExternalQueryService) -> "MCP
         raise McpUnavailable() from None
 
     server = MCPServer(
-        SERVER_NAME, instructions=_INSTRUCTIONS, version=__version__, log_level="WARNING"
+        SERVER_NAME,
+        instructions=_INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+        middleware=[_hide_unlisted],
     )
     described_semantics = WithJsonSchema(_semantics_schema(service.query_kinds))
     # One operation at a time, even if a client pipelines requests.
@@ -243,6 +284,54 @@ def build_server(session: ToolkitSession, service: ExternalQueryService) -> "MCP
 
         return await guarded(run)
 
+    # Listed only where it can run: a task, a model, and delegation not switched off.
+    if session.delegation_status().ready:
+
+        async def run_task(
+            goal: Annotated[
+                str,
+                Field(
+                    min_length=1,
+                    max_length=MAX_GOAL_CHARS,
+                    description="What the run is for, in a sentence or two; the task's checks "
+                    "still decide success.",
+                ),
+            ],
+            max_steps: Annotated[
+                int | None,
+                Field(
+                    ge=1,
+                    le=MAX_DELEGATED_STEPS,
+                    description="The most operations the model may choose (default: the "
+                    "task's [delegation] max_steps).",
+                ),
+            ] = None,
+            timeout_s: Annotated[
+                float | None,
+                Field(
+                    gt=0,
+                    le=MAX_DELEGATED_SECONDS,
+                    description="Seconds the run may take (default: the task's [delegation] "
+                    "timeout_s).",
+                ),
+            ] = None,
+        ) -> DelegationResult:
+            async def run() -> DelegationResult:
+                return await session.delegate(
+                    goal, max_steps=max_steps, timeout_s=timeout_s, archive=archive
+                )
+
+            return await guarded(run)
+
+        delegating = ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=True,
+        )
+        register("run_task", delegating)(run_task)
+        register("delegate", delegating)(run_task)
+
     @register("answer", ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def answer(
         question: Annotated[str, Field(description="The question, as the user asked it.")],
@@ -288,11 +377,13 @@ def _quiet_logging() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-async def serve_stdio(session: ToolkitSession, service: ExternalQueryService) -> None:
+async def serve_stdio(
+    session: ToolkitSession, service: ExternalQueryService, *, archive: Path | None = None
+) -> None:
     """Serve one MCP session over stdin/stdout until the client closes it, then close the
     session's tools and the service's HTTP clients. Logs go to stderr at WARNING."""
     _quiet_logging()
-    server = build_server(session, service)
+    server = build_server(session, service, archive=archive)
     try:
         await server.run_stdio_async()
     finally:

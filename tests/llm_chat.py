@@ -1,5 +1,6 @@
 """A loopback chat completions endpoint for the LLM tests: replies from a script and keeps
-every request body it received.
+every request body it received. A scripted reply can carry token log-probabilities
+(``logprob_tokens``) and its own token usage.
 
 ``LoopbackServer`` records no request bodies (and leaves a POST body unread on the
 connection), so this subclass reads the body before routing, records it, and hands it to
@@ -9,8 +10,9 @@ the script step.
 from __future__ import annotations
 
 import json
+import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -28,9 +30,13 @@ def completion(
     finish_reason: str | None = "stop",
     refusal: str | None = None,
     model: str = "fake-model-2026",
+    logprobs: list[dict[str, Any]] | None = None,
+    usage: dict[str, int] | None = None,
+    delay_s: float = 0.0,
 ) -> Reply:
-    """A chat completion in the OpenAI shape (APIS.md §6) whose message says ``content``."""
-    return json_reply(
+    """A chat completion in the OpenAI shape (APIS.md §6) whose message says ``content``,
+    with ``logprobs.content`` set to ``logprobs`` when given, and sent after ``delay_s``."""
+    reply = json_reply(
         {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -40,13 +46,50 @@ def completion(
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "logprobs": None,
+                    "logprobs": None if logprobs is None else {"content": logprobs},
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
     )
+    reply.delay_s = delay_s
+    return reply
+
+
+def _token(text: str, probability: float, top: Mapping[str, float]) -> dict[str, Any]:
+    def entry(token: str, p: float) -> dict[str, Any]:
+        return {"token": token, "logprob": math.log(p), "bytes": list(token.encode("utf-8"))}
+
+    return entry(text, probability) | {"top_logprobs": [entry(t, p) for t, p in top.items()]}
+
+
+def logprob_tokens(
+    content: str, weights: Mapping[str, Mapping[str, float]]
+) -> list[dict[str, Any]]:
+    """``logprobs.content`` for ``content``: each JSON string value named in ``weights`` is
+    one token whose alternatives are ``weights[value]`` (token → probability, the value
+    itself included); the rest comes in certain tokens of at most four characters."""
+    spans: list[tuple[int, str]] = []
+    for value in weights:
+        at = content.find(f'"{value}"')
+        assert at >= 0, value
+        spans.append((at + 1, value))
+    tokens: list[dict[str, Any]] = []
+    position = 0
+    for at, value in sorted(spans):
+        while position < at:
+            piece = content[position : min(at, position + 4)]
+            tokens.append(_token(piece, 1.0, {piece: 1.0}))
+            position += len(piece)
+        top = weights[value]
+        tokens.append(_token(value, top[value], top))
+        position = at + len(value)
+    while position < len(content):
+        piece = content[position : position + 4]
+        tokens.append(_token(piece, 1.0, {piece: 1.0}))
+        position += len(piece)
+    return tokens
 
 
 def answer_json(value: Any) -> Reply:

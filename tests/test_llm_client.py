@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import traceback
 import types
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from external_query_service.errors import ExternalQueryError, SettingsError
+from external_query_service.errors import ExternalQueryError, InputError, SettingsError
 from external_query_service.llm import (
     ChatCompletionsClient,
     ChatMessage,
@@ -25,7 +26,7 @@ from external_query_service.models import QuerySemantics
 from external_query_service.settings import LLMSettings
 from external_query_service.testing import Reply
 
-from .llm_chat import CHAT_PATH, ChatServer, answer_json, api_error, completion
+from .llm_chat import CHAT_PATH, ChatServer, answer_json, api_error, completion, logprob_tokens
 
 KEY_ENV = "EQS_TEST_LLM_KEY"
 SECRET = "sk-test-6f1d2c9a8b7e4f30a1b2c3d4e5f60718"
@@ -162,6 +163,87 @@ def test_a_400_in_json_mode_too_is_a_failure_without_further_requests(chat: Chat
     assert (error.reason, error.status) == ("http_status", 400)
     assert "prompt too long" in str(error)
     assert len(chat.bodies) == 2
+
+
+# --- log-probabilities and usage ------------------------------------------------------------
+
+
+def test_log_probabilities_and_usage_come_back_with_the_completion(chat: ChatServer) -> None:
+    content = json.dumps({"city": "湛江", "temp_c": 24}, ensure_ascii=False)
+    tokens = logprob_tokens(content, {"湛江": {"湛江": 0.8, "北海": 0.2}})
+    chat.then(
+        completion(
+            content,
+            logprobs=tokens,
+            usage={"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129},
+        )
+    )
+    client = ChatCompletionsClient(chat.settings())
+    result = asyncio.run(client.complete(ASK, Weather, name="weather_extract", top_logprobs=3))
+
+    assert (chat.bodies[0]["logprobs"], chat.bodies[0]["top_logprobs"]) == (True, 3)
+    assert result.usage is not None
+    assert (result.usage.prompt_tokens, result.usage.total_tokens) == (120, 129)
+    assert result.logprobs is not None
+    assert "".join(token.token for token in result.logprobs) == content
+    city = next(token for token in result.logprobs if token.token == "湛江")
+    assert dict(city.top) == pytest.approx({"湛江": math.log(0.8), "北海": math.log(0.2)})
+
+
+def test_without_asking_no_log_probabilities_are_requested(chat: ChatServer) -> None:
+    chat.then(answer_json({"city": "湛江", "temp_c": 24}))
+    result = ask(ChatCompletionsClient(chat.settings()))
+    assert "logprobs" not in chat.bodies[0]
+    assert result.logprobs is None
+
+
+def test_a_400_to_log_probabilities_is_retried_without_them_and_they_are_not_asked_again(
+    chat: ChatServer,
+) -> None:
+    chat.then(
+        api_error(400, "logprobs is not supported by this model"),
+        answer_json({"city": "湛江", "temp_c": 24}),
+        answer_json({"city": "北海", "temp_c": 22}),
+    )
+    client = ChatCompletionsClient(chat.settings())
+
+    async def twice() -> None:
+        for _ in range(2):
+            await client.complete(ASK, Weather, name="weather_extract", top_logprobs=5)
+
+    asyncio.run(twice())
+    assert [("logprobs" in body) for body in chat.bodies] == [True, False, False]
+    assert client.mode == "json_schema"  # the json_schema mode was never in question
+
+
+@pytest.mark.parametrize(
+    "logprobs",
+    [
+        {"content": [{"token": "{", "logprob": "high", "top_logprobs": []}]},
+        {"content": [{"token": "{", "logprob": -0.1}]},
+        {"content": "tokens"},
+    ],
+)
+def test_malformed_log_probabilities_are_dropped_and_the_reply_still_counts(
+    chat: ChatServer, logprobs: Any
+) -> None:
+    reply = completion(json.dumps({"city": "湛江", "temp_c": 24}))
+    data = json.loads(reply.body_bytes())
+    data["choices"][0]["logprobs"] = logprobs
+    data["usage"] = {"prompt_tokens": True, "completion_tokens": 3}
+    chat.then(Reply(200, json.dumps(data), content_type="application/json"))
+    client = ChatCompletionsClient(chat.settings())
+    result = asyncio.run(client.complete(ASK, Weather, name="weather_extract", top_logprobs=2))
+    assert result.value.city == "湛江"
+    assert result.logprobs is None
+    assert result.usage is None
+
+
+def test_top_logprobs_outside_1_to_20_is_an_input_error(chat: ChatServer) -> None:
+    client = ChatCompletionsClient(chat.settings())
+    with pytest.raises(InputError, match="top_logprobs"):
+        asyncio.run(client.complete(ASK, Weather, name="weather_extract", top_logprobs=21))
+    assert chat.bodies == []
 
 
 # --- failures ---------------------------------------------------------------------------------

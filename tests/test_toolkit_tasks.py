@@ -513,7 +513,8 @@ def test_the_toolkit_doc_names_every_command_flag_tool_and_operation() -> None:
         *operations._TASK_TOOLS,
     )
     assert [tool.name for tool in contracts if f"`{tool.name}`" not in doc] == []
-    for tool in ("observe", "arguments", "operate", "answer", "read_evidence"):
+    tools = ("observe", "arguments", "operate", "run_task", "delegate", "answer", "read_evidence")
+    for tool in tools:
         assert f"`{tool}`" in doc, tool
 
     readme = (ROOT_README).read_text(encoding="utf-8").split("## MCP server", 1)[1]

@@ -8,15 +8,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..clock import fixed_clock
 from ..errors import InputError
 from ..jsonio import load_json_file, read_regular_file
 from ..models import ExternalAnswer
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
-from ..settings import LLMSettings, Settings, format_validation_error
+from ..settings import Settings
 from ._help import Subparsers, add_command
+from ._model import add_model_flags, with_model
 
 __all__ = ["register"]
 
@@ -95,10 +94,7 @@ def register(commands: Subparsers) -> None:
     ask.add_argument(
         "--now", metavar="ISO", help="the clock for time checks: an ISO datetime with an offset"
     )
-    ask.add_argument(
-        "--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (overrides [llm])"
-    )
-    ask.add_argument("--llm-model", metavar="NAME", help="model name (overrides [llm])")
+    add_model_flags(ask)
     ask.add_argument(
         "--format",
         choices=["markdown", "json"],
@@ -199,18 +195,7 @@ def _settings(args: argparse.Namespace, base: Settings | None = None) -> Setting
         if not args.docs.is_dir():
             raise InputError(f"--docs: not a folder: {args.docs}")
         settings = settings.with_docs(args.docs)
-    if args.llm_base_url or args.llm_model:
-        fields = settings.llm.model_dump() if settings.llm else {}
-        if args.llm_base_url:
-            fields["base_url"] = args.llm_base_url
-        if args.llm_model:
-            fields["model"] = args.llm_model
-        try:
-            llm = LLMSettings.model_validate(fields)
-        except ValidationError as exc:
-            raise InputError(f"--llm-*: {format_validation_error(exc)}") from None
-        settings = settings.model_copy(update={"llm": llm})
-    return settings
+    return with_model(args, settings)
 
 
 def _markdown(answer: ExternalAnswer) -> str:

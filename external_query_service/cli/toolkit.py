@@ -1,9 +1,16 @@
 """``external-query check-task``, ``run-task`` and ``mcp``: evidence tasks and the MCP server.
 
+``run-task`` has two policies: ``walk`` collects breadth first without a model (today's
+``collect``), ``model`` delegates the task to the configured model (``ToolkitSession.delegate``)
+within ``--max-steps``, ``--timeout`` and the task's token budget. The default is ``model``
+when a model is configured (``[llm]`` in ``--config``, or ``--llm-base-url``/``--llm-model``),
+else ``walk``.
+
 Exit codes: ``check-task`` 0 valid, 2 invalid (one line). ``run-task`` 0 when the report
 is saved and every required category is backed by a verified quote, 3 when the report is
-saved but some required category is not, 2 bad input (including an output file that
-already exists). ``mcp`` serves one stdio session and exits 0 when the client closes it.
+saved but some required category is not, 4 when a delegated run ended without a saved
+report (the task's rules keep an incomplete one), 2 bad input (including an output file
+that already exists). ``mcp`` serves one stdio session and exits 0 when the client closes it.
 """
 
 from __future__ import annotations
@@ -18,18 +25,30 @@ from typing import Any
 
 from ..clock import fixed_clock
 from ..errors import InputError
+from ..llm.client import ChatCompletionsClient
 from ..service import ExternalQueryService
 from ..settings import Settings
+from ..toolkit.delegate import DelegationResult
 from ..toolkit.errors import ToolkitError
 from ..toolkit.operations import ToolkitSession
 from ..toolkit.taskfile import load_inputs, load_task, resolve_inputs
 from ..toolkit.tasks import EvidenceTask
 from ._help import Subparsers, add_command
+from ._model import add_model_flags, with_model
 
-__all__ = ["EXIT_CHECKS_FAILED", "register"]
+__all__ = ["EXIT_CHECKS_FAILED", "EXIT_NOT_SAVED", "register"]
 
 #: ``run-task``: the report was saved, but a required category has no verified quote.
 EXIT_CHECKS_FAILED = 3
+#: ``run-task --policy model``: the run ended without a saved report.
+EXIT_NOT_SAVED = 4
+#: Flags that only a delegated run takes.
+_MODEL_FLAGS = {
+    "goal": "--goal",
+    "max_steps": "--max-steps",
+    "timeout": "--timeout",
+    "archive": "--archive",
+}
 
 
 def register(commands: Subparsers) -> None:
@@ -60,19 +79,28 @@ def register(commands: Subparsers) -> None:
     run = add_command(
         commands,
         "run-task",
-        summary="collect evidence for a task and save its report",
+        summary="collect evidence for a task (by a model, or a walk) and save its report",
         description="Collect evidence for a task over the network, save its report under the "
         "task's\nreports folder (never overwriting one), and print the receipt and checks as "
-        "JSON.",
+        "JSON.\n\nWith a model configured ([llm] in --config, or --llm-base-url and "
+        "--llm-model) the task is\ndelegated: the model chooses each step from the options on "
+        "offer, within --max-steps,\n--timeout and the task's token budget. --policy walk "
+        "collects breadth first instead,\nwithout a model.",
         exit_codes=[
             (0, "the report is saved and every required category has a verified quote"),
             (2, "bad input (also an output file that already exists): one line on stderr"),
             (EXIT_CHECKS_FAILED, "the report is saved, but some required category is not backed"),
+            (
+                EXIT_NOT_SAVED,
+                "a delegated run ended without a saved report (the task keeps incomplete ones\n"
+                "unsaved); its status and reason are in the output",
+            ),
         ],
         examples=[
-            "external-query run-task tasks/vendor.toml --inputs-json inputs.json",
+            "external-query run-task tasks/vendor.toml --inputs-json inputs.json --policy walk",
             "external-query run-task tasks/vendor.toml --inputs-json inputs.json "
-            "--config external-query.toml \\\n--now 2026-03-01T10:00:00+08:00",
+            "--config external-query.toml \\\n--goal 'Quote the supported Python versions' "
+            "--max-steps 20 --archive steps.jsonl",
         ],
     )
     run.add_argument("task", type=Path, help="task file (.toml or .json)")
@@ -80,11 +108,42 @@ def register(commands: Subparsers) -> None:
         "--inputs-json", type=Path, required=True, metavar="FILE", help="runtime inputs (JSON)"
     )
     run.add_argument(
-        "--config", type=Path, metavar="FILE", help="settings file (TOML): network policy"
+        "--config", type=Path, metavar="FILE", help="settings file (TOML): network policy, [llm]"
     )
     run.add_argument(
         "--now", metavar="ISO", help="the clock for created_at: ISO datetime with an offset"
     )
+    run.add_argument(
+        "--policy",
+        choices=["walk", "model"],
+        help="model: delegate to the configured model (the default when one is configured); "
+        "walk: follow links breadth first (or run the queries), no model",
+    )
+    run.add_argument(
+        "--goal",
+        metavar="TEXT",
+        help="what the delegated run is for (default: the task's description, or backing "
+        "every required category)",
+    )
+    run.add_argument(
+        "--max-steps",
+        type=int,
+        metavar="N",
+        help="operations the model may choose (default: the task's [delegation] max_steps)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="seconds the delegated run may take (default: the task's [delegation] timeout_s)",
+    )
+    run.add_argument(
+        "--archive",
+        type=Path,
+        metavar="FILE",
+        help="append one JSON line per delegated step to FILE (never the API key)",
+    )
+    add_model_flags(run)
     run.set_defaults(handler=run_task)
 
     mcp = add_command(
@@ -100,7 +159,7 @@ def register(commands: Subparsers) -> None:
         examples=[
             "external-query mcp --config /path/to/external-query.toml",
             "external-query mcp --config /path/to/external-query.toml \\\n"
-            "--task /path/to/task.toml --inputs-json /path/to/inputs.json",
+            "--task /path/to/task.toml --inputs-json /path/to/inputs.json --direct-only",
         ],
     )
     mcp.add_argument("--config", type=Path, metavar="FILE", help="settings file (TOML)")
@@ -114,6 +173,18 @@ def register(commands: Subparsers) -> None:
     mcp.add_argument(
         "--now", metavar="ISO", help="the clock for time checks: ISO datetime with an offset"
     )
+    mcp.add_argument(
+        "--direct-only",
+        action="store_true",
+        help="offer direct operation only: no run_task (delegation) tool",
+    )
+    mcp.add_argument(
+        "--archive",
+        type=Path,
+        metavar="FILE",
+        help="append one JSON line per step of a run_task delegation to FILE",
+    )
+    add_model_flags(mcp)
     mcp.set_defaults(handler=serve_mcp)
 
 
@@ -166,10 +237,23 @@ def check_task(args: argparse.Namespace) -> int:
 
 
 def run_task(args: argparse.Namespace) -> int:
-    settings = Settings.load(args.config) if args.config else Settings()
+    settings = with_model(args, Settings.load(args.config) if args.config else Settings())
+    policy = args.policy or ("model" if settings.llm is not None else "walk")
+    given = [flag for name, flag in _MODEL_FLAGS.items() if getattr(args, name) is not None]
+    if policy == "walk" and given:
+        raise InputError(f"{', '.join(given)}: only a delegated run (--policy model) takes these")
+    if policy == "model" and settings.llm is None:
+        raise InputError(
+            "--policy model needs a model: an [llm] section in --config, or --llm-base-url "
+            "and --llm-model"
+        )
     task = _task(args, settings)
     try:
         task.check_output_free()
+        if policy == "model":
+            assert settings.llm is not None
+            result = asyncio.run(_delegate(args, task, ChatCompletionsClient(settings.llm)))
+            return _delegated(task, result)
         summary = asyncio.run(_collect(task))
         # An existing output, a symlinked reports folder or an unwritable one: bad input.
         receipt = task.save()
@@ -184,6 +268,42 @@ def run_task(args: argparse.Namespace) -> int:
         }
     )
     return 0 if all(check.passed for check in checks) else EXIT_CHECKS_FAILED
+
+
+def _goal(task: EvidenceTask) -> str:
+    """The default goal: the task's description, or backing every required category."""
+    return task.spec.description or (
+        f"Back every required category ({', '.join(task.required)}) with a recorded passage "
+        "that holds its marker, then save the report."
+    )
+
+
+async def _delegate(
+    args: argparse.Namespace, task: EvidenceTask, client: ChatCompletionsClient
+) -> DelegationResult:
+    session = ToolkitSession(task, model=client)
+    try:
+        return await session.delegate(
+            args.goal if args.goal is not None else _goal(task),
+            max_steps=args.max_steps,
+            timeout_s=args.timeout,
+            archive=args.archive,
+        )
+    finally:
+        await session.aclose()
+
+
+def _delegated(task: EvidenceTask, result: DelegationResult) -> int:
+    _print(
+        {
+            "receipt": result.receipt.model_dump(mode="json"),
+            "checks": [check.model_dump(mode="json") for check in result.checks],
+            "delegation": result.model_dump(mode="json", exclude={"receipt", "checks"}),
+        }
+    )
+    if not result.report_saved:
+        return EXIT_NOT_SAVED
+    return 0 if result.status == "completed" else EXIT_CHECKS_FAILED
 
 
 async def _collect(task: EvidenceTask) -> Any:
@@ -203,12 +323,14 @@ def serve_mcp(args: argparse.Namespace) -> int:
         raise McpUnavailable() from None
     if (args.task is None) != (args.inputs_json is None):
         raise InputError("--task and --inputs-json go together")
-    settings = Settings.load(args.config) if args.config else Settings()
+    settings = with_model(args, Settings.load(args.config) if args.config else Settings())
     now = _now(args.now)
     task = _task(args, settings) if args.task is not None else None
-    session = ToolkitSession(task)
+    session = ToolkitSession(task, direct_only=args.direct_only)
     service = ExternalQueryService(
         settings, clock=fixed_clock(now) if now else None, store=session.store
     )
-    asyncio.run(serve_stdio(session, service))
+    # Delegation uses the service's own model client: one client per process.
+    session.model = None if args.direct_only else service.llm
+    asyncio.run(serve_stdio(session, service, archive=args.archive))
     return 0

@@ -15,6 +15,8 @@ from .client import (
     Completion,
     LLMError,
     ResponseMode,
+    TokenLogprob,
+    TokenUsage,
     json_schema_for,
 )
 from .planner import LLMPlanner
@@ -30,6 +32,8 @@ __all__ = [
     "LLMPlanner",
     "ModelAnswer",
     "ResponseMode",
+    "TokenLogprob",
+    "TokenUsage",
     "check_answer",
     "json_schema_for",
 ]

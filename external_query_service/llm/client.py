@@ -11,6 +11,10 @@ The configured ``base_url`` is a trusted endpoint (like an adapter's own API): h
 plain http to a loopback address. No redirects, no proxies from the environment, bounded
 replies, a total deadline per attempt, ``max_retries`` retries on transient failures.
 
+A caller may ask for log-probabilities (``top_logprobs`` alternatives per token) to weigh a
+choice; a server that answers 400 to that request gets one retry without them, and the
+client stops asking. Each ``Completion`` carries the token usage the server reported.
+
 The API key is read from the environment variable named by ``api_key_env`` when a request
 is sent, by an ``httpx.Auth`` hook: it is never stored on this object, never logged, and no
 error message, exception chain or traceback frame of ours holds it.
@@ -43,6 +47,8 @@ __all__ = [
     "Completion",
     "LLMError",
     "ResponseMode",
+    "TokenLogprob",
+    "TokenUsage",
     "json_schema_for",
 ]
 
@@ -98,6 +104,28 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class TokenUsage:
+    """What the server said a reply cost, in tokens."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token, its log-probability and the alternatives the server listed
+    (``top``: ``(token, logprob)`` pairs, the generated token usually among them)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
 class Completion(Generic[M]):
     """A reply that parsed and validated as ``M``."""
 
@@ -108,6 +136,19 @@ class Completion(Generic[M]):
     mode: ResponseMode
     #: The model name the server reported (``""`` when it named none).
     model: str
+    #: Token usage as the server reported it (None when the reply had none).
+    usage: TokenUsage | None = None
+    #: The message's tokens with their log-probabilities, when asked for and returned;
+    #: joined, their text is the whole message content (a thinking block included).
+    logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _Reply:
+    content: str
+    model: str
+    usage: TokenUsage | None
+    logprobs: tuple[TokenLogprob, ...] | None
 
 
 # --- JSON schema --------------------------------------------------------------------------
@@ -255,8 +296,54 @@ def _wait_s(attempt: int, retry_after: str | None) -> float:
     return min(_BACKOFF_S * float(2**attempt), _MAX_WAIT_S)
 
 
-def _message_content(data: Any) -> tuple[str, str]:
-    """``(content, model)`` of a chat completion; ``LLMError`` when it carries none."""
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _usage(data: Mapping[str, Any]) -> TokenUsage | None:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    if prompt is None or completion is None:
+        return None
+    return TokenUsage(prompt_tokens=prompt, completion_tokens=completion)
+
+
+def _logprob(item: Any) -> tuple[str, float] | None:
+    if not isinstance(item, dict):
+        return None
+    token, value = item.get("token"), item.get("logprob")
+    if not isinstance(token, str) or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return token, float(value)
+
+
+def _token_logprobs(choice: Mapping[str, Any]) -> tuple[TokenLogprob, ...] | None:
+    """The ``logprobs.content`` list of a choice; None when absent or malformed (a reply
+    is never refused for its log-probabilities: the caller only loses the figures)."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    tokens: list[TokenLogprob] = []
+    for item in content:
+        own = _logprob(item)
+        alternatives = item.get("top_logprobs") if isinstance(item, dict) else None
+        if own is None or not isinstance(alternatives, list):
+            return None
+        top = [_logprob(alternative) for alternative in alternatives]
+        if any(entry is None for entry in top):
+            return None
+        tokens.append(
+            TokenLogprob(token=own[0], logprob=own[1], top=tuple(e for e in top if e is not None))
+        )
+    return tuple(tokens)
+
+
+def _message_content(data: Any) -> _Reply:
+    """Content, model, usage and token log-probabilities of a chat completion;
+    ``LLMError`` when it carries no content."""
     if not isinstance(data, dict):
         raise LLMError("invalid_response", "the reply is not a JSON object")
     choices = data.get("choices")
@@ -280,7 +367,12 @@ def _message_content(data: Any) -> tuple[str, str]:
     if not isinstance(content, str) or not content.strip():
         raise LLMError("empty_reply", "the message has no content")
     model = data.get("model")
-    return content, model if isinstance(model, str) else ""
+    return _Reply(
+        content=content,
+        model=model if isinstance(model, str) else "",
+        usage=_usage(data),
+        logprobs=_token_logprobs(choice),
+    )
 
 
 def _json_text(content: str) -> str:
@@ -309,6 +401,7 @@ class ChatCompletionsClient:
         if settings.api_key_env is not None and not settings.api_key_env.strip():
             raise SettingsError("[llm] api_key_env is empty")
         self._mode: ResponseMode = "json_schema"
+        self._logprobs_refused = False
         self._sleep = sleep
         self._ssl_context: ssl.SSLContext | None = None
 
@@ -344,29 +437,45 @@ class ChatCompletionsClient:
         *,
         name: str,
         schema: Mapping[str, Any] | None = None,
+        top_logprobs: int | None = None,
     ) -> Completion[M]:
         """Ask for one JSON object that validates as ``output`` (strict JSON-mode
         validation: no type coercion). ``schema`` replaces the generated one (to add an
         enum, say); ``name`` labels it (``[A-Za-z0-9_-]``, at most 64 characters).
-        Failures raise ``LLMError``.
+        ``top_logprobs`` (1–20) asks for token log-probabilities with that many
+        alternatives; the reply may still come without them. Failures raise ``LLMError``.
         """
         if not _SCHEMA_NAME.fullmatch(name):
             raise InputError(f"schema name {name!r} must match [A-Za-z0-9_-]{{1,64}}")
         if not messages:
             raise InputError("a chat completion needs at least one message")
+        if top_logprobs is not None and not 1 <= top_logprobs <= 20:
+            raise InputError(f"top_logprobs must be 1 to 20, not {top_logprobs}")
         wire_schema = dict(schema) if schema is not None else json_schema_for(output)
         mode = self._mode
-        try:
-            content, model = await self._ask(messages, name, wire_schema, mode)
-        except LLMError as exc:
-            # APIS.md §6: a server that does not take json_schema answers 400; retry once
-            # in JSON mode with the schema spelled out in the prompt.
-            if mode != "json_schema" or exc.status != 400:
-                raise
-            logger.info("llm endpoint refused json_schema (HTTP 400); retrying with json_object")
-            mode = "json_object"
-            content, model = await self._ask(messages, name, wire_schema, mode)
-            self._mode = mode
+        alternatives = None if self._logprobs_refused else top_logprobs
+        while True:
+            try:
+                reply = await self._ask(messages, name, wire_schema, mode, alternatives)
+                break
+            except LLMError as exc:
+                if exc.status != 400:
+                    raise
+                # A server that does not take logprobs may answer 400: ask again without
+                # them (and stop asking), before giving up on json_schema.
+                if alternatives is not None:
+                    logger.info("llm endpoint refused logprobs (HTTP 400); retrying without")
+                    alternatives = None
+                    self._logprobs_refused = True
+                    continue
+                # APIS.md §6: a server that does not take json_schema answers 400; retry
+                # once in JSON mode with the schema spelled out in the prompt.
+                if mode != "json_schema":
+                    raise
+                logger.info("llm endpoint refused json_schema (HTTP 400); retrying in JSON mode")
+                mode = "json_object"
+        self._mode = mode
+        content, model = reply.content, reply.model
         text = _json_text(content)
         try:
             loads_strict(text, origin="model reply")
@@ -377,7 +486,14 @@ class ChatCompletionsClient:
         except ValidationError as exc:
             detail = format_validation_error(exc)[:_DETAIL_CHARS]
             raise LLMError("schema_violation", detail) from None
-        return Completion(value=value, content=text, mode=mode, model=model)
+        return Completion(
+            value=value,
+            content=text,
+            mode=mode,
+            model=model,
+            usage=reply.usage,
+            logprobs=reply.logprobs,
+        )
 
     # -- one request, with retries ---------------------------------------------------------
 
@@ -387,8 +503,9 @@ class ChatCompletionsClient:
         name: str,
         schema: dict[str, Any],
         mode: ResponseMode,
-    ) -> tuple[str, str]:
-        body = self._body(messages, name, schema, mode)
+        top_logprobs: int | None = None,
+    ) -> _Reply:
+        body = self._body(messages, name, schema, mode, top_logprobs)
         attempt = 0
         while True:
             failure, received = await self._post(body)
@@ -418,6 +535,7 @@ class ChatCompletionsClient:
         name: str,
         schema: dict[str, Any],
         mode: ResponseMode,
+        top_logprobs: int | None = None,
     ) -> bytes:
         wire = [{"role": message.role, "content": message.content} for message in messages]
         response_format: dict[str, Any]
@@ -439,13 +557,15 @@ class ChatCompletionsClient:
                 },
             )
             response_format = {"type": "json_object"}
-        payload = {
+        payload: dict[str, Any] = {
             "model": self._settings.model,
             "messages": wire,
             "temperature": self._settings.temperature,
             "stream": False,
             "response_format": response_format,
         }
+        if top_logprobs is not None:
+            payload.update(logprobs=True, top_logprobs=top_logprobs)
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
     async def _post(self, body: bytes) -> tuple[LLMError | None, _Received | None]:

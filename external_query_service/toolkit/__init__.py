@@ -2,15 +2,17 @@
 
 ``WebTools`` (origin-bounded), ``WorkspaceTools`` (root-bounded), ``EvidenceTask`` (task
 file + inputs → records, checks, a saved report with an artifact receipt) and
-``ToolkitSession`` (observe / arguments / operate with state references), all over one
+``ToolkitSession`` (observe / arguments / operate with state references, or ``delegate``:
+a configured model runs the task within a budget, to a ``DelegationResult``), all over one
 ``EvidenceStore``. The MCP server (``external_query_service.mcp_server``) exposes a session.
 """
 
+from .delegate import DelegationResult
 from .errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
 from .operations import Observation, OperationResult, ToolkitSession
 from .origins import OriginSet
 from .reports import ArtifactReceipt, CategoryCheck, EvidenceRecord, TaskReport
-from .taskfile import TaskInputs, TaskSpec, load_inputs, load_task
+from .taskfile import DelegationRules, TaskInputs, TaskSpec, load_inputs, load_task
 from .tasks import CollectionSummary, EvidenceTask
 from .web import WebBudget, WebPage, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
@@ -21,6 +23,8 @@ __all__ = [
     "BudgetExhausted",
     "CategoryCheck",
     "CollectionSummary",
+    "DelegationResult",
+    "DelegationRules",
     "EvidenceRecord",
     "EvidenceTask",
     "Observation",

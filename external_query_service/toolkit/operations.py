@@ -7,6 +7,10 @@ tool's parameters as ids (and, given a parent choice, the dependent candidates);
 passes free text for a URL, a path or a passage. Each ``state_ref`` admits one operation:
 an unknown, stale (the state moved on) or already used one is refused with ``StaleState``.
 Operations run one at a time; a session is one caller's, in one process.
+
+A session has one route, taken by its first operation: direct (``operate``) or delegated
+(``delegate``, a model choosing the same steps within a budget; ``toolkit/delegate.py``).
+Once taken, the other route is refused (``route_taken``), so two histories never merge.
 """
 
 from __future__ import annotations
@@ -15,16 +19,21 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
 
 import rfc8785
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from ..store import MAX_READ_CHARS, EvidenceStore
+from .confidence import Selection
 from .errors import StaleState, ToolkitError
 from .reports import ArtifactReceipt, CategoryCheck
 from .tasks import EvidenceTask
+
+if TYPE_CHECKING:
+    from ..llm.client import ChatCompletionsClient
+    from .delegate import DelegationResult
 
 __all__ = [
     "TOOL_NAMES",
@@ -32,6 +41,7 @@ __all__ = [
     "ArgumentOption",
     "ArgumentsResult",
     "CaptureSummary",
+    "DelegationView",
     "Observation",
     "OperationResult",
     "ParameterContract",
@@ -54,6 +64,9 @@ class ParameterContract(_Frozen):
     name: str
     description: str
     depends_on: str | None = None
+    #: How sure a delegated model must be of its option: ``match`` where one option is
+    #: right (recording a quote), ``explore`` where several are reasonable (where to look).
+    selection: Selection = "match"
 
 
 class ToolContract(_Frozen):
@@ -127,6 +140,20 @@ class LastOperation(_Frozen):
     reason: str | None = None
 
 
+Route = Literal["direct", "delegated"]
+
+
+class DelegationView(_Frozen):
+    """Whether ``delegate`` can run now (``reason`` says why not), the route this session
+    took, and the goal and status of its delegation once started."""
+
+    ready: bool
+    reason: str | None
+    route: Route | None
+    goal: str | None = None
+    status: str | None = None
+
+
 class Observation(_Frozen):
     state_ref: str
     step: int
@@ -141,10 +168,18 @@ class Observation(_Frozen):
     #: The text of the last read (evidence.read, web.read_section), at most 1,200 characters.
     last_read: str | None
     receipt: ArtifactReceipt | None
+    delegation: DelegationView
 
 
-def _p(name: str, description: str, depends_on: str | None = None) -> ParameterContract:
-    return ParameterContract(name=name, description=description, depends_on=depends_on)
+def _p(
+    name: str,
+    description: str,
+    depends_on: str | None = None,
+    selection: Selection = "match",
+) -> ParameterContract:
+    return ParameterContract(
+        name=name, description=description, depends_on=depends_on, selection=selection
+    )
 
 
 _WEB_TOOLS = (
@@ -158,19 +193,22 @@ _WEB_TOOLS = (
         name="web.links",
         description="List the links a captured page showed, inside the allowed origins.",
         effect="observe",
-        parameters=(_p("page", "a captured page"),),
+        parameters=(_p("page", "a captured page", selection="explore"),),
     ),
     ToolContract(
         name="web.follow",
         description="Capture the page an observed link points to.",
         effect="capture",
-        parameters=(_p("link", "a link observed on a captured page"),),
+        parameters=(_p("link", "a link observed on a captured page", selection="explore"),),
     ),
     ToolContract(
         name="web.read_section",
         description="Read one passage of a captured page.",
         effect="observe",
-        parameters=(_p("page", "a captured page"), _p("passage", "a passage", "page")),
+        parameters=(
+            _p("page", "a captured page", selection="explore"),
+            _p("passage", "a passage", "page", "explore"),
+        ),
     ),
 )
 _FILE_TOOLS = (
@@ -178,26 +216,29 @@ _FILE_TOOLS = (
         name="files.list",
         description="List regular files below a folder of the root (links refused).",
         effect="observe",
-        parameters=(_p("under", "a folder, relative to the root"),),
+        parameters=(_p("under", "a folder, relative to the root", selection="explore"),),
     ),
     ToolContract(
         name="files.search",
         description="Literal, case-sensitive search; matching files are captured.",
         effect="capture",
-        parameters=(_p("query", "a task query or marker"),),
+        parameters=(_p("query", "a task query or marker", selection="explore"),),
     ),
     ToolContract(
         name="files.read",
         description="Capture one plain file listed or matched before.",
         effect="capture",
-        parameters=(_p("path", "a file path, relative to the root"),),
+        parameters=(_p("path", "a file path, relative to the root", selection="explore"),),
     ),
 )
 _EVIDENCE_READ = ToolContract(
     name="evidence.read",
     description="Read at most 1,200 characters of a stored capture.",
     effect="observe",
-    parameters=(_p("ref", "a stored capture"), _p("offset", "where to start", "ref")),
+    parameters=(
+        _p("ref", "a stored capture", selection="explore"),
+        _p("offset", "where to start", "ref", "explore"),
+    ),
 )
 _TASK_TOOLS = (
     ToolContract(
@@ -219,6 +260,16 @@ TOOL_NAMES: tuple[str, ...] = tuple(
 )
 
 
+_NOT_READY = {
+    "direct_only": "this server offers direct operation only (--direct-only)",
+    "no_task": "no task is registered for this session; start it with a task and inputs",
+    "no_model": "no model is configured: add an [llm] section to the settings",
+    "route_direct": "this session already operates directly",
+    "delegation_done": "this session already delegated its task once; start a new session",
+    "delegation_running": "this session's delegation is still running",
+}
+
+
 @dataclass(frozen=True)
 class _Candidate:
     value: str
@@ -233,11 +284,25 @@ def _option_id(tool: str, parameter: str, value: str) -> str:
 class ToolkitSession:
     """One caller's step-by-step use of a task's tools (see the module docstring).
 
-    Without a task only ``evidence.read`` is offered (over ``store``).
+    Without a task only ``evidence.read`` is offered (over ``store``). ``model`` is the
+    endpoint ``delegate`` uses (None: no delegation); ``direct_only`` refuses delegation
+    even with one.
     """
 
-    def __init__(self, task: EvidenceTask | None = None, *, store: EvidenceStore | None = None):
+    def __init__(
+        self,
+        task: EvidenceTask | None = None,
+        *,
+        store: EvidenceStore | None = None,
+        model: ChatCompletionsClient | None = None,
+        direct_only: bool = False,
+    ):
         self.task = task
+        self.model = model
+        self.direct_only = direct_only
+        self._route: Route | None = None
+        self._goal: str | None = None
+        self._delegation_status: str | None = None
         self.store = task.store if task is not None else (store or EvidenceStore())
         self._step = 0
         self._issued: set[str] = set()
@@ -353,7 +418,90 @@ class ToolkitSession:
             last_operation=self._last,
             last_read=self._last_read,
             receipt=task.artifact_receipt() if task is not None else None,
+            delegation=self.delegation_status(),
         )
+
+    # -- routes ------------------------------------------------------------------------------
+    def delegation_status(self) -> DelegationView:
+        """Whether ``delegate`` can run now, and the route, goal and status so far."""
+        return DelegationView(
+            ready=self._not_ready() is None,
+            reason=self._not_ready(),
+            route=self._route,
+            goal=self._goal,
+            status=self._delegation_status,
+        )
+
+    def _not_ready(self) -> str | None:
+        """Why ``delegate`` cannot run now, as a reason code (None: it can)."""
+        if self.direct_only:
+            return "direct_only"
+        if self.task is None:
+            return "no_task"
+        if self.model is None:
+            return "no_model"
+        if self._route == "direct":
+            return "route_direct"
+        if self._route == "delegated":
+            return "delegation_done" if self._delegation_status else "delegation_running"
+        return None
+
+    def _refuse_route(self, wanted: Route) -> None:
+        if self._route is None or self._route == wanted:
+            return  # a second delegation is refused by _not_ready
+        if self._route == "delegated":
+            raise ToolkitError(
+                "this session delegated its task to a model; direct operations are refused so "
+                "the two histories never merge; start a new session to operate step by step",
+                reason="route_taken",
+            )
+        raise ToolkitError(
+            f"this session already operates directly ({self._step} operation"
+            f"{'' if self._step == 1 else 's'}); delegation is "
+            "refused so the two histories never merge; start a new session to delegate",
+            reason="route_taken",
+        )
+
+    async def delegate(
+        self,
+        goal: str,
+        *,
+        max_steps: int | None = None,
+        timeout_s: float | None = None,
+        max_tokens: int | None = None,
+        archive: Path | None = None,
+    ) -> DelegationResult:
+        """Hand the task to the model: it chooses each step from what is on offer until the
+        checks pass and the report is saved, it says it is done, or the budget runs out.
+
+        Budgets left out come from the task's ``[delegation]`` rules; ``archive`` appends one
+        JSON line per step. A session delegates once, and only before any direct
+        operation; otherwise (or without a task or model) ``ToolkitError``.
+        """
+        from .delegate import Delegation  # the loop needs this class; imported on use
+
+        self._refuse_route("delegated")
+        reason = self._not_ready()
+        if reason is not None:
+            raise ToolkitError(_NOT_READY[reason], reason=reason)
+        assert self.model is not None  # _not_ready checked it (and the task)
+        delegation = Delegation(
+            self,
+            self.model,
+            goal,
+            max_steps=max_steps,
+            timeout_s=timeout_s,
+            max_tokens=max_tokens,
+            archive=archive,
+        )
+        self._route, self._goal = "delegated", delegation.goal
+        try:
+            result = await delegation.run()
+        except BaseException:
+            self._delegation_status = "failed"
+            raise
+        self._delegation_status = result.status
+        return result
 
     # -- arguments ---------------------------------------------------------------------------
     def _contract(self, tool: str) -> ToolContract:
@@ -492,9 +640,16 @@ class ToolkitSession:
     ) -> OperationResult:
         """Run ``tool`` with offered option ids under the current ``state_ref``.
 
-        Protocol errors (state, tool name, ids) raise; a tool that runs and fails returns
-        ``ok=False`` with its reason. Either way a run consumes ``state_ref``.
+        Protocol errors (state, tool name, ids, a delegated session) raise; a tool that runs
+        and fails returns ``ok=False`` with its reason. Either way a run consumes
+        ``state_ref``, and the first one takes the direct route.
         """
+        self._refuse_route("direct")
+        return await self._operate(tool, arguments, state_ref, route="direct")
+
+    async def _operate(
+        self, tool: str, arguments: Mapping[str, str], state_ref: str, *, route: Route
+    ) -> OperationResult:
         self._check_state(state_ref)
         contract = self._contract(tool)
         names = [item.name for item in contract.parameters]
@@ -511,6 +666,7 @@ class ToolkitSession:
                 state_ref, tool, parameter.name, parent_id, arguments[parameter.name]
             )
         self._consumed.add(state_ref)
+        self._route = route
         self._step += 1
         # The step counter is in every state_ref, so every ref issued so far is stale now.
         self._offered.clear()

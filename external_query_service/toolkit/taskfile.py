@@ -17,6 +17,17 @@ max_depth = 2
 max_files = 2000
 max_file_bytes = 1000000
 max_records_per_category = 3
+
+[delegation]                    # all optional: how a model-driven run is bounded and gated
+max_steps = 30                  # operations the model may choose
+timeout_s = 300
+max_tokens = 200000             # prompt + completion tokens, as the endpoint reports them
+max_refusals = 3                # replies refused (not on offer, stale, malformed) before stopping
+top_logprobs = 5                # alternatives asked for per token
+min_probability = 0.55          # a "match" choice: at least this likely ...
+min_margin = 0.10               # ... and this far ahead of the next option
+explore_min_probability = 0.30  # an "explore" choice and the choice of tool
+save_incomplete = true          # save the report at the end even if a check still fails
 ```
 
 ```json
@@ -38,7 +49,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 from ..digests import sha256_digest
 from ..errors import InputError
@@ -50,6 +70,7 @@ from .origins import OriginSet
 
 __all__ = [
     "MAX_TASK_BYTES",
+    "DelegationRules",
     "TaskBudget",
     "TaskInputs",
     "TaskSpec",
@@ -77,6 +98,20 @@ class TaskBudget(_Strict):
     max_records_per_category: StrictInt = Field(default=3, ge=1, le=100)
 
 
+class DelegationRules(_Strict):
+    """How a delegated run of the task is bounded and when its choices are trusted."""
+
+    max_steps: StrictInt = Field(default=30, ge=1, le=500)
+    timeout_s: StrictFloat = Field(default=300.0, gt=0, le=86_400)
+    max_tokens: StrictInt = Field(default=200_000, ge=1)
+    max_refusals: StrictInt = Field(default=3, ge=1, le=50)
+    top_logprobs: StrictInt = Field(default=5, ge=1, le=20)
+    min_probability: StrictFloat = Field(default=0.55, ge=0, le=1)
+    min_margin: StrictFloat = Field(default=0.10, ge=0, le=1)
+    explore_min_probability: StrictFloat = Field(default=0.30, ge=0, le=1)
+    save_incomplete: StrictBool = True
+
+
 class TaskSpec(_Strict):
     """A validated task file. ``task_dir`` (not part of the file) is the file's folder."""
 
@@ -86,6 +121,7 @@ class TaskSpec(_Strict):
     reports_dir: str = Field(min_length=1)
     required: tuple[str, ...] | None = None
     budget: TaskBudget = TaskBudget()
+    delegation: DelegationRules = DelegationRules()
 
     @field_validator("reports_dir")
     @classmethod
@@ -105,8 +141,12 @@ class TaskSpec(_Strict):
 
     @property
     def digest(self) -> str:
-        """sha256 of the task's canonical JSON (RFC 8785): the report's task identity."""
-        return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
+        """sha256 of the task's canonical JSON (RFC 8785): the report's task identity.
+
+        A task without a ``[delegation]`` table keeps the digest it had before the table
+        existed: the default rules are left out."""
+        exclude = {"delegation"} if self.delegation == DelegationRules() else set()
+        return sha256_digest(rfc8785.dumps(self.model_dump(mode="json", exclude=exclude)))
 
 
 class TaskInputs(_Strict):
