@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import BaseModel, PrivateAttr, field_validator
 
 from ..errors import InputError
 from ..models import ExternalAnswer, QuerySemantics
@@ -74,16 +74,9 @@ def _call_semantics(config: RunnableConfig | None, given: Any) -> QuerySemantics
     )
 
 
-class ExternalQueryRetriever(ServiceOwner, BaseRetriever):
-    """A retriever over ``ExternalQueryService``: at most ``k`` documents, one per piece of
-    evidence the answer stands on, best score first; none unless the chain answered.
+class _ServiceModel(ServiceOwner, BaseModel):
+    """What both LangChain classes share: ``service=``/``settings=`` and default semantics."""
 
-    ``ExternalQueryRetriever(service=svc)`` shares ``svc``; ``ExternalQueryRetriever(
-    settings=Settings(...))`` owns its service (``close()``, ``with``, or collection closes
-    it). ``k`` (default 4) may be given per call: ``invoke(question, k=2)``.
-    """
-
-    k: int = DEFAULT_K
     #: Defaults for every call; a call's own semantics override them field by field.
     query_semantics: QuerySemantics | None = None
 
@@ -96,18 +89,36 @@ class ExternalQueryRetriever(ServiceOwner, BaseRetriever):
         settings: Settings | None = None,
         **fields: Any,
     ) -> None:
-        super().__init__(**fields)
-        self._handle = ServiceHandle(service, settings)
+        handle = ServiceHandle(service, settings)
+        super().__init__(**fields, **self._fields_for(handle, fields))
+        self._handle = handle
 
-    @field_validator("k", mode="before")
     @classmethod
-    def _check_k(cls, value: object) -> int:
-        return positive_k(value)
+    def _fields_for(cls, handle: ServiceHandle, given: dict[str, Any]) -> dict[str, Any]:
+        """Fields built from the service, passed to the framework's constructor."""
+        return {}
 
     @field_validator("query_semantics", mode="before")
     @classmethod
     def _check_semantics(cls, value: object) -> QuerySemantics | None:
         return coerce_semantics(value)  # type: ignore[arg-type]
+
+
+class ExternalQueryRetriever(_ServiceModel, BaseRetriever):
+    """A retriever over ``ExternalQueryService``: at most ``k`` documents, one per piece of
+    evidence the answer stands on, best score first; none unless the chain answered.
+
+    ``ExternalQueryRetriever(service=svc)`` shares ``svc``; ``ExternalQueryRetriever(
+    settings=Settings(...))`` owns its service (``close()``, ``with``, or collection closes
+    it). ``k`` (default 4) may be given per call: ``invoke(question, k=2)``.
+    """
+
+    k: int = DEFAULT_K
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: object) -> int:
+        return positive_k(value)
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
@@ -170,7 +181,7 @@ class ExternalQueryRetriever(ServiceOwner, BaseRetriever):
         return documents
 
 
-class ExternalQueryTool(ServiceOwner, BaseTool):
+class ExternalQueryTool(_ServiceModel, BaseTool):
     """A tool that answers a question from external evidence.
 
     Arguments: ``question`` and every ``QuerySemantics`` field (``query_kind`` limited to the
@@ -183,29 +194,12 @@ class ExternalQueryTool(ServiceOwner, BaseTool):
     name: str = TOOL_NAME
     description: str = TOOL_DESCRIPTION
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
-    #: Defaults under every call's arguments.
-    query_semantics: QuerySemantics | None = None
 
-    _handle: ServiceHandle = PrivateAttr()
-
-    def __init__(
-        self,
-        *,
-        service: ExternalQueryService | None = None,
-        settings: Settings | None = None,
-        **fields: Any,
-    ) -> None:
-        handle = ServiceHandle(service, settings)
-        if "args_schema" in fields:
-            raise InputError("ExternalQueryTool builds its own args_schema")
-        schema = tool_arguments_model(handle.service.query_kinds)
-        super().__init__(args_schema=schema, **fields)
-        self._handle = handle
-
-    @field_validator("query_semantics", mode="before")
     @classmethod
-    def _check_semantics(cls, value: object) -> QuerySemantics | None:
-        return coerce_semantics(value)  # type: ignore[arg-type]
+    def _fields_for(cls, handle: ServiceHandle, given: dict[str, Any]) -> dict[str, Any]:
+        if "args_schema" in given:
+            raise InputError("ExternalQueryTool builds its own args_schema")
+        return {"args_schema": tool_arguments_model(handle.service.query_kinds)}
 
     def _arguments(self, question: str, arguments: dict[str, Any]) -> tuple[str, Any]:
         model = tool_arguments_model(self.service.query_kinds)

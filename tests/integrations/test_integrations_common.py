@@ -35,6 +35,7 @@ from external_query_service.integrations.common import (
     tool_arguments_model,
     tool_text,
 )
+from external_query_service.models import QuerySemantics
 from external_query_service.testing import World
 
 from .support import DOCS_QUESTION, DOCS_SEMANTICS, NEWS_QUESTION, docs_settings, news_service
@@ -286,18 +287,7 @@ def test_tool_arguments_are_the_question_and_every_semantics_field() -> None:
 
     assert next(iter(schema["properties"])) == "question"
     assert schema["required"] == ["question"]
-    assert set(schema["properties"]) == {
-        "question",
-        "query_kind",
-        "answer_contract",
-        "location",
-        "entities",
-        "compare_targets",
-        "time_range",
-        "freshness_required",
-        "language",
-        "search_queries",
-    }
+    assert set(schema["properties"]) == {"question", *QuerySemantics.model_fields}
     assert all(field.get("description") for field in schema["properties"].values())
     kinds = schema["properties"]["query_kind"]["anyOf"][0]["enum"]
     assert kinds == ["news", "documentation"]

@@ -361,3 +361,18 @@ def test_a_tool_closes_the_service_it_owns() -> None:
         assert tool.invoke({"question": DOCS_QUESTION, **DOCS_SEMANTICS}).endswith("answered")
     with pytest.raises(ServiceClosed):
         tool.invoke({"question": DOCS_QUESTION})
+
+
+def test_the_outcome_event_shows_in_astream_events(world: World) -> None:
+    async def main(service: ExternalQueryService) -> list[dict[str, Any]]:
+        retriever = ExternalQueryRetriever(service=service)
+        return [event async for event in retriever.astream_events(NEWS_QUESTION, version="v2")]
+
+    with news_service(world, verifier={"min_sources_summary": 5}) as service:
+        events = asyncio.run(main(service))
+
+    custom = [event for event in events if event["event"] == "on_custom_event"]
+    assert [event["name"] for event in custom] == [OUTCOME_EVENT]
+    assert custom[0]["data"]["status"] == "insufficient_evidence"
+    assert events[-1]["event"] == "on_retriever_end"
+    assert events[-1]["data"]["output"] == []
