@@ -59,7 +59,8 @@ except ImportError as exc:  # the optional extra is missing
 
 __all__ = ["ExternalQueryRetriever", "ExternalQueryTool"]
 
-#: Where a run config carries per-call semantics (``configurable`` first, then ``metadata``).
+#: The key of per-call semantics in a run config's ``metadata`` or ``configurable``, and the
+#: ``invoke`` keyword.
 SEMANTICS_KEY = "query_semantics"
 
 
@@ -201,7 +202,9 @@ class ExternalQueryTool(_ServiceModel, BaseTool):
             raise InputError("ExternalQueryTool builds its own args_schema")
         return {"args_schema": tool_arguments_model(handle.service.query_kinds)}
 
-    def _arguments(self, question: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+    def _arguments(
+        self, question: str, arguments: dict[str, Any]
+    ) -> tuple[str, QuerySemantics | None]:
         model = tool_arguments_model(self.service.query_kinds)
         return parse_tool_arguments(
             model, {"question": question, **arguments}, self.query_semantics
