@@ -54,7 +54,13 @@ if TYPE_CHECKING:
     from mcp.server import MCPServer
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-__all__ = ["INSTALL_HINT", "McpUnavailable", "build_server", "serve_stdio"]
+__all__ = [
+    "INSTALL_HINT",
+    "SEMANTICS_FIELD_DESCRIPTIONS",
+    "McpUnavailable",
+    "build_server",
+    "serve_stdio",
+]
 
 INSTALL_HINT = "pip install 'external_query_service[mcp]'"
 SERVER_NAME = "external-query"
@@ -112,8 +118,9 @@ _DESCRIPTIONS = {
     ),
 }
 
-#: What each ``QuerySemantics`` field means to a host; every field must have an entry.
-_SEMANTICS_FIELDS = {
+#: What each ``QuerySemantics`` field means to a host; every field must have an entry. The
+#: LangChain and LlamaIndex tools (``integrations/``) describe their arguments with it too.
+SEMANTICS_FIELD_DESCRIPTIONS = {
     "query_kind": "What kind of question this is; it decides which sources are asked.",
     "answer_contract": (
         "direct_fact for one fact a source can state (a forecast, a rate), "
@@ -159,7 +166,7 @@ def _semantics_schema(kinds: Iterable[str]) -> dict[str, Any]:
     properties: dict[str, dict[str, Any]] = schema["properties"]
     properties["query_kind"] = {"type": ["string", "null"], "enum": [*kinds, None]}
     for name, field in properties.items():
-        field["description"] = _SEMANTICS_FIELDS[name]
+        field["description"] = SEMANTICS_FIELD_DESCRIPTIONS[name]
     return schema
 
 
