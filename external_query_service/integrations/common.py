@@ -20,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..errors import InputError, InvalidQuery
 from ..mcp_server import SEMANTICS_FIELD_DESCRIPTIONS
-from ..models import Evidence, ExternalAnswer, ExternalContextPacket, QuerySemantics
-from ..presenter import admitted_evidence
+from ..models import Evidence, ExternalAnswer, QuerySemantics
 from ..service import ExternalQueryService, SemanticsInput, coerce_semantics
 from ..settings import Settings, format_validation_error
 
@@ -190,11 +189,9 @@ def cited_evidence(answer: ExternalAnswer) -> tuple[Evidence, ...]:
     """The evidence a retriever may hand out: what the answer stands on, best score first.
 
     ``answer.evidence`` is the verifier's admitted list — evidence that passed the origin,
-    target and time checks, never a rejected piece — and ``answer.verifier.accepted`` names
-    the same ids; the presenter quotes and cites only what is in both, and so do we (the
-    presenter's own rule, applied to the answer). ``answer.sources`` is the reader's view of
-    that list (display fields only: no ids, digests or scores), so documents come from the
-    evidence itself.
+    target and time checks, never a rejected piece (the answer's packet refuses anything
+    else). ``answer.sources`` is the reader's view of that list (display fields only: no
+    ids, digests or scores), so documents come from the evidence itself.
 
     Admitted evidence can exist without an answer: too few independent sites
     (``insufficient_evidence / insufficient_sources``) or a question to clarify. The chain
@@ -203,15 +200,7 @@ def cited_evidence(answer: ExternalAnswer) -> tuple[Evidence, ...]:
     """
     if answer.status != "answered":
         return ()
-    packet = ExternalContextPacket(
-        question=answer.plan.question,
-        plan=answer.plan,
-        adapter_attempts=answer.attempts,
-        verified_evidence=answer.evidence,
-        verifier=answer.verifier,
-        uncertainties=answer.uncertainties,
-    )
-    return tuple(sorted(admitted_evidence(packet), key=lambda item: -item.score))
+    return tuple(sorted(answer.evidence, key=lambda item: -item.score))
 
 
 def evidence_metadata(item: Evidence) -> dict[str, str | int | None]:
