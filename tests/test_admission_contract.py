@@ -205,7 +205,7 @@ def test_a_row_missing_a_lifecycle_step_is_not_ready_and_says_why(
 def test_a_bare_providers_array_is_a_named_input_error() -> None:
     with pytest.raises(EvidenceInputError) as caught:
         parse_inventory([row()])
-    assert caught.value.code == "bare_providers_array"
+    assert caught.value.reason == "bare_providers_array"
 
 
 @pytest.mark.parametrize(

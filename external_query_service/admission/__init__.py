@@ -8,7 +8,7 @@ from .admit import admission_id_of, check_admission, decide, verify_admission
 from .canonical import HASH_CONTRACT, canonical_json, content_id, loads_record, loads_value
 from .chain import ChainLink, ChainRecord, ChainRetirement, bind_answer, service_envelope
 from .discover import discover, parse_inventory, project_row, registry_rows
-from .errors import INPUT_ERROR_CODES, ContractRejected, EvidenceInputError
+from .errors import INPUT_ERROR_REASONS, ContractRejected, EvidenceInputError
 from .models import (
     PROTOCOL,
     Admission,
@@ -36,7 +36,7 @@ from .retire import retire
 
 __all__ = [
     "HASH_CONTRACT",
-    "INPUT_ERROR_CODES",
+    "INPUT_ERROR_REASONS",
     "PROTOCOL",
     "Admission",
     "AdmittedSource",

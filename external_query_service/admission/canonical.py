@@ -150,7 +150,7 @@ def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
             parse_int=_int,
         )
     except EvidenceInputError as exc:
-        raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
+        raise EvidenceInputError(exc.reason, str(exc), origin=origin) from None
     except json.JSONDecodeError as exc:
         raise EvidenceInputError(
             "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}", origin=origin
@@ -163,7 +163,7 @@ def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
     try:
         check_hashable(value)
     except EvidenceInputError as exc:
-        raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
+        raise EvidenceInputError(exc.reason, str(exc), origin=origin) from None
     return value
 
 

@@ -236,7 +236,7 @@ class EvidencePlan(_Frozen):
         try:
             check_hashable(value, where="envelope")
         except EvidenceInputError as exc:
-            raise PydanticCustomError(exc.code, str(exc)) from None
+            raise PydanticCustomError(exc.reason, str(exc)) from None
         return value
 
     @property

@@ -97,7 +97,7 @@ def _plain_json(value: Mapping[str, Any]) -> dict[str, JsonValue]:
     try:
         check_hashable(value, where="envelope")
     except EvidenceInputError as exc:
-        raise ContractRejected(exc.code, str(exc)) from None
+        raise ContractRejected(exc.reason, str(exc)) from None
     # Tuples become lists, so the envelope hashes the same after a JSON round trip.
     plain: dict[str, JsonValue] = json.loads(json.dumps(value, ensure_ascii=False))
     return plain

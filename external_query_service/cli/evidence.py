@@ -513,7 +513,7 @@ def _guarded(handler: Handler) -> Handler:
         try:
             return handler(args)
         except EvidenceInputError as exc:
-            return _fail(exc.code, str(exc), 2, fmt)
+            return _fail(exc.reason, str(exc), 2, fmt)
         except ContractRejected as exc:
             return _fail(exc.reason, str(exc), 3, fmt)
         except LedgerError as exc:
