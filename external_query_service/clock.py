@@ -12,6 +12,7 @@ Clock = Callable[[], datetime]
 
 
 def system_clock() -> datetime:
+    """The current time in UTC (aware)."""
     return datetime.now(UTC)
 
 

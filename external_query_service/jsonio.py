@@ -34,6 +34,8 @@ def _no_constants(name: str) -> Any:
 
 
 def loads_strict(text: str, *, origin: str = "input") -> Any:
+    """The JSON value in ``text``; duplicate keys, NaN/Infinity, bad syntax and nesting too
+    deep are an ``InputError`` starting ``<origin>: invalid JSON:``."""
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
     except InputError as exc:
@@ -71,6 +73,8 @@ def read_regular_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> b
 
 
 def load_json_file(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The JSON value in ``path`` (a regular file of at most ``max_bytes``, UTF-8 with an
+    optional BOM), read by ``loads_strict``; any problem is an ``InputError`` naming the file."""
     name = str(path)
     data = read_regular_file(path, max_bytes=max_bytes)
     try:

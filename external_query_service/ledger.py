@@ -45,7 +45,10 @@ from .errors import ExternalQueryError
 from .settings import Settings
 
 __all__ = [
+    "APP_FOLDER",
     "DEFAULT_SOURCE_BUDGET",
+    "LEDGER_FILE",
+    "SCHEMA_VERSION",
     "Ledger",
     "LedgerError",
     "LedgerProject",
@@ -106,6 +109,7 @@ class LedgerError(ExternalQueryError):
 
     @property
     def retryable(self) -> bool:
+        """True for ``ledger_busy``: the same write may succeed once the other writer is done."""
         return self.reason == "ledger_busy"
 
 
@@ -114,6 +118,9 @@ class _Frozen(BaseModel):
 
 
 class RecordResult(_Frozen):
+    """A record written (or found already written) in the ledger: its kind, digest and
+    sequence number; ``inserted`` is False when it was there before."""
+
     kind: str
     digest: str
     seq: int
@@ -121,6 +128,9 @@ class RecordResult(_Frozen):
 
 
 class LedgerProject(_Frozen):
+    """A research project: its question, source budget and how many sources it holds;
+    ``created`` says whether this call started it."""
+
     markdown_title: ClassVar[str] = "Research project"
 
     project: str
@@ -131,6 +141,9 @@ class LedgerProject(_Frozen):
 
 
 class LedgerVerification(_Frozen):
+    """The result of ``Ledger.verify``: SQLite's integrity check, and the first record whose
+    content id, body hash or chain link does not match (``first_bad_seq``, ``problem``)."""
+
     ok: bool
     records: int
     integrity: str
@@ -234,6 +247,7 @@ class Ledger:
 
     # -- lifecycle ------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the database connection."""
         with self._lock:
             self._db.close()
 
@@ -354,11 +368,13 @@ class Ledger:
             return results
 
     def has_record(self, digest: str) -> bool:
+        """Whether a record with content id ``digest`` is stored."""
         with self._read() as db:
             found = db.execute("SELECT 1 FROM records WHERE digest = ?", (digest,)).fetchone()
         return found is not None
 
     def count(self, kind: RecordKind | None = None) -> int:
+        """How many records are stored (of ``kind``, when given)."""
         with self._read() as db:
             if kind is None:
                 row = db.execute("SELECT COUNT(*) FROM records").fetchone()
@@ -404,6 +420,7 @@ class Ledger:
         )
 
     def project(self, name: str) -> LedgerProject | None:
+        """The project called ``name``, or None when it was never started."""
         with self._read() as db:
             row = db.execute(
                 "SELECT question, source_budget FROM projects WHERE project = ?", (name,)
@@ -577,6 +594,7 @@ class Ledger:
 
     # -- checks ---------------------------------------------------------------------------
     def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` answer (``ok`` when the file is sound)."""
         with self._read() as db:
             return str(db.execute("PRAGMA integrity_check").fetchone()[0])
 

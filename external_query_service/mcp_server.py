@@ -47,7 +47,15 @@ from .toolkit.operations import (
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
-__all__ = ["INSTALL_HINT", "McpUnavailable", "build_server", "serve_stdio"]
+__all__ = [
+    "INSTALL_HINT",
+    "QUIET_LOGGERS",
+    "SERVER_NAME",
+    "TEXT_EVIDENCE",
+    "McpUnavailable",
+    "build_server",
+    "serve_stdio",
+]
 
 INSTALL_HINT = "pip install 'external_query_service[mcp]'"
 SERVER_NAME = "external-query"

@@ -47,6 +47,8 @@ _MAX_FOLLOW_UP_QUERIES = 3
 
 @dataclass(frozen=True)
 class PlannerResult:
+    """A plan and, when the structured planner was not used, why (for the audit)."""
+
     plan: ExternalQueryPlan
     #: Why the structured planner was not used, when it was not (for the audit).
     fallback_reason: str | None = None
@@ -114,6 +116,8 @@ class ExternalQueryPlanner:
         self.structured = structured
 
     async def plan(self, question: str, semantics: QuerySemantics | None = None) -> PlannerResult:
+        """The plan for ``question``: from the structured planner merged with ``semantics``
+        (which win), or the fallback with the reason the structured planner was not used."""
         question = question.strip()
         if self.structured is None:
             return PlannerResult(self._fallback(question, semantics), "no structured planner")

@@ -44,6 +44,8 @@ from .errors import InputError, SettingsError
 from .jsonio import read_regular_file
 
 __all__ = [
+    "DEFAULT_USER_AGENT",
+    "MAX_SETTINGS_BYTES",
     "AdapterSettings",
     "GitHubSettings",
     "LLMSettings",
@@ -66,6 +68,9 @@ class _Section(BaseModel):
 
 
 class NetworkSettings(_Section):
+    """``[network]``: which addresses may be reached, timeouts, size and page limits, the
+    user agent, connection overrides and extra CA certificates."""
+
     allowed_networks: tuple[IPNetwork, ...] = ()
     resolve: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=10.0, gt=0)
@@ -126,6 +131,9 @@ def _host_port(text: str, where: str) -> str:
 
 
 class AdapterSettings(_Section):
+    """One ``[[adapters]]`` entry: its kind, id (the kind when not given), where it reads
+    from and whether it is enabled."""
+
     kind: str = Field(min_length=1)
     id: str = ""
     base_url: str | None = None
@@ -147,6 +155,8 @@ def _domain_list(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class SourceSettings(_Section):
+    """``[sources]``: domains whose evidence is allowed or denied (subdomains included)."""
+
     allow_domains: tuple[str, ...] = ()
     deny_domains: tuple[str, ...] = ()
 
@@ -154,6 +164,9 @@ class SourceSettings(_Section):
 
 
 class VerifierSettings(_Section):
+    """``[verifier]``: how many independent sources each contract needs, and how old
+    evidence may be."""
+
     min_sources_direct_fact: int = Field(default=1, ge=1)
     min_sources_summary: int = Field(default=1, ge=1)
     min_sources_per_compare_target: int = Field(default=1, ge=1)
@@ -186,6 +199,9 @@ class GitHubSettings(_Section):
 
 
 class Settings(_Section):
+    """Everything a service is configured with, loaded from TOML or a mapping; any problem is
+    a ``SettingsError`` naming the origin."""
+
     network: NetworkSettings = NetworkSettings()
     adapters: tuple[AdapterSettings, ...] = ()
     sources: SourceSettings = SourceSettings()
@@ -204,6 +220,7 @@ class Settings(_Section):
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, origin: str = "settings") -> Settings:
+        """Settings from parsed data; invalid data is a ``SettingsError`` naming ``origin``."""
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
@@ -211,6 +228,8 @@ class Settings(_Section):
 
     @classmethod
     def from_toml(cls, text: str, *, origin: str = "settings") -> Settings:
+        """Settings from TOML text; bad TOML or invalid data is a ``SettingsError`` naming
+        ``origin``."""
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -259,6 +278,7 @@ class Settings(_Section):
         )
 
     def with_docs(self, root: str | Path, *, adapter_id: str = "docs") -> Settings:
+        """These settings plus a ``local_docs`` adapter reading ``root``."""
         return self.with_adapter(AdapterSettings(kind="local_docs", id=adapter_id, root=Path(root)))
 
 

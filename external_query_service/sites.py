@@ -25,6 +25,7 @@ from .net.policy import ip_allowed, normalize_host
 from .settings import NetworkSettings, SourceSettings
 
 __all__ = [
+    "DOCS_SCHEME",
     "OriginReason",
     "check_origin",
     "domain_matches",

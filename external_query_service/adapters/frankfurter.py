@@ -22,7 +22,12 @@ from .base import Adapter, AdapterOutcome, FactLine, decimal_text, fact_evidence
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse
 
-__all__ = ["FrankfurterAdapter", "currency_pair"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "MAX_SERIES_DATES",
+    "FrankfurterAdapter",
+    "currency_pair",
+]
 
 DEFAULT_BASE_URL = "https://api.frankfurter.dev/v1"
 
@@ -80,6 +85,7 @@ class FrankfurterAdapter(Adapter):
 
     @property
     def base_url(self) -> str:
+        """The configured API base URL (the public one when not set), without a trailing slash."""
         return (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
 
     async def _get(

@@ -42,7 +42,13 @@ from ..toolkit.errors import ToolkitError
 from ..toolkit.fsguard import SafeRoot
 from .base import Adapter, AdapterOutcome, AdapterRuntime, evidence_id
 
-__all__ = ["LocalDocsAdapter"]
+__all__ = [
+    "MAX_EVIDENCE",
+    "MAX_FILES",
+    "MEDIA_TYPES",
+    "MIN_SCORE_BPS",
+    "LocalDocsAdapter",
+]
 
 #: File types read, by suffix, with the media type the decoder and extractor expect.
 MEDIA_TYPES = {

@@ -31,7 +31,14 @@ from .weather_codes import UNKNOWN_WEATHER, weather_description
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse
 
-__all__ = ["OpenMeteoAdapter"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_GEOCODING_URL",
+    "FORECAST_DAYS",
+    "PAST_DAYS",
+    "UNKNOWN",
+    "OpenMeteoAdapter",
+]
 
 DEFAULT_BASE_URL = "https://api.open-meteo.com/v1"
 DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1"
@@ -160,10 +167,14 @@ class OpenMeteoAdapter(Adapter):
 
     @property
     def base_url(self) -> str:
+        """The configured forecast API base URL (the public one when not set), without a
+        trailing slash."""
         return (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
 
     @property
     def geocoding_url(self) -> str:
+        """The configured geocoding API base URL (the public one when not set), without a
+        trailing slash."""
         return (self.config.geocoding_url or DEFAULT_GEOCODING_URL).rstrip("/")
 
     async def _get(

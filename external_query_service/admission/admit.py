@@ -27,6 +27,7 @@ __all__ = ["admission_id_of", "check_admission", "decide", "verify_admission"]
 
 
 def admission_id_of(admission: Admission) -> str:
+    """The content id of ``admission``: its canonical JSON without ``admission_id``."""
     return content_id(admission.model_dump(mode="json", exclude={"admission_id"}))
 
 

@@ -25,6 +25,7 @@ from .errors import EvidenceInputError
 __all__ = [
     "DIGEST_PATTERN",
     "HASH_CONTRACT",
+    "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "canonical_json",
     "check_hashable",
@@ -42,6 +43,7 @@ MAX_DEPTH = 64
 
 
 def is_digest(value: str) -> bool:
+    """Whether ``value`` is spelled ``sha256:<64 lowercase hex>``."""
     return DIGEST_PATTERN.fullmatch(value) is not None
 
 

@@ -104,6 +104,7 @@ def _plain_json(value: Mapping[str, Any]) -> dict[str, JsonValue]:
 
 
 def plan_id_of(plan: EvidencePlan) -> str:
+    """The content id of ``plan``: its canonical JSON without ``plan_id``."""
     return content_id(plan.model_dump(mode="json", exclude={"plan_id"}))
 
 

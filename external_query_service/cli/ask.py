@@ -30,6 +30,7 @@ search, which needs a searxng adapter in --config."""
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``ask`` command to ``commands``."""
     ask = add_command(
         commands,
         "ask",
@@ -111,7 +112,7 @@ def register(commands: Subparsers) -> None:
         metavar="DIR",
         help="replay a recorded world folder on loopback (its settings and clock)",
     )
-    ask.set_defaults(handler=run)
+    ask.set_defaults(handler=_run)
 
 
 def _iso_date(value: str, flag: str) -> date:
@@ -232,7 +233,7 @@ def _markdown(answer: ExternalAnswer) -> str:
     return f"{answer.text.rstrip()}\n\n{footer}\n"
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     question = _question(args)
     if args.world is not None:
         return _replay(args, question)

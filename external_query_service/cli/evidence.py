@@ -71,7 +71,16 @@ from ..settings import LedgerSettings, Settings
 from . import PROG
 from ._help import Subparsers, add_command
 
-__all__ = ["register"]
+__all__ = [
+    "CALLER_ENVELOPE",
+    "EXIT_DONE",
+    "EXIT_INPUT",
+    "EXIT_REJECTED",
+    "FLOW",
+    "PUBLIC_GITHUB_PROBED",
+    "load_json_input",
+    "register",
+]
 
 Format = Literal["json", "markdown"]
 #: discover --probe's public-github row: its readiness is a per-repository visibility check,
@@ -87,7 +96,7 @@ CALLER_ENVELOPE: dict[str, JsonValue] = {
 }
 
 
-class ExecutionPreview(BaseModel):
+class _ExecutionPreview(BaseModel):
     """``execute`` without ``--execute``: what would be read, and that nothing was."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -152,6 +161,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``evidence`` command (its flow steps) and ``ledger`` to ``commands``."""
     common = _common()
     evidence = add_command(
         commands,
@@ -214,7 +224,7 @@ def _register_discover(steps: Subparsers, common: argparse.ArgumentParser) -> No
         "--provider-inventory-json",
         'merge your own observations: a JSON file {"providers": [...]}',
     )
-    found.set_defaults(handler=_guarded(run_discover))
+    found.set_defaults(handler=_guarded(_run_discover))
 
 
 def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -285,7 +295,7 @@ def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         help="with --public-github: a literal to find in each file (repeat)",
     )
-    plan.set_defaults(handler=_guarded(run_plan))
+    plan.set_defaults(handler=_guarded(_run_plan))
 
 
 def _plan_and_receipt(parser: argparse.ArgumentParser) -> None:
@@ -319,7 +329,7 @@ def _register_receipt(steps: Subparsers, common: argparse.ArgumentParser) -> Non
         ],
     )
     _plan_and_receipt(receipt)
-    receipt.set_defaults(handler=_guarded(run_receipt))
+    receipt.set_defaults(handler=_guarded(_run_receipt))
 
 
 def _register_admit(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -358,7 +368,7 @@ def _register_admit(steps: Subparsers, common: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="a source_ref of the receipt to admit (repeat; admit needs one, reject none)",
     )
-    admit.set_defaults(handler=_guarded(run_admit))
+    admit.set_defaults(handler=_guarded(_run_admit))
 
 
 def _register_readback(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -400,7 +410,7 @@ def _register_readback(steps: Subparsers, common: argparse.ArgumentParser) -> No
         action="store_true",
         help="write the admitted sources into --project (needs --admission-json)",
     )
-    readback.set_defaults(handler=_guarded(run_readback))
+    readback.set_defaults(handler=_guarded(_run_readback))
 
 
 def _register_retire(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -431,7 +441,7 @@ def _register_retire(steps: Subparsers, common: argparse.ArgumentParser) -> None
         metavar="REF",
         help="an admitted source_ref already read back elsewhere (repeat)",
     )
-    retired.set_defaults(handler=_guarded(run_retire))
+    retired.set_defaults(handler=_guarded(_run_retire))
 
 
 def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -463,7 +473,7 @@ def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> Non
         action="store_true",
         help="authorise the reads (without it: a preview, nothing is read)",
     )
-    execute.set_defaults(handler=_guarded(run_execute))
+    execute.set_defaults(handler=_guarded(_run_execute))
 
 
 def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -501,7 +511,7 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
     start.add_argument(
         "--question", required=True, help="the research question (a plan's objective)"
     )
-    start.set_defaults(handler=_guarded(run_ledger_start))
+    start.set_defaults(handler=_guarded(_run_ledger_start))
 
 
 def _guarded(handler: Handler) -> Handler:
@@ -621,7 +631,7 @@ def _run_async(args: argparse.Namespace, factory: Callable[[PublicGitHub], Any])
 # -- commands ------------------------------------------------------------------------------------
 
 
-def run_discover(args: argparse.Namespace) -> int:
+def _run_discover(args: argparse.Namespace) -> int:
     if args.probe:
         _need(args, "config", why="with --probe (it names the adapters to probe)")
     # public-github's readiness is a per-repository visibility check: plan --public-github.
@@ -652,7 +662,7 @@ def _probe(settings: Settings) -> tuple[ProviderRow, ...]:
     return probed_rows(readiness, enabled=enabled)
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def _run_plan(args: argparse.Namespace) -> int:
     if args.public_github:
         _need(args, "source", "search_term", why="with --public-github")
         made: EvidencePlan = _run_async(
@@ -687,7 +697,7 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_receipt(args: argparse.Namespace) -> int:
+def _run_receipt(args: argparse.Namespace) -> int:
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     observation = check_receipt(plan, receipt)
     with Ledger(_ledger_path(args)) as ledger:
@@ -700,7 +710,7 @@ def _recorded(inserted: bool, seq: int) -> str:
     return f"ledger: {'recorded' if inserted else 'already recorded'} (seq {seq})"
 
 
-def run_admit(args: argparse.Namespace) -> int:
+def _run_admit(args: argparse.Namespace) -> int:
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     admission = decide(
         plan,
@@ -716,7 +726,7 @@ def run_admit(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_readback(args: argparse.Namespace) -> int:
+def _run_readback(args: argparse.Namespace) -> int:
     if args.execute:
         _need(args, "admission_json", "project", why="with --execute")
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
@@ -751,7 +761,7 @@ def run_readback(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_retire(args: argparse.Namespace) -> int:
+def _run_retire(args: argparse.Namespace) -> int:
     admission = _admission(args.admission_json)
     downstream: list[DownstreamSource | str] = list(args.downstream_source)
     path = _ledger_path(args)
@@ -767,7 +777,7 @@ def run_retire(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_execute(args: argparse.Namespace) -> int:
+def _run_execute(args: argparse.Namespace) -> int:
     plan = _plan(args.plan_json)
     if plan.selected_provider.provider_id != PUBLIC_GITHUB:
         raise ContractRejected(
@@ -776,7 +786,7 @@ def run_execute(args: argparse.Namespace) -> int:
             "runs in its host",
         )
     if not args.execute:
-        preview = ExecutionPreview(
+        preview = _ExecutionPreview(
             plan_id=plan.plan_id,
             provider_id=PUBLIC_GITHUB,
             sources=tuple(_strings(plan.envelope.get("sources"))),
@@ -795,7 +805,7 @@ def _strings(value: JsonValue) -> Sequence[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
-def run_ledger_start(args: argparse.Namespace) -> int:
+def _run_ledger_start(args: argparse.Namespace) -> int:
     with Ledger(_ledger_path(args)) as ledger:
         started = ledger.start_project(args.project, args.question)
     _print(started, args.format)

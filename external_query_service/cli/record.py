@@ -28,6 +28,7 @@ EXIT_NOTHING_ANSWERED = 3
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``record`` command to ``commands``."""
     record = add_command(
         commands,
         "record",
@@ -82,7 +83,7 @@ def register(commands: Subparsers) -> None:
         action="store_true",
         help="write the world even when no provider answered (to replay that failure)",
     )
-    record.set_defaults(handler=run)
+    record.set_defaults(handler=_run)
 
 
 def _now(value: str) -> datetime:
@@ -95,7 +96,7 @@ def _now(value: str) -> datetime:
     return moment
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     settings = Settings.load(args.config)
     semantics = None
     if args.semantics_json is not None:

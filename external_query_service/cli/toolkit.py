@@ -33,6 +33,7 @@ EXIT_CHECKS_FAILED = 3
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``check-task``, ``run-task`` and ``mcp`` commands to ``commands``."""
     check = add_command(
         commands,
         "check-task",
@@ -55,7 +56,7 @@ def register(commands: Subparsers) -> None:
         metavar="FILE",
         help="runtime inputs (JSON) to validate as well, including a free output name",
     )
-    check.set_defaults(handler=check_task)
+    check.set_defaults(handler=_check_task)
 
     run = add_command(
         commands,
@@ -85,7 +86,7 @@ def register(commands: Subparsers) -> None:
     run.add_argument(
         "--now", metavar="ISO", help="the clock for created_at: ISO datetime with an offset"
     )
-    run.set_defaults(handler=run_task)
+    run.set_defaults(handler=_run_task)
 
     mcp = add_command(
         commands,
@@ -114,7 +115,7 @@ def register(commands: Subparsers) -> None:
     mcp.add_argument(
         "--now", metavar="ISO", help="the clock for time checks: ISO datetime with an offset"
     )
-    mcp.set_defaults(handler=serve_mcp)
+    mcp.set_defaults(handler=_serve_mcp)
 
 
 def _now(value: str | None) -> datetime | None:
@@ -147,7 +148,7 @@ def _task(args: argparse.Namespace, settings: Settings) -> EvidenceTask:
     return task
 
 
-def check_task(args: argparse.Namespace) -> int:
+def _check_task(args: argparse.Namespace) -> int:
     spec, task_dir = load_task(args.task)
     summary: dict[str, Any] = {"task": spec.model_dump(mode="json"), "valid": True}
     if args.inputs_json is not None:
@@ -165,7 +166,7 @@ def check_task(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_task(args: argparse.Namespace) -> int:
+def _run_task(args: argparse.Namespace) -> int:
     settings = Settings.load(args.config) if args.config else Settings()
     task = _task(args, settings)
     try:
@@ -193,7 +194,7 @@ async def _collect(task: EvidenceTask) -> Any:
         await task.aclose()
 
 
-def serve_mcp(args: argparse.Namespace) -> int:
+def _serve_mcp(args: argparse.Namespace) -> int:
     # Import before anything else so a missing SDK fails fast, with the install hint.
     from ..mcp_server import McpUnavailable, serve_stdio
 

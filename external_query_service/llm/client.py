@@ -38,6 +38,7 @@ from ..jsonio import loads_strict
 from ..settings import LLMSettings, format_validation_error
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "ChatCompletionsClient",
     "ChatMessage",
     "Completion",
@@ -93,6 +94,8 @@ class LLMError(ExternalQueryError):
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """One message of a chat completion request."""
+
     role: Literal["system", "user"]
     content: str
 
@@ -184,7 +187,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def chat_completions_url(base_url: str) -> str:
+def _chat_completions_url(base_url: str) -> str:
     """``{base_url}/chat/completions``, checked: https, or http to a loopback address;
     no credentials, query or fragment. Anything else is a ``SettingsError``."""
     try:
@@ -305,7 +308,7 @@ class ChatCompletionsClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._settings = settings
-        self._url = chat_completions_url(settings.base_url)
+        self._url = _chat_completions_url(settings.base_url)
         if settings.api_key_env is not None and not settings.api_key_env.strip():
             raise SettingsError("[llm] api_key_env is empty")
         self._mode: ResponseMode = "json_schema"
@@ -314,6 +317,7 @@ class ChatCompletionsClient:
 
     @property
     def model(self) -> str:
+        """The model name every request names."""
         return self._settings.model
 
     @property

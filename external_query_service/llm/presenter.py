@@ -274,6 +274,7 @@ class LLMAnswerPresenter:
 
     @property
     def extractive(self) -> ExternalAnswerPresenter:
+        """The model-free presenter this one falls back to."""
         return self._extractive
 
     def messages(self, prompt: str) -> tuple[ChatMessage, ...]:

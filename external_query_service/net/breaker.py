@@ -67,6 +67,7 @@ class CircuitBreaker:
         self._probing: set[str] = set()
 
     def is_open(self, host: str) -> bool:
+        """Whether ``host`` is refused right now."""
         with self._lock:
             return host in self._opened
 

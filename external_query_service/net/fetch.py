@@ -37,6 +37,14 @@ from .breaker import CircuitBreaker
 from .policy import Resolver, normalize_host
 
 __all__ = [
+    "ACCEPT_ENCODING",
+    "ACCEPT_LANGUAGE",
+    "API_ACCEPT",
+    "DEFAULT_ACCEPT_TYPES",
+    "GLOBAL_FETCHES",
+    "MAX_URL_LENGTH",
+    "PAGE_ACCEPT",
+    "PER_HOST_FETCHES",
     "ApiResponse",
     "FetchedPage",
     "HttpRuntime",
@@ -425,6 +433,7 @@ class TrustedEndpoint:
 
     @property
     def base_url(self) -> str:
+        """The configured base URL every request is relative to."""
         return self._base_url
 
     def _new_client(self) -> httpx.AsyncClient:
@@ -471,6 +480,9 @@ class TrustedEndpoint:
     async def get_json(
         self, path: str, params: Mapping[str, str | int] | None = None
     ) -> ApiResponse:
+        """GET ``path`` (with ``params``) under the base URL and parse the body as JSON,
+        within the network timeout and the host's circuit breaker; failures are
+        ``FetchError``s."""
         target = self._target(path, params)
         url = str(target)
         client = self._loops.get()
@@ -527,6 +539,7 @@ class TrustedEndpoint:
         )
 
     async def aclose(self) -> None:
+        """Close the client the current event loop uses."""
         client = self._loops.pop_current()
         if client is not None:
             await client.aclose()
@@ -557,6 +570,7 @@ class HttpRuntime:
         self._endpoints: dict[str, TrustedEndpoint] = {}
 
     def endpoint(self, base_url: str) -> TrustedEndpoint:
+        """The trusted endpoint for ``base_url``, made once and reused."""
         endpoint = self._endpoints.get(base_url)
         if endpoint is None:
             endpoint = TrustedEndpoint(base_url, self._network, resolver=self._resolver)
@@ -564,6 +578,7 @@ class HttpRuntime:
         return endpoint
 
     async def aclose(self) -> None:
+        """Close the page fetcher and every endpoint made so far."""
         await self.fetcher.aclose()
         for endpoint in self._endpoints.values():
             await endpoint.aclose()

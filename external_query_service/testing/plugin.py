@@ -40,6 +40,8 @@ class CaseFailed(ExternalQueryError):
 
 
 class CaseFile(pytest.File):
+    """A case file as a pytest collector: one ``CaseItem`` per ``[[case]]``."""
+
     #: Set by ``collect_case_file``: the marker every item of the file carries.
     marker: str
 
@@ -55,6 +57,8 @@ class CaseFile(pytest.File):
 
 
 class CaseItem(pytest.Item):
+    """One case as a pytest item: it runs the case and fails with its diff."""
+
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case

@@ -27,7 +27,15 @@ from trafilatura.utils import load_html
 
 from ..errors import ExtractionFailed
 
-__all__ = ["ExtractedPage", "cjk_count", "extract_page", "is_too_short", "normalize_text"]
+__all__ = [
+    "CJK_WEIGHT",
+    "MIN_WEIGHTED_CHARS",
+    "ExtractedPage",
+    "cjk_count",
+    "extract_page",
+    "is_too_short",
+    "normalize_text",
+]
 
 #: A page's text is too short when ``len(text) + CJK_WEIGHT * cjk_chars < MIN_WEIGHTED_CHARS``,
 #: i.e. fewer than 200 characters of Latin text or 40 CJK characters (a CJK character carries

@@ -68,6 +68,9 @@ class _Strict(BaseModel):
 
 
 class TaskBudget(_Strict):
+    """A task's limits: pages, bytes, link depth, files, bytes per file and records per
+    category."""
+
     # Strict: ``true``, ``"10"`` or ``10.0`` in a task file are mistakes, not numbers.
     max_pages: StrictInt = Field(default=10, ge=1, le=500)
     max_bytes: StrictInt = Field(default=5_000_000, ge=1)
@@ -138,6 +141,7 @@ class TaskInputs(_Strict):
 
     @property
     def digest(self) -> str:
+        """``sha256:`` of the inputs' canonical JSON."""
         return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
 
 

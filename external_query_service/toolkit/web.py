@@ -86,11 +86,15 @@ class Section(_Frozen):
 
 @dataclass(frozen=True)
 class WebBudget:
+    """How many pages and bytes one ``WebTools`` may fetch."""
+
     max_pages: int = 10
     max_bytes: int = 5_000_000
 
 
 class WebUsage(_Frozen):
+    """Pages and bytes fetched so far, against the budget."""
+
     pages: int
     bytes: int
     max_pages: int
@@ -178,6 +182,7 @@ class WebTools:
     # -- observation ----------------------------------------------------------------------
     @property
     def usage(self) -> WebUsage:
+        """Pages and bytes fetched so far, against the budget."""
         return WebUsage(
             pages=self._fetches,
             bytes=self._bytes,
@@ -190,6 +195,7 @@ class WebTools:
         return tuple(self._pages.values())
 
     def page(self, ref: str) -> WebPage:
+        """The page captured as ``ref``; ``BoundaryRefused`` (``unknown_page``) otherwise."""
         try:
             return self._pages[ref]
         except KeyError:
@@ -203,6 +209,7 @@ class WebTools:
         return tuple(self._links[link_id] for link_id in self._page_links[ref])
 
     def observed_links(self) -> tuple[ObservedLink, ...]:
+        """Every link seen on a captured page, in the order first seen."""
         return tuple(self._links.values())
 
     def link(self, link: str) -> ObservedLink:
@@ -246,6 +253,7 @@ class WebTools:
         )
 
     async def aclose(self) -> None:
+        """Close the fetcher, when these tools made it."""
         if self._owns_fetcher:
             await self._fetcher.aclose()
 
