@@ -56,7 +56,7 @@ from ..admission.models import Admission, ProviderRow
 from ..clock import system_clock
 from ..errors import InputError, SettingsError
 from ..gateway.registry import known_kinds
-from ..jsonio import MAX_JSON_BYTES, read_regular_file
+from ..jsonio import read_text_file
 from ..ledger import Ledger, LedgerError, resolve_ledger_path
 from ..methods.public_github import (
     PROVIDER_ID as PUBLIC_GITHUB,
@@ -561,19 +561,8 @@ def load_json_input(path: Path) -> JsonValue:
     """A JSON file given by path: ``file_unreadable`` when it cannot be read as a regular
     file, ``invalid_json`` when its text is not strict UTF-8 JSON (plus the hashing rules:
     ``float_in_hashed_record``, ``integer_out_of_range``, ``lone_surrogate``)."""
-    try:
-        data = read_regular_file(path)
-    except InputError as exc:
-        raise EvidenceInputError("file_unreadable", str(exc)) from None
-    if len(data) > MAX_JSON_BYTES:
-        raise EvidenceInputError(
-            "file_unreadable", f"larger than {MAX_JSON_BYTES} bytes", origin=str(path)
-        )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise EvidenceInputError("invalid_json", "not UTF-8 text", origin=str(path)) from None
-    return loads_value(text, origin=str(path))
+    refuse = functools.partial(EvidenceInputError, origin=str(path))
+    return loads_value(read_text_file(path, refuse=refuse), origin=str(path))
 
 
 def _object(path: Path) -> dict[str, JsonValue]:
