@@ -12,11 +12,10 @@ import argparse
 import asyncio
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..clock import fixed_clock
+from ..clock import fixed_clock, parse_now
 from ..errors import InputError
 from ..service import ExternalQueryService
 from ..settings import Settings
@@ -118,24 +117,12 @@ def register(commands: Subparsers) -> None:
     mcp.set_defaults(handler=_serve_mcp)
 
 
-def _now(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"--now: not an ISO datetime: {value!r}") from None
-    if moment.utcoffset() is None:
-        raise InputError(f"--now needs an offset (e.g. {value}+08:00)")
-    return moment
-
-
 def _print(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def _task(args: argparse.Namespace, settings: Settings) -> EvidenceTask:
-    now = _now(args.now)
+    now = parse_now(args.now) if args.now is not None else None
     try:
         task = EvidenceTask.from_files(
             args.task,
@@ -205,7 +192,7 @@ def _serve_mcp(args: argparse.Namespace) -> int:
     if (args.task is None) != (args.inputs_json is None):
         raise InputError("--task and --inputs-json go together")
     settings = Settings.load(args.config) if args.config else Settings()
-    now = _now(args.now)
+    now = parse_now(args.now) if args.now is not None else None
     task = _task(args, settings) if args.task is not None else None
     session = ToolkitSession(task)
     service = ExternalQueryService(
