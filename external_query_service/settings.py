@@ -120,7 +120,7 @@ class NetworkSettings(_Section):
 
 
 def _host_port(text: str, where: str) -> str:
-    """``host:port`` normalised (lower case, no trailing dot); IPv6 hosts in brackets."""
+    """``host:port`` normalized (lower case, no trailing dot); IPv6 hosts in brackets."""
     host, sep, port = text.strip().rpartition(":")
     host = host.lower().rstrip(".")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

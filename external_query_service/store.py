@@ -1,4 +1,4 @@
-"""In-process evidence captures: the normalised text of every page the gateway reads.
+"""In-process evidence captures: the normalized text of every page the gateway reads.
 
 A reference is ``ev:<sha256 hex of the text>``, so the same text stored twice is one
 capture. Snippets point back into it as ``(ref, offset, length)``. Reads are bounded

@@ -66,7 +66,7 @@ FRENCH_EXPECTED = (
     '{"peach":"This sorting order","p\u00e9ch\u00e9":"is wrong according to French",'
     '"p\u00eache":"but canonicalization MUST","sin":"ignore locale"}'
 ).encode()
-# The cyberphone "unicode" vector: strings are not Unicode-normalised.
+# The cyberphone "unicode" vector: strings are not Unicode-normalized.
 UNICODE_INPUT = '{"Unnormalized Unicode":"A\\u030a"}'
 UNICODE_EXPECTED = '{"Unnormalized Unicode":"A\u030a"}'.encode()
 

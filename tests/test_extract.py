@@ -66,7 +66,7 @@ def test_news_page_yields_title_publication_date_and_language() -> None:
     assert page.language_hint == "en-gb"
 
 
-def test_extracted_text_is_normalised() -> None:
+def test_extracted_text_is_normalized() -> None:
     page = extract_page(page_text("news_boilerplate.html"), URL)
     assert page.text == normalize_text(page.text)
     assert "  " not in page.text
@@ -151,7 +151,7 @@ def test_length_floor_counts_a_cjk_character_as_five() -> None:
     assert not is_too_short("汉" * 20 + "a" * 100)
 
 
-def test_plain_text_is_only_normalised() -> None:
+def test_plain_text_is_only_normalized() -> None:
     text = "第一行  有空格\r\n\r\n" + "第二行内容。" * 10
     page = extract_page(text, URL, content_type="text/plain")
     assert page.text == normalize_text(text)

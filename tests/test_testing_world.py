@@ -51,7 +51,7 @@ def test_testing_all_is_sorted_constants_then_classes_then_functions() -> None:
 # -- settings: connect_to and ca_bundle --------------------------------------------------------
 
 
-def test_connect_to_entries_are_normalised_and_checked() -> None:
+def test_connect_to_entries_are_normalized_and_checked() -> None:
     settings = Settings.from_mapping(
         {"network": {"connect_to": {"News.Example.:443": "127.0.0.1:8443"}}}
     )

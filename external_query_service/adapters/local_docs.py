@@ -76,7 +76,7 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]([^\n]*)$", re.MULTILINE)
 
 @dataclass(frozen=True)
 class _Doc:
-    """One file as read and prepared: normalised text, chunks, and where it came from."""
+    """One file as read and prepared: normalized text, chunks, and where it came from."""
 
     relpath: str  # POSIX, relative to the root
     title: str

@@ -28,7 +28,7 @@ from .models import (
     Retirement,
     SourceDecision,
 )
-from .plan import build_plan, build_request, normalise_text, plan_id_of, verify_plan
+from .plan import build_plan, build_request, normalize_one_line, plan_id_of, verify_plan
 from .projection import compact, project
 from .receipt import check_receipt, parse_receipt, receipt_digest
 from .render import render, render_error
@@ -72,7 +72,7 @@ __all__ = [
     "discover",
     "loads_record",
     "loads_value",
-    "normalise_text",
+    "normalize_one_line",
     "parse_inventory",
     "parse_receipt",
     "plan_id_of",

@@ -195,7 +195,7 @@ class ProviderInventory(_Frozen):
 
 
 class EvidenceRequest(_Frozen):
-    """The normalised request; ``request_id`` addresses every other field."""
+    """The normalized request; ``request_id`` addresses every other field."""
 
     schema_version: Literal["external_evidence_request_v0"] = SCHEMA_REQUEST
     request_id: Digest

@@ -23,7 +23,6 @@ reply at all, gives the extractive answer with the reason in ``fallback_reason``
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -35,6 +34,7 @@ from urllib.parse import urlsplit
 import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..digests import sha256_digest
 from ..models import AnswerContract, Evidence, ExternalContextPacket
 from ..net.policy import normalize_host
 from ..presenter import (
@@ -290,7 +290,7 @@ class LLMAnswerPresenter:
             # A refusal or a question back: there is no conclusion for a model to write.
             return self._extractive.present(packet)
         prompt = self._extractive.render_prompt(packet)
-        digest = "sha256:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        digest = sha256_digest(prompt)
         try:
             completion = await self._client.complete(
                 self.messages(prompt), ModelAnswer, name="external_answer"

@@ -124,7 +124,7 @@ def parse_source_url(url: str) -> GitHubSource:
         raise _refuse(url, "no query or fragment")
     raw_path = parsed.raw_path.decode("ascii")
     if url != f"https://github.com{raw_path}":
-        # The URL parser normalises (dot segments, case, default port); accept only a URL
+        # The URL parser normalizes (dot segments, case, default port); accept only a URL
         # that is already in that form, so the source_ref is exactly what is read.
         raise _refuse(url, "not in normal form (dot segments, case or port)")
     parts = raw_path.split("/")

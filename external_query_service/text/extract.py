@@ -66,7 +66,7 @@ _LANG_TAG = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8}){0,4}")
 
 @dataclass(frozen=True)
 class ExtractedPage:
-    """Main text (normalised), title ("" when none), publication date and a language hint."""
+    """Main text (normalized), title ("" when none), publication date and a language hint."""
 
     text: str
     title: str
@@ -99,7 +99,7 @@ def is_too_short(text: str) -> bool:
 def extract_page(html: str, url: str, *, content_type: str = "text/html") -> ExtractedPage:
     """Extract the main text of a decoded page.
 
-    ``text/plain`` (and markdown) is only normalised. Raises ``ExtractionFailed`` with reason
+    ``text/plain`` (and markdown) is only normalized. Raises ``ExtractionFailed`` with reason
     ``parser_error`` (not parseable as HTML), ``no_main_text`` (nothing extracted) or
     ``too_short`` (below the CJK-aware floor).
     """

@@ -6,7 +6,7 @@ deadline, the network address policy on every hop) and, on top of it, every URL 
 entry, each followed link and each redirect hop — must lie inside the caller's
 ``allowed_origins``; an off-origin hop is refused before it is requested. A link can be
 followed only after a captured page showed it. Page and byte budgets are counted here.
-Captures go to the ``EvidenceStore`` as normalised text, the same text snippets point into.
+Captures go to the ``EvidenceStore`` as normalized text, the same text snippets point into.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class _Frozen(BaseModel):
 
 
 class WebPage(_Frozen):
-    """A captured page. ``ref`` names its normalised text in the store; ``digest`` is the
+    """A captured page. ``ref`` names its normalized text in the store; ``digest`` is the
     sha256 of that text, ``raw_digest`` of the body bytes received."""
 
     ref: str
