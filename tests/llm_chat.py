@@ -29,7 +29,8 @@ def completion(
     refusal: str | None = None,
     model: str = "fake-model-2026",
 ) -> Reply:
-    """A chat completion in the OpenAI shape (APIS.md §6) whose message says ``content``."""
+    """A chat completion in the OpenAI Chat Completions shape whose message says
+    ``content``."""
     return json_reply(
         {
             "id": "chatcmpl-test",

@@ -143,8 +143,8 @@ def test_the_search_sends_what_a_limited_instance_accepts(loopback: LoopbackServ
     assert search.query["language"] == ["zh-CN"]
     assert "time_range" not in search.query
     assert "categories" not in search.query
-    # SearXNG's limiter (APIS.md §1) wants text/html in Accept, an Accept-Language, gzip or
-    # deflate, and a User-Agent that is not a bare library name.
+    # SearXNG's bot limiter turns away a request without text/html in Accept, an
+    # Accept-Language, gzip or deflate, and a User-Agent that is not a bare library name.
     assert "text/html" in search.headers["accept"]
     assert "application/json" in search.headers["accept"]
     assert search.headers["accept-language"].startswith("zh-CN")

@@ -128,8 +128,9 @@ def test_nav_and_cookie_only_page_is_too_short() -> None:
 
 
 def test_text_nested_deeper_than_the_parser_keeps_is_no_evidence_not_a_crash() -> None:
-    # libxml2 silently drops content nested past its depth limit (SECURITY T13, row 26);
-    # the limit stays on, and what is left over is a typed failure, never "" as evidence.
+    # libxml2 silently drops content nested past its depth limit, which guards the parser
+    # against hostile nesting; the limit stays on, and what is left over is a typed failure,
+    # never "" as evidence.
     text = "深层嵌套的正文内容，" * 40
     html = "<html><body>" + "<div>" * 300 + f"<p>{text}</p>" + "</div>" * 300 + "</body></html>"
     with pytest.raises(ExtractionFailed) as caught:

@@ -626,7 +626,7 @@ def test_every_redirect_hop_is_resolved_and_checked_again(loopback: LoopbackServ
     assert [r.path for r in loopback.requests] == ["/first"]
 
 
-# -- the circuit breaker (SECURITY T23, matrix row 32) ------------------------------------------
+# -- the circuit breaker: a host that keeps failing is left alone for a while -----------------
 
 
 class FakeClock:

@@ -70,7 +70,8 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 #: An ATX heading line (``# Title``), the markdown structure that names a document. Spaces
 #: around the title and the optional closing ``#`` run are stripped in Python: unbounded
 #: runs over the same characters side by side (``[ \t]+(.+?)[ \t]*#*``) backtrack
-#: polynomially on a long line of spaces (SECURITY T14); this has one run per line.
+#: polynomially on a long line of spaces (a file is untrusted input, and a pattern on the
+#: evidence path must run in linear time); this has one run per line.
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]([^\n]*)$", re.MULTILINE)
 
 

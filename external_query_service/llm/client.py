@@ -124,7 +124,7 @@ def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """A portable JSON schema for ``model``: ``$ref`` inlined, no ``format``, ``title``,
     ``default`` or length constraints; every object lists all its properties as required
     and forbids others (OpenAI's ``strict`` mode wants both). A nullable scalar is written
-    ``{"type": [T, "null"]}``, which every server in APIS.md §6 understands. Validation
+    ``{"type": [T, "null"]}``, the plain form OpenAI-compatible servers understand. Validation
     still happens in code; the schema only steers the model.
     """
     raw = model.model_json_schema(mode="validation")
@@ -363,7 +363,7 @@ class ChatCompletionsClient:
         try:
             content, model = await self._ask(messages, name, wire_schema, mode)
         except LLMError as exc:
-            # APIS.md §6: a server that does not take json_schema answers 400; retry once
+            # A server that does not take json_schema answers 400; retry once
             # in JSON mode with the schema spelled out in the prompt.
             if mode != "json_schema" or exc.status != 400:
                 raise

@@ -4,7 +4,8 @@ The prompt is the contract's template rendered from the packet only (``prompts/
 <contract>.prompt.j2`` through ``ExternalAnswerPresenter.render_prompt``: each evidence
 between markers carrying a per-request random token, invisible characters stripped). The
 model answers ``{"text": ..., "citations": [evidence ids]}``, and the reply is checked in
-code — a prompt cannot enforce anything (SECURITY.md finding 9):
+code, because a prompt cannot enforce anything (the evidence may carry instructions, and a
+model may follow them):
 
 - every citation, and every evidence id written in the text, is an admitted evidence id;
 - no image, markup, link or host name outside the admitted sources' sites;

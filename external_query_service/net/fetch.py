@@ -107,7 +107,8 @@ PER_HOST_FETCHES = 2
 
 
 PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
-#: SearXNG's limiter rejects an Accept without text/html (APIS.md §1).
+#: SearXNG's bot limiter rejects a request whose Accept header lacks text/html, even for
+#: its JSON API.
 API_ACCEPT = "application/json, text/html;q=0.9"
 #: Set by hand: httpx would advertise every decoder it has (br, zstd), and we only
 #: decode what we can bound.
@@ -175,8 +176,8 @@ def _headers(network: NetworkSettings, accept: str) -> dict[str, str]:
 class _PerLoop(Generic[_T]):
     """One object per running event loop, created lazily inside that loop.
 
-    An httpx client (and an asyncio semaphore) must not cross event loops (httpx#2473);
-    objects of loops that have closed are forgotten.
+    An httpx client (and an asyncio semaphore) is bound to the event loop that first used
+    it and fails when used from another; objects of loops that have closed are forgotten.
     """
 
     def __init__(self, factory: Callable[[], _T]) -> None:
