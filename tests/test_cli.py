@@ -16,26 +16,22 @@ from external_query_service.clock import parse_now
 from external_query_service.errors import InputError
 from external_query_service.testing import LoopbackServer
 
-from .world import World, article, hit
+from .world import World, article, docs_folder, hit
 
 NOW = "2026-11-30T10:00:00+08:00"
 
 
+DOCS = {
+    "verifier.md": "# Verifier\n\nThe verifier checks the origin of every source, whether it is "
+    "about the same target, whether it falls in the time range, and whether there are enough "
+    "independent sources.\n",
+    "fetching.md": "# Fetching\n\nPages are fetched through a guarded transport with byte caps "
+    "and a total deadline; redirects are checked hop by hop.\n",
+}
+
+
 def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "verifier.md").write_text(
-        "# Verifier\n\nThe verifier checks the origin of every source, whether it is about the "
-        "same target, whether it falls in the time range, and whether there are enough "
-        "independent sources.\n",
-        encoding="utf-8",
-    )
-    (root / "fetching.md").write_text(
-        "# Fetching\n\nPages are fetched through a guarded transport with byte caps and a total "
-        "deadline; redirects are checked hop by hop.\n",
-        encoding="utf-8",
-    )
-    return root
+    return docs_folder(tmp_path, DOCS)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tomllib
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -26,8 +25,9 @@ from external_query_service.testing import (
 )
 from external_query_service.testing.world_files import dump_toml
 
+from .world import NOW
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases"
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "2026年珠海航展有哪些新机型亮相？"
 AIRSHOW = article(
     "珠海航展新机型集中亮相",
