@@ -78,7 +78,6 @@ __all__ = [
     "EXIT_REJECTED",
     "FLOW",
     "PUBLIC_GITHUB_PROBED",
-    "load_json_input",
     "register",
 ]
 
@@ -557,7 +556,7 @@ def _need(args: argparse.Namespace, *names: str, why: str = "here") -> None:
         raise EvidenceInputError("missing_argument", f"{', '.join(missing)} required {why}")
 
 
-def load_json_input(path: Path) -> JsonValue:
+def _load_json_input(path: Path) -> JsonValue:
     """A JSON file given by path: ``file_unreadable`` when it cannot be read as a regular
     file, ``invalid_json`` when its text is not strict UTF-8 JSON (plus the hashing rules:
     ``float_in_hashed_record``, ``integer_out_of_range``, ``lone_surrogate``)."""
@@ -566,7 +565,7 @@ def load_json_input(path: Path) -> JsonValue:
 
 
 def _object(path: Path) -> dict[str, JsonValue]:
-    value = load_json_input(path)
+    value = _load_json_input(path)
     if not isinstance(value, dict):
         kind = "an array" if isinstance(value, list) else "not an object"
         raise EvidenceInputError(
@@ -629,7 +628,7 @@ def _run_discover(args: argparse.Namespace) -> int:
     if args.connector_registry:
         groups.append(registry_rows((connector_id(kind), "connector") for kind in known_kinds()))
     if args.provider_inventory_json is not None:
-        root = load_json_input(args.provider_inventory_json)
+        root = _load_json_input(args.provider_inventory_json)
         groups.append(parse_inventory(root, origin=str(args.provider_inventory_json)))
     if args.probe:
         # Last: a probe made just now supersedes registry presence and older observations.
@@ -673,7 +672,7 @@ def _run_plan(args: argparse.Namespace) -> int:
         )
     _need(args, "provider_inventory_json", why="(or plan with --public-github)")
     rows = parse_inventory(
-        load_json_input(args.provider_inventory_json), origin=str(args.provider_inventory_json)
+        _load_json_input(args.provider_inventory_json), origin=str(args.provider_inventory_json)
     )
     request = build_request(args.objective, args.user_activity, args.decision, args.evidence_kind)
     made = build_plan(
