@@ -1,8 +1,10 @@
-"""CPU cost and quality of the page pipeline against plain trafilatura, on the shared corpus.
+"""CPU cost and quality of the page pipeline against plain trafilatura, on a page corpus.
 
     python bench/page_cpu.py [CORPUS_DIR] [--repeat N]
 
-CORPUS_DIR defaults to $EQS_CORPUS, then ``../shared/corpus`` next to the repository root.
+CORPUS_DIR defaults to $EQS_CORPUS. The corpus is not part of the repository and nothing
+outside it is read unless named: with neither given, the script says so and measures nothing.
+
 For every page in INDEX.json it measures (``time.process_time``):
 
 - ours: ``analyse_page(body, ...)`` with the page title as the query (decode → extract →
@@ -47,12 +49,10 @@ _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ISO_DAY = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
 
 
-def corpus_dir(argument: str | None) -> Path:
-    if argument:
-        return Path(argument)
-    if os.environ.get("EQS_CORPUS"):
-        return Path(os.environ["EQS_CORPUS"])
-    return Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+def corpus_dir(argument: str | None) -> Path | None:
+    """The corpus folder: the argument, else $EQS_CORPUS, else None."""
+    named = argument or os.environ.get("EQS_CORPUS")
+    return Path(named) if named else None
 
 
 def tokens(text: str) -> Counter[str]:
@@ -127,6 +127,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="time each call N times, keep min")
     args = parser.parse_args()
     root = corpus_dir(args.corpus)
+    if root is None:
+        print("no corpus given (pass CORPUS_DIR or set EQS_CORPUS); nothing to do")
+        return 0
     index_path = root / "INDEX.json"
     if not index_path.is_file():
         print(f"corpus not found at {root} (set EQS_CORPUS or pass a path); nothing to do")

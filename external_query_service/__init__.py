@@ -14,6 +14,7 @@ from ._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._version import __version__
     from .adapters.base import Adapter, AdapterOutcome, AdapterRuntime
+    from .admission.errors import ContractRejected, EvidenceInputError
     from .audit import AuditEvent, AuditTrace
     from .clock import Clock, fixed_clock, system_clock
     from .errors import (
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
         UpstreamStatus,
     )
     from .gateway.registry import register_adapter
+    from .integrations.common import IntegrationUnavailable
+    from .ledger import LedgerError
+    from .llm.client import LLMError
+    from .llm.presenter import AnswerRejected
+    from .mcp_server import McpUnavailable
     from .models import (
         AdapterAttempt,
         AdapterCapability,
@@ -51,6 +57,15 @@ if TYPE_CHECKING:
     from .service import ExternalQueryService, Session
     from .settings import Settings
     from .store import EvidenceStore
+    from .testing.plugin import CaseFailed
+    from .testing.recorder import NothingAnswered
+    from .toolkit.errors import (
+        BoundaryRefused,
+        BudgetExhausted,
+        StaleState,
+        ToolkitError,
+        UnsafePlatform,
+    )
 
 # Each public name and the module that defines it, imported on first access: importing the
 # package alone loads nothing heavy.
@@ -62,13 +77,19 @@ _EXPORTS = {
     "AdapterOutcome": ".adapters.base",
     "AdapterRuntime": ".adapters.base",
     "AdmissionSummary": ".models",
+    "AnswerRejected": ".llm.presenter",
     "AuditEvent": ".audit",
     "AuditTrace": ".audit",
     "BlockedDestination": ".errors",
+    "BoundaryRefused": ".toolkit.errors",
+    "BudgetExhausted": ".toolkit.errors",
+    "CaseFailed": ".testing.plugin",
     "Clock": ".clock",
     "ContentTooLarge": ".errors",
+    "ContractRejected": ".admission.errors",
     "DisplaySource": ".models",
     "Evidence": ".models",
+    "EvidenceInputError": ".admission.errors",
     "EvidenceStore": ".store",
     "ExternalAnswer": ".models",
     "ExternalContextPacket": ".models",
@@ -79,15 +100,23 @@ _EXPORTS = {
     "FetchDeadlineExceeded": ".errors",
     "FetchError": ".errors",
     "InputError": ".errors",
+    "IntegrationUnavailable": ".integrations.common",
     "InvalidQuery": ".errors",
+    "LLMError": ".llm.client",
+    "LedgerError": ".ledger",
+    "McpUnavailable": ".mcp_server",
+    "NothingAnswered": ".testing.recorder",
     "QuerySemantics": ".models",
     "ServiceClosed": ".errors",
     "Session": ".service",
     "Settings": ".settings",
     "SettingsError": ".errors",
+    "StaleState": ".toolkit.errors",
     "TimeRange": ".models",
     "TooManyRedirects": ".errors",
+    "ToolkitError": ".toolkit.errors",
     "UnknownAdapterKind": ".errors",
+    "UnsafePlatform": ".toolkit.errors",
     "UnsafeURL": ".errors",
     "UnsupportedContent": ".errors",
     "UpstreamStatus": ".errors",
@@ -106,13 +135,19 @@ __all__ = [
     "AdapterOutcome",
     "AdapterRuntime",
     "AdmissionSummary",
+    "AnswerRejected",
     "AuditEvent",
     "AuditTrace",
     "BlockedDestination",
+    "BoundaryRefused",
+    "BudgetExhausted",
+    "CaseFailed",
     "Clock",
     "ContentTooLarge",
+    "ContractRejected",
     "DisplaySource",
     "Evidence",
+    "EvidenceInputError",
     "EvidenceStore",
     "ExternalAnswer",
     "ExternalContextPacket",
@@ -123,15 +158,23 @@ __all__ = [
     "FetchDeadlineExceeded",
     "FetchError",
     "InputError",
+    "IntegrationUnavailable",
     "InvalidQuery",
+    "LLMError",
+    "LedgerError",
+    "McpUnavailable",
+    "NothingAnswered",
     "QuerySemantics",
     "ServiceClosed",
     "Session",
     "Settings",
     "SettingsError",
+    "StaleState",
     "TimeRange",
     "TooManyRedirects",
+    "ToolkitError",
     "UnknownAdapterKind",
+    "UnsafePlatform",
     "UnsafeURL",
     "UnsupportedContent",
     "UpstreamStatus",

@@ -1,26 +1,50 @@
-"""Every exception the library raises on purpose.
+"""Every exception the library raises on purpose, in one tree.
+
+A name written ``module.Name`` lives in that module of the package (beside the code that
+raises it, where moving it here would make ``errors`` import that code's types); the others
+live here. Every one is exported from the package root.
 
 ```
 ExternalQueryError
-├── InputError                      bad input from a caller (file, JSON, TOML, date, flags)
-│   ├── InvalidQuery                a question or query_semantics that cannot be planned
-│   └── SettingsError               settings that do not validate
-│       └── UnknownAdapterKind      an [[adapters]] kind nobody registered
-├── FetchError                      a URL could not be fetched safely (carries url + reason)
-│   ├── UnsafeURL                   scheme, port, userinfo or host refused before connecting
-│   ├── BlockedDestination          the resolved address is outside the network policy
+├── InputError                          bad input from a caller (file, JSON, TOML, date, flags)
+│   ├── InvalidQuery                    a question or query_semantics that cannot be planned
+│   ├── SettingsError                   settings that do not validate
+│   │   └── UnknownAdapterKind          an [[adapters]] kind nobody registered
+│   ├── admission.errors.EvidenceInputError
+│   │                                   evidence-contract input that cannot be read (exit 2)
+│   ├── integrations.common.IntegrationUnavailable
+│   │                                   an integration's framework is not installed
+│   └── mcp_server.McpUnavailable       the optional mcp package is not installed
+├── FetchError                          a URL could not be fetched safely (carries url + reason)
+│   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
+│   ├── BlockedDestination              the resolved address is outside the network policy
 │   ├── TooManyRedirects
-│   ├── ContentTooLarge             declared or received bytes (raw or decoded) over the cap
-│   ├── UnsupportedContent          content type or encoding we do not read
-│   ├── UpstreamStatus              the server answered with a non-success status
-│   └── FetchDeadlineExceeded       the total deadline ran out
-├── ExtractionFailed                no usable main text (carries url + reason)
-├── AdapterError                    an adapter could not do its job (carries adapter id + reason)
-└── ServiceClosed                   the service was used after close()
+│   ├── ContentTooLarge                 declared or received bytes (raw or decoded) over the cap
+│   ├── UnsupportedContent              content type or encoding we do not read
+│   ├── UpstreamStatus                  the server answered with a non-success status
+│   └── FetchDeadlineExceeded           the total deadline ran out
+├── ExtractionFailed                    no usable main text (carries url + reason)
+├── AdapterError                        an adapter could not do its job (adapter id + reason)
+├── ServiceClosed                       the service was used after close()
+├── admission.errors.ContractRejected   readable input the evidence contract refuses (exit 3)
+├── ledger.LedgerError                  the ledger file cannot be used (unavailable or busy)
+├── llm.client.LLMError                 the model endpoint gave no usable structured reply
+│   └── llm.presenter.AnswerRejected    the model's draft answer failed a check in code
+├── toolkit.errors.ToolkitError         a toolkit tool could not do what was asked
+│   ├── toolkit.errors.BoundaryRefused  outside the caller's bounds (origin, link, path, file)
+│   ├── toolkit.errors.BudgetExhausted  a page, byte or file budget of the task is used up
+│   ├── toolkit.errors.UnsafePlatform   no O_NOFOLLOW / dir_fd opens here: fail closed
+│   └── toolkit.errors.StaleState       a state_ref that is unknown, stale or already used
+├── testing.recorder.NothingAnswered    no provider answered a recorded run; nothing written
+└── testing.plugin.CaseFailed           a regression case's answer missed its expectations
 ```
 
-Failures always carry a machine-readable ``reason``; nothing returns ``None`` to
-mean "it went wrong".
+A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
+every instance as a machine-readable snake_case string, for audits, attempt records and
+exit codes. The others (``InputError``, ``SettingsError``, ``UnknownAdapterKind``,
+``McpUnavailable``, ``ServiceClosed``, ``NothingAnswered``, ``CaseFailed``) are told apart
+by their type and carry what they are about as attributes. Nothing returns ``None`` to mean
+"it went wrong".
 """
 
 from __future__ import annotations
@@ -70,6 +94,9 @@ class SettingsError(InputError):
 
 
 class UnknownAdapterKind(SettingsError):
+    """An ``[[adapters]]`` entry names a ``kind`` no one registered; ``known`` lists those
+    that are."""
+
     def __init__(self, kind: str, known: list[str]) -> None:
         self.kind = kind
         self.known = known
@@ -94,26 +121,38 @@ class FetchError(ExternalQueryError):
 
 
 class UnsafeURL(FetchError):
+    """The URL itself is refused (scheme, port, userinfo, host) before any connection."""
+
     reason = "unsafe_url"
 
 
 class BlockedDestination(FetchError):
+    """The host resolved to an address outside the network policy."""
+
     reason = "blocked_destination"
 
 
 class TooManyRedirects(FetchError):
+    """The redirect chain ran past its limit."""
+
     reason = "too_many_redirects"
 
 
 class ContentTooLarge(FetchError):
+    """Declared or received bytes (raw or decoded) went over the cap."""
+
     reason = "content_too_large"
 
 
 class UnsupportedContent(FetchError):
+    """A content type or content coding the library does not read."""
+
     reason = "unsupported_content"
 
 
 class UpstreamStatus(FetchError):
+    """The server answered with a non-success HTTP ``status``."""
+
     reason = "upstream_status"
 
     def __init__(self, url: str, status: int, detail: str = "") -> None:
@@ -122,10 +161,14 @@ class UpstreamStatus(FetchError):
 
 
 class FetchDeadlineExceeded(FetchError):
+    """The fetch's total deadline ran out."""
+
     reason = "deadline_exceeded"
 
 
 class ExtractionFailed(ExternalQueryError):
+    """A page at ``url`` gave no usable main text; ``reason`` says why."""
+
     def __init__(self, url: str, *, reason: str) -> None:
         self.url = url
         self.reason = reason
@@ -133,6 +176,9 @@ class ExtractionFailed(ExternalQueryError):
 
 
 class AdapterError(ExternalQueryError):
+    """The adapter ``adapter_id`` could not do its job; ``reason`` is snake_case and
+    ``detail`` one line for a reader."""
+
     def __init__(self, adapter_id: str, *, reason: str, detail: str = "") -> None:
         self.adapter_id = adapter_id
         self.reason = reason
@@ -142,5 +188,7 @@ class AdapterError(ExternalQueryError):
 
 
 class ServiceClosed(ExternalQueryError):
+    """The service was used after ``close()``."""
+
     def __init__(self) -> None:
         super().__init__("the service is closed")

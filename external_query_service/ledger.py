@@ -13,7 +13,6 @@ are results, not exceptions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -37,20 +36,24 @@ from .admission.models import (
     LedgerCoverage,
     parse_model,
 )
-from .admission.plan import normalise_text, verify_plan
+from .admission.plan import normalize_one_line, verify_plan
 from .admission.projection import compact
 from .admission.receipt import check_identity, parse_receipt, receipt_digest
 from .clock import Clock, system_clock
+from .digests import sha256_digest
 from .errors import ExternalQueryError
 from .settings import Settings
 
 __all__ = [
+    "APP_FOLDER",
     "DEFAULT_SOURCE_BUDGET",
+    "LEDGER_FILE",
+    "SCHEMA_VERSION",
     "Ledger",
+    "LedgerEntry",
     "LedgerError",
     "LedgerProject",
     "LedgerVerification",
-    "RecordResult",
     "default_ledger_path",
     "resolve_ledger_path",
 ]
@@ -106,6 +109,7 @@ class LedgerError(ExternalQueryError):
 
     @property
     def retryable(self) -> bool:
+        """True for ``ledger_busy``: the same write may succeed once the other writer is done."""
         return self.reason == "ledger_busy"
 
 
@@ -113,7 +117,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RecordResult(_Frozen):
+class LedgerEntry(_Frozen):
+    """A record written (or found already written) in the ledger: its kind, digest and
+    sequence number; ``inserted`` is False when it was there before."""
+
     kind: str
     digest: str
     seq: int
@@ -121,6 +128,9 @@ class RecordResult(_Frozen):
 
 
 class LedgerProject(_Frozen):
+    """A research project: its question, source budget and how many sources it holds;
+    ``created`` says whether this call started it."""
+
     markdown_title: ClassVar[str] = "Research project"
 
     project: str
@@ -131,6 +141,9 @@ class LedgerProject(_Frozen):
 
 
 class LedgerVerification(_Frozen):
+    """The result of ``Ledger.verify``: SQLite's integrity check, and the first record whose
+    content id, body hash or chain link does not match (``first_bad_seq``, ``problem``)."""
+
     ok: bool
     records: int
     integrity: str
@@ -159,12 +172,8 @@ def resolve_ledger_path(
     return default_ledger_path(env)
 
 
-def _sha256(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _chain(previous: str, body_digest: str) -> str:
-    return _sha256(f"{previous}\n{body_digest}")
+    return sha256_digest(f"{previous}\n{body_digest}")
 
 
 class Ledger:
@@ -234,6 +243,7 @@ class Ledger:
 
     # -- lifecycle ------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the database connection."""
         with self._lock:
             self._db.close()
 
@@ -280,12 +290,12 @@ class Ledger:
     # -- records --------------------------------------------------------------------------
     def _insert(
         self, db: sqlite3.Connection, kind: RecordKind, digest: str, body: Mapping[str, Any]
-    ) -> RecordResult:
+    ) -> LedgerEntry:
         found = db.execute("SELECT seq FROM records WHERE digest = ?", (digest,)).fetchone()
         if found is not None:
-            return RecordResult(kind=kind, digest=digest, seq=found[0], inserted=False)
+            return LedgerEntry(kind=kind, digest=digest, seq=found[0], inserted=False)
         text = canonical_json(body).decode("utf-8")
-        body_digest = _sha256(text)
+        body_digest = sha256_digest(text)
         last = db.execute("SELECT seq, chain FROM records ORDER BY seq DESC LIMIT 1").fetchone()
         seq, previous = (last[0] + 1, last[1]) if last else (1, _GENESIS)
         cursor = db.execute(
@@ -293,12 +303,12 @@ class Ledger:
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(digest) DO NOTHING",
             (seq, kind, digest, text, body_digest, _chain(previous, body_digest), self._now()),
         )
-        return RecordResult(kind=kind, digest=digest, seq=seq, inserted=cursor.rowcount == 1)
+        return LedgerEntry(kind=kind, digest=digest, seq=seq, inserted=cursor.rowcount == 1)
 
     def _now(self) -> str:
         return self._clock().isoformat()
 
-    def record(self, kind: RecordKind, digest: str, body: Mapping[str, Any]) -> RecordResult:
+    def record(self, kind: RecordKind, digest: str, body: Mapping[str, Any]) -> LedgerEntry:
         """Append one record unless its ``digest`` is already there (then return that)."""
         with self._write() as db:
             return self._insert(db, kind, digest, body)
@@ -309,7 +319,7 @@ class Ledger:
         plan: EvidencePlan,
         receipt: EvidenceReceipt | None,
         admission: Admission | None,
-    ) -> list[RecordResult]:
+    ) -> list[LedgerEntry]:
         results = [self._insert(db, "plan", plan.plan_id, plan.model_dump(mode="json"))]
         if receipt is not None:
             results.append(self._insert(db, "receipt", receipt_digest(receipt), receipt.hashed()))
@@ -321,7 +331,7 @@ class Ledger:
             )
         return results
 
-    def record_receipt(self, plan: EvidencePlan, receipt: EvidenceReceipt) -> list[RecordResult]:
+    def record_receipt(self, plan: EvidencePlan, receipt: EvidenceReceipt) -> list[LedgerEntry]:
         """Record a checked receipt (and its plan) as observations, in one transaction."""
         check_identity(verify_plan(plan), parse_receipt(receipt))
         with self._write() as db:
@@ -329,13 +339,13 @@ class Ledger:
 
     def record_admission(
         self, plan: EvidencePlan, receipt: EvidenceReceipt, admission: Admission
-    ) -> list[RecordResult]:
+    ) -> list[LedgerEntry]:
         """Record plan, receipt and admission together; a retry changes nothing."""
         check_admission(verify_plan(plan), parse_receipt(receipt), admission)
         with self._write() as db:
             return self._lineage(db, plan, receipt, admission)
 
-    def persist_chain(self, record: ChainRecord) -> list[RecordResult]:
+    def persist_chain(self, record: ChainRecord) -> list[LedgerEntry]:
         """Every plan, receipt and admission of one answer plus the chain record that
         ties them together, in one transaction (idempotent)."""
         hashed = {
@@ -347,18 +357,20 @@ class Ledger:
             "downstream_source_refs": list(record.downstream_source_refs),
         }
         with self._write() as db:
-            results: list[RecordResult] = []
+            results: list[LedgerEntry] = []
             for link in record.links:
                 results.extend(self._lineage(db, link.plan, link.receipt, link.admission))
             results.append(self._insert(db, "chain", content_id(hashed), hashed))
             return results
 
     def has_record(self, digest: str) -> bool:
+        """Whether a record with content id ``digest`` is stored."""
         with self._read() as db:
             found = db.execute("SELECT 1 FROM records WHERE digest = ?", (digest,)).fetchone()
         return found is not None
 
     def count(self, kind: RecordKind | None = None) -> int:
+        """How many records are stored (of ``kind``, when given)."""
         with self._read() as db:
             if kind is None:
                 row = db.execute("SELECT COUNT(*) FROM records").fetchone()
@@ -373,7 +385,7 @@ class Ledger:
         """Start ``project`` with ``question``; starting it again with the same question
         is a no-op, with another question ``ContractRejected('project_question_conflict')``."""
         name = project.strip()
-        asked = normalise_text(question)
+        asked = normalize_one_line(question)
         if not name or not asked:
             raise ContractRejected("empty_project", "a project needs a name and a question")
         if source_budget < 1:
@@ -404,6 +416,7 @@ class Ledger:
         )
 
     def project(self, name: str) -> LedgerProject | None:
+        """The project called ``name``, or None when it was never started."""
         with self._read() as db:
             row = db.execute(
                 "SELECT question, source_budget FROM projects WHERE project = ?", (name,)
@@ -577,6 +590,7 @@ class Ledger:
 
     # -- checks ---------------------------------------------------------------------------
     def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` answer (``ok`` when the file is sound)."""
         with self._read() as db:
             return str(db.execute("PRAGMA integrity_check").fetchone()[0])
 
@@ -609,7 +623,7 @@ def _check_row(
 ) -> str | None:
     if seq != expected_seq:
         return "seq_gap"
-    if _sha256(body) != body_digest:
+    if sha256_digest(body) != body_digest:
         return "body_digest_mismatch"
     try:
         data = json.loads(body)

@@ -55,8 +55,14 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 __all__ = [
+    "HIDDEN_TOOLS",
     "INSTALL_HINT",
+    "MAX_DELEGATED_SECONDS",
+    "MAX_DELEGATED_STEPS",
+    "QUIET_LOGGERS",
     "SEMANTICS_FIELD_DESCRIPTIONS",
+    "SERVER_NAME",
+    "TEXT_EVIDENCE",
     "McpUnavailable",
     "build_server",
     "serve_stdio",

@@ -138,10 +138,12 @@ class TimeRange(_Model):
         return self
 
     def covers(self, day: date) -> bool:
+        """True when ``day`` is inside the range (both ends included)."""
         return self.start <= day <= self.end
 
     @property
     def days(self) -> int:
+        """How many calendar days the range spans."""
         return (self.end - self.start).days + 1
 
 
@@ -211,6 +213,7 @@ class AdapterCapability(_Model):
     supports_page_fetch: bool = False
 
     def supports(self, query_kind: str) -> bool:
+        """True when the adapter serves ``query_kind`` (an empty declaration serves every kind)."""
         return not self.supported_query_kinds or query_kind in self.supported_query_kinds
 
 
@@ -293,7 +296,7 @@ class Evidence(_Model):
     accessed_at: datetime
     content_digest: str
     raw_digest: str
-    #: Where the snippet sits in the stored normalised text: ``text[offset:offset+length]``.
+    #: Where the snippet sits in the stored normalized text: ``text[offset:offset+length]``.
     ref: str | None = None
     offset: int = 0
     length: int = 0
@@ -305,6 +308,8 @@ class Evidence(_Model):
 
 
 class PlaceCandidate(_Model):
+    """A place a geocoder offered for a name: where it is, its time zone and its population."""
+
     name: str
     admin1: str = ""
     country: str = ""
@@ -317,6 +322,7 @@ class PlaceCandidate(_Model):
 
     @property
     def label(self) -> str:
+        """The candidate as a reader sees it: name, province, country."""
         return "，".join(part for part in (self.name, self.admin1, self.country) if part)
 
 
@@ -365,6 +371,9 @@ class GatherResult(_Model):
 
 
 class CheckResult(_Model):
+    """One verifier check: which, passed or not, its reason code, a readable detail, and the
+    evidence it was about (None for a bundle check)."""
+
     check: Literal["origin", "target", "time", "sources", "coverage", "slots", "candidates"]
     passed: bool
     reason: str

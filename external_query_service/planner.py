@@ -109,6 +109,8 @@ class ExternalQueryPlanner:
         self.structured = structured
 
     async def plan(self, question: str, semantics: QuerySemantics | None = None) -> PlannerResult:
+        """The plan for ``question``: from the structured planner merged with ``semantics``
+        (which win), or the fallback with the reason the structured planner was not used."""
         question = question.strip()
         if self.structured is None:
             return PlannerResult(

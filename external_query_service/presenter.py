@@ -22,7 +22,6 @@ digest; in it each evidence sits between markers carrying a per-request random t
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import unicodedata
@@ -35,6 +34,7 @@ from urllib.parse import urlsplit
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
+from .digests import sha256_digest
 from .errors import InputError
 from .language import ANSWER_LANGUAGES, AnswerLanguage, LanguageSetting, answer_language
 from .models import (
@@ -404,6 +404,7 @@ class ExternalAnswerPresenter:
 
     @property
     def templates_dir(self) -> Path:
+        """The folder the templates are read from (one subfolder per answer language)."""
         return self._templates_dir
 
     def present(self, packet: ExternalContextPacket) -> Presentation:
@@ -479,7 +480,7 @@ class ExternalAnswerPresenter:
             sources=sources,
             template=f"{language}/{template}",
             prompt_template=f"{language}/{contract}.prompt.j2",
-            prompt_digest="sha256:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+            prompt_digest=sha256_digest(prompt),
             renderer="extractive",
         )
 

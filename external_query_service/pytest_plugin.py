@@ -22,7 +22,14 @@ import pytest
 if TYPE_CHECKING:
     from .testing.plugin import CaseFile
 
-__all__ = ["INI", "MARKER", "OPTION"]
+__all__ = [
+    "INI",
+    "MARKER",
+    "OPTION",
+    "pytest_addoption",
+    "pytest_collect_file",
+    "pytest_configure",
+]
 
 INI = "external_query_cases"
 OPTION = "--external-query-cases"
@@ -30,6 +37,7 @@ MARKER = "external_case"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--external-query-cases DIR`` and the ``external_query_cases`` ini option."""
     group = parser.getgroup("external-query", "external_query_service regression cases")
     group.addoption(
         OPTION,
@@ -42,6 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the case marker and collect the folders named on the command line."""
     config.addinivalue_line("markers", f"{MARKER}: a regression case run against its world")
     given = [Path(item) for item in config.getoption(OPTION)]
     # Named on the command line: collect those folders in this run, like a path argument.
@@ -59,6 +68,7 @@ def _case_roots(config: pytest.Config) -> list[Path]:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
+    """A case-file collector for a ``.toml`` file under a named case folder, else None."""
     roots = _case_roots(parent.config)
     if not roots or file_path.suffix != ".toml":
         return None

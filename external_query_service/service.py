@@ -38,7 +38,12 @@ from .settings import Settings, format_validation_error
 from .store import EvidenceStore
 from .verifier import EvidenceVerifier
 
-__all__ = ["MAX_QUESTION_CHARS", "ExternalQueryService", "Session"]
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "ExternalQueryService",
+    "Session",
+    "coerce_semantics",
+]
 
 #: The longest question ``answer()`` takes, in characters (after stripping white space).
 MAX_QUESTION_CHARS = 20_000
@@ -126,6 +131,10 @@ class ExternalQueryService:
     async def aanswer(
         self, question: str, query_semantics: SemanticsInput = None
     ) -> ExternalAnswer:
+        """Answer ``question`` from external evidence only: plan, gather, verify, present.
+        ``query_semantics`` are the host's structured fields (they win over any planner). Raises
+        ``InvalidQuery`` for a question or semantics that cannot be planned; every other outcome is
+        an ``ExternalAnswer``."""
         self._check_open()
         question = _check_question(question)
         planned = await self.planner.plan(question, self._semantics(query_semantics))
@@ -262,6 +271,7 @@ class ExternalQueryService:
         return await self.gateway.probe()
 
     def probe(self) -> dict[str, Readiness]:
+        """Synchronous ``aprobe``: each adapter's real, bounded readiness probe."""
         self._check_open()
         return self._portal.call(self.aprobe())
 
@@ -320,19 +330,24 @@ class Session:
 
     @property
     def last_plan(self) -> ExternalQueryPlan | None:
+        """The plan of the session's last question (None before the first)."""
         return self.history[-1].plan if self.history else None
 
     async def aask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        """Ask a new question in this session; it becomes the plan follow-ups continue from."""
         answer = await self._service.aanswer(question, query_semantics)
         self.history.append(answer)
         return answer
 
     def ask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        """Synchronous ``aask``."""
         return self._service._portal.call(self.aask(question, query_semantics))
 
     async def afollow_up(
         self, question: str, query_semantics: SemanticsInput = None
     ) -> ExternalAnswer:
+        """Continue the last question (same kind, targets, place and time range) with new
+        external attempts; without a previous question it is asked afresh."""
         previous = self.last_plan
         if previous is None:
             return await self.aask(question, query_semantics)
@@ -341,6 +356,7 @@ class Session:
         return answer
 
     def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
+        """Synchronous ``afollow_up``."""
         return self._service._portal.call(self.afollow_up(question, query_semantics))
 
 

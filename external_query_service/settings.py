@@ -53,6 +53,8 @@ from .jsonio import read_regular_file
 from .language import LanguageSetting
 
 __all__ = [
+    "DEFAULT_USER_AGENT",
+    "MAX_SETTINGS_BYTES",
     "AdapterSettings",
     "GitHubSettings",
     "LLMSettings",
@@ -78,6 +80,9 @@ class _Section(BaseModel):
 
 
 class NetworkSettings(_Section):
+    """``[network]``: which addresses may be reached, timeouts, size and page limits, the
+    user agent, connection overrides and extra CA certificates."""
+
     allowed_networks: tuple[IPNetwork, ...] = ()
     resolve: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=10.0, gt=0)
@@ -127,7 +132,7 @@ class NetworkSettings(_Section):
 
 
 def _host_port(text: str, where: str) -> str:
-    """``host:port`` normalised (lower case, no trailing dot); IPv6 hosts in brackets."""
+    """``host:port`` normalized (lower case, no trailing dot); IPv6 hosts in brackets."""
     host, sep, port = text.strip().rpartition(":")
     host = host.lower().rstrip(".")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -224,6 +229,8 @@ def _domain_list(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class SourceSettings(_Section):
+    """``[sources]``: domains whose evidence is allowed or denied (subdomains included)."""
+
     allow_domains: tuple[str, ...] = ()
     deny_domains: tuple[str, ...] = ()
 
@@ -231,6 +238,9 @@ class SourceSettings(_Section):
 
 
 class VerifierSettings(_Section):
+    """``[verifier]``: how many independent sources each contract needs, and how old
+    evidence may be."""
+
     min_sources_direct_fact: int = Field(default=1, ge=1)
     min_sources_summary: int = Field(default=1, ge=1)
     min_sources_per_compare_target: int = Field(default=1, ge=1)
@@ -271,6 +281,9 @@ class PresenterSettings(_Section):
 
 
 class Settings(_Section):
+    """Everything a service is configured with, loaded from TOML or a mapping; any problem is
+    a ``SettingsError`` naming the origin."""
+
     network: NetworkSettings = NetworkSettings()
     adapters: tuple[AdapterSettings, ...] = ()
     sources: SourceSettings = SourceSettings()
@@ -290,6 +303,7 @@ class Settings(_Section):
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, origin: str = "settings") -> Settings:
+        """Settings from parsed data; invalid data is a ``SettingsError`` naming ``origin``."""
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
@@ -297,6 +311,8 @@ class Settings(_Section):
 
     @classmethod
     def from_toml(cls, text: str, *, origin: str = "settings") -> Settings:
+        """Settings from TOML text; bad TOML or invalid data is a ``SettingsError`` naming
+        ``origin``."""
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -337,6 +353,7 @@ class Settings(_Section):
         return Settings.model_validate({**dict(self), "adapters": (*self.adapters, adapter)})
 
     def with_docs(self, root: str | Path, *, adapter_id: str = "docs") -> Settings:
+        """These settings plus a ``local_docs`` adapter reading ``root``."""
         docs = {"kind": "local_docs", "id": adapter_id, "root": Path(root)}
         return self.with_adapter(AdapterSettings.model_validate(docs))
 

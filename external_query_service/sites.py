@@ -25,6 +25,7 @@ from .net.policy import ip_allowed, normalize_host
 from .settings import NetworkSettings, SourceSettings
 
 __all__ = [
+    "DOCS_SCHEME",
     "OriginReason",
     "check_origin",
     "domain_matches",
@@ -50,7 +51,7 @@ def _suffix_list() -> _SuffixList:
 
 
 def url_host(url: str) -> str:
-    """The normalised host of a URL, or ``""`` when it has none (or cannot be parsed)."""
+    """The normalized host of a URL, or ``""`` when it has none (or cannot be parsed)."""
     try:
         host = urlsplit(url).hostname
     except ValueError:
@@ -78,7 +79,7 @@ def registrable_domain(host: str) -> str:
     """The registrable domain (``a.b.example.co.uk`` → ``example.co.uk``).
 
     IP literals, single-label hosts (``localhost``) and bare public suffixes return the
-    normalised host itself; names under a suffix the list does not know use its last label as
+    normalized host itself; names under a suffix the list does not know use its last label as
     the suffix (``a.news-a.test`` → ``news-a.test``).
     """
     host = normalize_host(host)

@@ -1,4 +1,4 @@
-"""In-process evidence captures: the normalised text of every page the gateway reads.
+"""In-process evidence captures: the normalized text of every page the gateway reads.
 
 A reference is ``ev:<sha256 hex of the text>``, so the same text stored twice is one
 capture. Snippets point back into it as ``(ref, offset, length)``. Reads are bounded
@@ -35,6 +35,9 @@ _PREVIEW_CHARS = 80
 
 
 class Capture(BaseModel):
+    """What the store holds about one capture, without its text: reference, source, length,
+    digest, a short summary and metadata."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ref: str
@@ -85,6 +88,8 @@ class EvidenceStore:
         self._lock = threading.Lock()
 
     def put(self, text: str, source: str, metadata: Mapping[str, str] | None = None) -> str:
+        """Store ``text`` read from ``source`` and return its ``ev:`` reference (the same text
+        twice is one capture)."""
         digest = sha256_digest(text)
         ref = "ev:" + digest.removeprefix("sha256:")
         with self._lock:
@@ -101,12 +106,14 @@ class EvidenceStore:
         return ref
 
     def describe(self, ref: str) -> Capture:
+        """The capture behind ``ref``; ``KeyError`` naming it when unknown."""
         try:
             return self._captures[ref]
         except KeyError:
             raise KeyError(f"unknown evidence reference: {ref}") from None
 
     def references(self) -> tuple[Capture, ...]:
+        """Every capture, in the order stored."""
         with self._lock:
             return tuple(self._captures.values())
 

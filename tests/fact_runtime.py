@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from external_query_service.adapters.base import Adapter
+from external_query_service.adapters.base import Adapter, AdapterOutcome
+from external_query_service.models import ExternalQueryPlan
 from external_query_service.net.fetch import FetchedPage, TrustedEndpoint
 from external_query_service.settings import NetworkSettings
 
@@ -47,3 +48,8 @@ def run(adapter: Adapter, work: Awaitable[T]) -> T:
             await endpoints.aclose()
 
     return asyncio.run(main())
+
+
+def gather(adapter: Adapter, plan: ExternalQueryPlan) -> AdapterOutcome:
+    """What ``adapter`` gathers for ``plan``, its endpoints closed afterwards."""
+    return run(adapter, adapter.gather(plan))

@@ -34,7 +34,7 @@ def completion(
     usage: dict[str, int] | None = None,
     delay_s: float = 0.0,
 ) -> Reply:
-    """A chat completion in the OpenAI shape (APIS.md §6) whose message says ``content``,
+    """A chat completion in the OpenAI Chat Completions shape whose message says ``content``,
     with ``logprobs.content`` set to ``logprobs`` when given, and sent after ``delay_s``."""
     reply = json_reply(
         {

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
+from external_query_service.adapters.base import AdapterRuntime
 from external_query_service.adapters.frankfurter import FrankfurterAdapter, currency_pair
 from external_query_service.clock import fixed_clock
 from external_query_service.digests import sha256_digest
@@ -15,7 +15,7 @@ from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.store import EvidenceStore
 from external_query_service.testing import LoopbackServer, json_reply
 
-from .fact_runtime import Endpoints, NoFetcher, run
+from .fact_runtime import Endpoints, NoFetcher, gather, run
 
 NOW = datetime(2025, 5, 17, 9, 30, tzinfo=UTC)
 HOST = "fx.test"
@@ -48,10 +48,6 @@ def _plan(
     )
 
 
-def _gather(adapter: FrankfurterAdapter, plan: ExternalQueryPlan) -> AdapterOutcome:
-    return run(adapter, adapter.gather(plan))
-
-
 def _day(day: date) -> TimeRange:
     return TimeRange(start=day, end=day)
 
@@ -61,7 +57,7 @@ def test_latest_rate_becomes_one_quotable_fact(loopback: LoopbackServer) -> None
     loopback.route("/v1/latest", json_reply(body))
     store = EvidenceStore()
 
-    outcome = _gather(_adapter(loopback, store), _plan())
+    outcome = gather(_adapter(loopback, store), _plan())
 
     assert outcome.status == "ok"
     (request,) = loopback.requests_to("/v1/latest", host=HOST)
@@ -91,7 +87,7 @@ def test_a_weekend_day_reports_the_working_day_the_provider_returned(
     body = {"amount": 1.0, "base": "USD", "date": "2025-05-16", "rates": {"CNY": 7.2093}}
     loopback.route("/v1/2025-05-17", json_reply(body))
 
-    outcome = _gather(_adapter(loopback), _plan(time_range=_day(date(2025, 5, 17))))
+    outcome = gather(_adapter(loopback), _plan(time_range=_day(date(2025, 5, 17))))
 
     (request,) = loopback.requests_to("/v1/2025-05-17")
     assert request.query == {"from": ["USD"], "to": ["CNY"]}
@@ -119,7 +115,7 @@ def test_a_date_range_reads_the_time_series_one_evidence_per_date(
     store = EvidenceStore()
     span = TimeRange(start=date(2024, 1, 1), end=date(2024, 1, 5))
 
-    outcome = _gather(_adapter(loopback, store), _plan(time_range=span))
+    outcome = gather(_adapter(loopback, store), _plan(time_range=span))
 
     assert len(loopback.requests_to("/v1/2024-01-01..2024-01-05")) == 1
     assert [item.about_dates for item in outcome.evidence] == [
@@ -142,7 +138,7 @@ def test_a_long_series_keeps_the_most_recent_31_dates(loopback: LoopbackServer) 
     body = {"amount": 1.0, "base": "USD", "rates": rates}
     loopback.route(f"/v1/{days[0]}..{days[-1]}", json_reply(body))
 
-    outcome = _gather(_adapter(loopback), _plan(time_range=TimeRange(start=days[0], end=days[-1])))
+    outcome = gather(_adapter(loopback), _plan(time_range=TimeRange(start=days[0], end=days[-1])))
 
     assert len(outcome.evidence) == 31
     assert outcome.evidence[0].about_dates == (days[9],)
@@ -161,7 +157,7 @@ def test_currency_codes_are_taken_by_shape_base_first() -> None:
 def test_fewer_than_two_codes_is_a_missing_slot_without_any_request(
     loopback: LoopbackServer,
 ) -> None:
-    outcome = _gather(_adapter(loopback), _plan(entities=("美元", "USD")))
+    outcome = gather(_adapter(loopback), _plan(entities=("美元", "USD")))
 
     assert (outcome.status, outcome.reason) == ("empty", "missing_currency_pair")
     assert [(f.kind, f.slot) for f in outcome.findings] == [("missing_slot", "currency_pair")]
@@ -181,7 +177,7 @@ def test_error_statuses_map_to_outcomes(
 ) -> None:
     loopback.route("/v1/latest", json_reply({"message": message}, status=status))
 
-    outcome = _gather(_adapter(loopback), _plan(entities=("USD", "XYZ")))
+    outcome = gather(_adapter(loopback), _plan(entities=("USD", "XYZ")))
 
     assert (outcome.status, outcome.reason) == expected
     assert outcome.evidence == ()
@@ -191,7 +187,7 @@ def test_a_reply_without_the_quote_currency_is_empty(loopback: LoopbackServer) -
     body = {"amount": 1.0, "base": "USD", "date": "2025-05-16", "rates": {}}
     loopback.route("/v1/latest", json_reply(body))
 
-    outcome = _gather(_adapter(loopback), _plan())
+    outcome = gather(_adapter(loopback), _plan())
 
     assert (outcome.status, outcome.reason) == ("empty", "no_data")
 
@@ -223,8 +219,8 @@ def test_the_providers_currency_list_keeps_a_non_currency_entity_out_of_the_pair
         json_reply({"amount": 1.0, "base": "USD", "date": "2026-11-27", "rates": {"CNY": 7.1}}),
     )
     adapter = _adapter(loopback)
-    outcome = _gather(adapter, _plan(entities=("USD", "GDP", "CNY")))
-    again = _gather(adapter, _plan(entities=("USD", "CNY")))
+    outcome = gather(adapter, _plan(entities=("USD", "GDP", "CNY")))
+    again = gather(adapter, _plan(entities=("USD", "CNY")))
 
     assert outcome.status == "ok"
     (request, *_) = [r for r in loopback.requests if r.path == "/v1/latest"]

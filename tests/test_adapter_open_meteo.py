@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 from datetime import UTC, date, datetime
-from typing import Any
 
 import pytest
 
-from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
+from external_query_service.adapters.base import AdapterRuntime
 from external_query_service.adapters.open_meteo import OpenMeteoAdapter
 from external_query_service.adapters.weather_codes import WMO_WEATHER_ZH, weather_description
 from external_query_service.clock import fixed_clock
@@ -18,7 +16,8 @@ from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.store import EvidenceStore
 from external_query_service.testing import LoopbackServer, json_reply
 
-from .fact_runtime import Endpoints, NoFetcher, run
+from .fact_runtime import Endpoints, NoFetcher, gather, run
+from .world import closed_port, forecast_body
 
 #: 20:00 UTC on 30 November is already 1 December in China.
 NOW = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
@@ -37,36 +36,6 @@ ZHANJIANG = {
     "country": "中国",
     "admin1": "广东省",
 }
-
-
-def _forecast(days: list[str], **columns: list[Any]) -> dict[str, Any]:
-    daily: dict[str, Any] = {
-        "time": days,
-        "weather_code": [3] * len(days),
-        "temperature_2m_max": [24.1] * len(days),
-        "temperature_2m_min": [18.0] * len(days),
-        "precipitation_sum": [0.0] * len(days),
-        "precipitation_probability_max": [10] * len(days),
-    }
-    daily.update(columns)
-    return {
-        "latitude": 21.25,
-        "longitude": 110.375,
-        "generationtime_ms": 0.41,
-        "utc_offset_seconds": 28800,
-        "timezone": "Asia/Shanghai",
-        "timezone_abbreviation": "GMT+8",
-        "elevation": 20.0,
-        "daily_units": {
-            "time": "iso8601",
-            "weather_code": "wmo code",
-            "temperature_2m_max": "°C",
-            "temperature_2m_min": "°C",
-            "precipitation_sum": "mm",
-            "precipitation_probability_max": "%",
-        },
-        "daily": daily,
-    }
 
 
 def _adapter(
@@ -104,10 +73,6 @@ def _plan(location: str | None = "湛江", time_range: TimeRange | None = None) 
     )
 
 
-def _gather(adapter: OpenMeteoAdapter, plan: ExternalQueryPlan) -> AdapterOutcome:
-    return run(adapter, adapter.gather(plan))
-
-
 def _one(values: list[str]) -> str:
     assert len(values) == 1, values
     return values[0]
@@ -117,12 +82,12 @@ def test_forecast_for_a_place_gives_one_quotable_evidence_per_local_day(
     loopback: LoopbackServer,
 ) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG], "generationtime_ms": 0.7}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01", "2026-12-02"])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01", "2026-12-02"])))
     store = EvidenceStore()
     adapter = _adapter(loopback, store=store)
     span = TimeRange(start=date(2026, 12, 1), end=date(2026, 12, 2))
 
-    outcome = _gather(adapter, _plan(time_range=span))
+    outcome = gather(adapter, _plan(time_range=span))
 
     assert outcome.status == "ok"
     assert outcome.reason is None
@@ -185,9 +150,9 @@ def _one_request(server: LoopbackServer, path: str, host: str) -> dict[str, list
 
 def test_without_a_time_range_today_at_the_place_is_requested(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01"])))
 
-    outcome = _gather(_adapter(loopback), _plan())
+    outcome = gather(_adapter(loopback), _plan())
 
     forecast = _one_request(loopback, "/v1/forecast", FORECAST_HOST)
     # The UTC date is still 30 November; Zhanjiang's local date is what counts.
@@ -198,9 +163,9 @@ def test_without_a_time_range_today_at_the_place_is_requested(loopback: Loopback
 
 def test_geocoding_asks_for_ten_candidates_in_the_plan_language(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01"])))
 
-    _gather(_adapter(loopback), _plan().model_copy(update={"language": "en"}))
+    gather(_adapter(loopback), _plan().model_copy(update={"language": "en"}))
 
     search = _one_request(loopback, "/v1/search", GEOCODING_HOST)
     assert _one(search["name"]) == "湛江"
@@ -211,16 +176,16 @@ def test_geocoding_asks_for_ten_candidates_in_the_plan_language(loopback: Loopba
 
 def test_a_regional_language_tag_is_sent_as_its_primary_subtag(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01"])))
 
-    _gather(_adapter(loopback), _plan().model_copy(update={"language": "zh-CN"}))
+    gather(_adapter(loopback), _plan().model_copy(update={"language": "zh-CN"}))
 
     assert _one(_one_request(loopback, "/v1/search", GEOCODING_HOST)["language"]) == "zh"
 
 
 def test_null_values_read_as_unknown_and_leave_the_facts(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    body = _forecast(
+    body = forecast_body(
         ["2026-12-01"],
         weather_code=[None],
         temperature_2m_max=[None],
@@ -228,7 +193,7 @@ def test_null_values_read_as_unknown_and_leave_the_facts(loopback: LoopbackServe
     )
     loopback.route("/v1/forecast", json_reply(body))
 
-    (item,) = _gather(_adapter(loopback), _plan()).evidence
+    (item,) = gather(_adapter(loopback), _plan()).evidence
 
     assert item.snippet == (
         "湛江市（广东省，中国）2026-12-01 天气：未知；最高 未知，最低 18.0 °C；"
@@ -249,9 +214,9 @@ def test_an_ambiguous_name_reports_every_candidate_and_uses_the_first(
         "population": 41000,
     }
     loopback.route("/v1/search", json_reply({"results": [taiping_gd, taiping_sc]}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01"])))
 
-    outcome = _gather(_adapter(loopback), _plan(location="太平镇"))
+    outcome = gather(_adapter(loopback), _plan(location="太平镇"))
 
     assert outcome.status == "ok"  # the adapter reports; the verifier decides on clarify
     (finding,) = outcome.findings
@@ -272,7 +237,7 @@ def test_a_place_the_geocoder_does_not_know_is_empty_without_a_forecast(
 ) -> None:
     loopback.route("/v1/search", json_reply({"generationtime_ms": 0.3}))
 
-    outcome = _gather(_adapter(loopback), _plan(location="不存在的地方"))
+    outcome = gather(_adapter(loopback), _plan(location="不存在的地方"))
 
     assert (outcome.status, outcome.reason) == ("empty", "location_not_found")
     assert outcome.evidence == ()
@@ -282,7 +247,7 @@ def test_a_place_the_geocoder_does_not_know_is_empty_without_a_forecast(
 def test_missing_location_is_reported_as_a_slot_without_any_request(
     loopback: LoopbackServer,
 ) -> None:
-    outcome = _gather(_adapter(loopback), _plan(location=None))
+    outcome = gather(_adapter(loopback), _plan(location=None))
 
     assert (outcome.status, outcome.reason) == ("empty", "missing_location")
     assert [(f.kind, f.slot) for f in outcome.findings] == [("missing_slot", "location")]
@@ -301,7 +266,7 @@ def test_dates_outside_the_forecast_window_are_empty_without_a_forecast(
 ) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
 
-    outcome = _gather(_adapter(loopback), _plan(time_range=TimeRange(start=start, end=end)))
+    outcome = gather(_adapter(loopback), _plan(time_range=TimeRange(start=start, end=end)))
 
     assert (outcome.status, outcome.reason) == ("empty", "outside_forecast_window")
     assert [f.kind for f in outcome.findings] == ["place_candidates"]
@@ -310,10 +275,10 @@ def test_dates_outside_the_forecast_window_are_empty_without_a_forecast(
 
 def test_window_edges_are_inside_the_forecast_window(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-08-31"])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-08-31"])))
     span = TimeRange(start=date(2026, 8, 31), end=date(2026, 12, 16))
 
-    outcome = _gather(_adapter(loopback), _plan(time_range=span))
+    outcome = gather(_adapter(loopback), _plan(time_range=span))
 
     assert outcome.status == "ok"
     assert len(loopback.requests_to("/v1/forecast")) == 1
@@ -323,7 +288,7 @@ def test_a_forecast_server_error_fails_with_its_status(loopback: LoopbackServer)
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
     loopback.route("/v1/forecast", json_reply({"error": True, "reason": "boom"}, status=500))
 
-    outcome = _gather(_adapter(loopback), _plan())
+    outcome = gather(_adapter(loopback), _plan())
 
     assert (outcome.status, outcome.reason) == ("failed", "upstream_status_500")
     assert outcome.evidence == ()
@@ -333,7 +298,7 @@ def test_a_geocoding_rate_limit_fails_with_its_status(loopback: LoopbackServer) 
     limited = {"error": True, "reason": "Minutely API request limit exceeded."}
     loopback.route("/v1/search", json_reply(limited, status=429))
 
-    outcome = _gather(_adapter(loopback), _plan())
+    outcome = gather(_adapter(loopback), _plan())
 
     assert (outcome.status, outcome.reason) == ("failed", "upstream_status_429")
     assert loopback.requests_to("/v1/forecast") == []
@@ -343,12 +308,9 @@ def test_an_unreachable_forecast_endpoint_fails_with_the_fetch_reason(
     loopback: LoopbackServer,
 ) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
-    adapter = _adapter(loopback, base_url=f"http://127.0.0.1:{closed_port}/v1")
+    adapter = _adapter(loopback, base_url=f"http://127.0.0.1:{closed_port()}/v1")
 
-    outcome = _gather(adapter, _plan())
+    outcome = gather(adapter, _plan())
 
     assert outcome.status == "failed"
     assert outcome.reason
@@ -357,7 +319,7 @@ def test_an_unreachable_forecast_endpoint_fails_with_the_fetch_reason(
 
 def test_probe_is_ready_only_when_both_endpoints_answer(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}), host=GEOCODING_HOST)
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"])), host=FORECAST_HOST)
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01"])), host=FORECAST_HOST)
     adapter = _adapter(loopback)
 
     assert run(adapter, adapter.probe()) == Readiness(ready=True)
@@ -389,9 +351,9 @@ def test_wmo_table_holds_exactly_the_documented_codes_including_97() -> None:
 
 def test_an_unknown_weather_code_reads_as_unknown_weather(loopback: LoopbackServer) -> None:
     loopback.route("/v1/search", json_reply({"results": [ZHANJIANG]}))
-    loopback.route("/v1/forecast", json_reply(_forecast(["2026-12-01"], weather_code=[42])))
+    loopback.route("/v1/forecast", json_reply(forecast_body(["2026-12-01"], weather_code=[42])))
 
-    (item,) = _gather(_adapter(loopback), _plan()).evidence
+    (item,) = gather(_adapter(loopback), _plan()).evidence
 
     assert "天气：未知天气；" in item.snippet
     assert ("weather_code", "42") in [(fact.name, fact.value) for fact in item.facts]

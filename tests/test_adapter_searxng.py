@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -34,24 +33,17 @@ from external_query_service.testing import (
     searx_body,
 )
 
-CST = timezone(timedelta(hours=8))
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=CST)
+from .world import NOW
+
 TODAY = NOW.date()
 QUESTION = "湛江港今年货物吞吐量是多少？"
 PORT_TEXT = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
 
 
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as server:
-        yield server
-
-
 @pytest.fixture
-def loopback(module_server: LoopbackServer) -> LoopbackServer:
-    """The module's server with an empty request log (shadows the conftest fixture)."""
-    module_server.requests.clear()
-    return module_server
+def loopback(shared_loopback: LoopbackServer) -> LoopbackServer:
+    """This module's tests share one server (see conftest)."""
+    return shared_loopback
 
 
 def network(**overrides: Any) -> NetworkSettings:
@@ -143,8 +135,8 @@ def test_the_search_sends_what_a_limited_instance_accepts(loopback: LoopbackServ
     assert search.query["language"] == ["zh-CN"]
     assert "time_range" not in search.query
     assert "categories" not in search.query
-    # SearXNG's limiter (APIS.md §1) wants text/html in Accept, an Accept-Language, gzip or
-    # deflate, and a User-Agent that is not a bare library name.
+    # SearXNG's bot limiter turns away a request without text/html in Accept, an
+    # Accept-Language, gzip or deflate, and a User-Agent that is not a bare library name.
     assert "text/html" in search.headers["accept"]
     assert "application/json" in search.headers["accept"]
     assert search.headers["accept-language"].startswith("zh-CN")

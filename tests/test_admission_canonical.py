@@ -66,7 +66,7 @@ FRENCH_EXPECTED = (
     '{"peach":"This sorting order","p\u00e9ch\u00e9":"is wrong according to French",'
     '"p\u00eache":"but canonicalization MUST","sin":"ignore locale"}'
 ).encode()
-# The cyberphone "unicode" vector: strings are not Unicode-normalised.
+# The cyberphone "unicode" vector: strings are not Unicode-normalized.
 UNICODE_INPUT = '{"Unnormalized Unicode":"A\\u030a"}'
 UNICODE_EXPECTED = '{"Unnormalized Unicode":"A\u030a"}'.encode()
 
@@ -84,7 +84,7 @@ def test_structures_vector_is_byte_exact_and_its_float_is_refused_by_our_loader(
     assert rfc8785.dumps(json.loads(STRUCTURES_INPUT)) == STRUCTURES_EXPECTED
     with pytest.raises(EvidenceInputError) as caught:
         loads_value(STRUCTURES_INPUT)
-    assert caught.value.code == "float_in_hashed_record"
+    assert caught.value.reason == "float_in_hashed_record"
     as_integer = STRUCTURES_INPUT.replace("56.0", "56")
     assert canonical_json(loads_value(as_integer)) == STRUCTURES_EXPECTED
 
@@ -129,7 +129,7 @@ def test_ids_read_sha256_and_the_contract_is_versioned() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "code"),
+    ("text", "reason"),
     [
         ('{"a": 1, "a": 2}', "invalid_json"),
         ("[NaN]", "invalid_json"),
@@ -146,10 +146,10 @@ def test_ids_read_sha256_and_the_contract_is_versioned() -> None:
         ("[" * 100_000, "invalid_json"),
     ],
 )
-def test_strict_loader_rejects_with_a_named_code(text: str, code: str) -> None:
+def test_strict_loader_rejects_with_a_named_reason(text: str, reason: str) -> None:
     with pytest.raises(EvidenceInputError) as caught:
         loads_value(text, origin="input.json")
-    assert caught.value.code == code
+    assert caught.value.reason == reason
     assert str(caught.value).startswith("input.json: ")
 
 
@@ -160,13 +160,13 @@ def test_a_valid_surrogate_pair_is_one_character_and_accepted() -> None:
 def test_record_root_must_be_an_object() -> None:
     with pytest.raises(EvidenceInputError) as caught:
         loads_record("[1, 2]")
-    assert caught.value.code == "non_object_root"
+    assert caught.value.reason == "non_object_root"
 
 
 def test_canonical_json_refuses_floats_handed_in_from_python() -> None:
     with pytest.raises(EvidenceInputError) as caught:
         canonical_json({"rate": 7.1234})
-    assert caught.value.code == "float_in_hashed_record"
+    assert caught.value.reason == "float_in_hashed_record"
 
 
 # -- properties ----------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from external_query_service.admission import (
-    PROTOCOL,
     ContractRejected,
     DownstreamSource,
     EvidenceInputError,
@@ -35,22 +34,12 @@ from external_query_service.admission import (
     verify_plan,
 )
 
-SOURCE_A = "https://example.com/original"
+from .world import ORIGINAL_SOURCE, receipt_for
+from .world import provider_row as row
+from .world import receipt_source as source
+
+SOURCE_A = ORIGINAL_SOURCE
 SOURCE_B = "https://docs.example.org/page"
-
-
-def row(provider_id: str = "connector:docs", **overrides: Any) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "provider_id": provider_id,
-        "provider_kind": "connector",
-        "protocol": PROTOCOL,
-        "declared": True,
-        "installed": True,
-        "enabled": True,
-        "ready": True,
-    }
-    values.update(overrides)
-    return values
 
 
 def make_plan(**overrides: Any) -> dict[str, Any]:
@@ -65,36 +54,9 @@ def make_plan(**overrides: Any) -> dict[str, Any]:
     return json.loads(plan.model_dump_json())
 
 
-def source(ref: str = SOURCE_A, **overrides: Any) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "source_ref": ref,
-        "source_family": "original-publisher",
-        "basis": "observed",
-        "finding": "The bounded observation that answers the request",
-        "limitation": "Linked pages were not inspected",
-        "publication_date": None,
-        "accessed_at": "2026-03-01T10:00:00+00:00",
-        "content_digest": "sha256:" + "ab" * 32,
-    }
-    values.update(overrides)
-    return values
-
-
 def make_receipt(plan: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "schema_version": "external_evidence_receipt_v0",
-        "plan_id": plan["plan_id"],
-        "request_id": plan["request"]["request_id"],
-        "provider_id": plan["selected_provider"]["provider_id"],
-        "provider_kind": plan["selected_provider"]["provider_kind"],
-        "status": "succeeded",
-        "sources": [source(SOURCE_A), source(SOURCE_B, content_digest="sha256:" + "cd" * 32)],
-        "summary": "Compact evidence summary",
-        "limitations": ["Caller receipt is not provider execution attestation"],
-        "completed_at": "2026-03-01T10:05:00+00:00",
-    }
-    values.update(overrides)
-    return values
+    sources = [source(SOURCE_A), source(SOURCE_B, content_digest="sha256:" + "cd" * 32)]
+    return receipt_for(plan, overrides.pop("sources", sources), **overrides)
 
 
 @contextmanager
@@ -205,7 +167,7 @@ def test_a_row_missing_a_lifecycle_step_is_not_ready_and_says_why(
 def test_a_bare_providers_array_is_a_named_input_error() -> None:
     with pytest.raises(EvidenceInputError) as caught:
         parse_inventory([row()])
-    assert caught.value.code == "bare_providers_array"
+    assert caught.value.reason == "bare_providers_array"
 
 
 @pytest.mark.parametrize(
@@ -242,7 +204,11 @@ def test_two_ready_providers_need_a_preferred_id() -> None:
     ("inventory", "preferred", "reason"),
     [
         ({"providers": [row(enabled=False)]}, None, "no_ready_provider"),
-        ({"providers": [row(enabled=False)]}, "connector:docs", "preferred_provider_not_ready"),
+        (
+            {"providers": [row(enabled=False)]},
+            "connector:docs",
+            "preferred_provider_not_ready",
+        ),
         ({"providers": [row()]}, "connector:other", "preferred_provider_unknown"),
     ],
 )

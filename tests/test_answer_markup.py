@@ -10,8 +10,7 @@ import pytest
 
 from external_query_service.testing import LoopbackServer
 
-from .test_end_to_end import make_service
-from .world import World, article, hit
+from .world import World, article, hit, make_service
 
 PAYLOAD = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
 

@@ -225,7 +225,8 @@ def test_best_snippets_respects_limit_and_min_score() -> None:
     assert len(best_snippets(chunks, "北京明天天气", limit=5, min_score=0)) == 3
 
 
-# -- every pattern on the evidence path is safe from catastrophic backtracking (SECURITY T14) --
+# -- every pattern on the evidence path is safe from catastrophic backtracking ---------------
+# (pages and files are untrusted input: a pattern they reach must run in linear time)
 #
 # Two checks, neither timed: a structural audit of each compiled pattern (no unbounded repeat
 # inside another, and no two unbounded single-character runs that can match the same

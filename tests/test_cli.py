@@ -10,29 +10,28 @@ from pathlib import Path
 
 import pytest
 
+import external_query_service.cli
 from external_query_service.cli import main
+from external_query_service.clock import parse_now
+from external_query_service.errors import InputError
 from external_query_service.testing import LoopbackServer
 
-from .world import World, article, hit
+from .world import World, article, docs_folder, hit
 
 NOW = "2026-11-30T10:00:00+08:00"
 
 
+DOCS = {
+    "verifier.md": "# Verifier\n\nThe verifier checks the origin of every source, whether it is "
+    "about the same target, whether it falls in the time range, and whether there are enough "
+    "independent sources.\n",
+    "fetching.md": "# Fetching\n\nPages are fetched through a guarded transport with byte caps "
+    "and a total deadline; redirects are checked hop by hop.\n",
+}
+
+
 def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "verifier.md").write_text(
-        "# Verifier\n\nThe verifier checks the origin of every source, whether it is about the "
-        "same target, whether it falls in the time range, and whether there are enough "
-        "independent sources.\n",
-        encoding="utf-8",
-    )
-    (root / "fetching.md").write_text(
-        "# Fetching\n\nPages are fetched through a guarded transport with byte caps and a total "
-        "deadline; redirects are checked hop by hop.\n",
-        encoding="utf-8",
-    )
-    return root
+    return docs_folder(tmp_path, DOCS)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -351,3 +350,28 @@ def test_console_script_reports_errors_without_a_traceback(tmp_path: Path) -> No
     assert completed.returncode == 2
     assert "Traceback" not in completed.stderr
     assert completed.stderr.startswith("external-query: error:")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tomorrow", "--now: not an ISO datetime: 'tomorrow'"),
+        ("2026-11-30T10:00:00", "--now needs an offset (e.g. 2026-11-30T10:00:00+08:00)"),
+    ],
+)
+def test_a_clock_flag_that_is_not_an_aware_iso_datetime_is_one_input_error(
+    text: str, message: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_now(text)
+    assert str(caught.value) == message
+    assert parse_now("2026-11-30T10:00:00+08:00").utcoffset() is not None
+
+
+def test_every_command_reads_its_clock_flag_through_one_parser() -> None:
+    folder = Path(external_query_service.cli.__file__).parent
+    parsing = [
+        path.name for path in folder.glob("*.py") if "datetime.fromisoformat" in path.read_text()
+    ]
+    users = sorted(path.name for path in folder.glob("*.py") if "parse_now(" in path.read_text())
+    assert (parsing, users) == ([], ["ask.py", "record.py", "toolkit.py"])

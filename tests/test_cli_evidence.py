@@ -12,62 +12,33 @@ from typing import Any
 
 import pytest
 
-from external_query_service.admission import PROTOCOL
 from external_query_service.cli import main
 from external_query_service.ledger import Ledger
 from external_query_service.methods.public_github import PROVIDER_ID as PUBLIC_GITHUB
 from external_query_service.testing import SEARX, LoopbackServer, World
 from external_query_service.testing.server import json_reply
 
-from .test_public_github import closed_port
+from .world import ORIGINAL_SOURCE, closed_port, provider_row, receipt_for, receipt_source
 
 REPO = Path(__file__).resolve().parents[1]
 
 OBJECTIVE = "Compare current behavior"
-SOURCE = "https://example.com/original"
+SOURCE = ORIGINAL_SOURCE
 OTHER = "https://example.com/other"
-
-
-def provider(**overrides: Any) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "provider_id": "connector:docs",
-        "provider_kind": "connector",
-        "protocol": PROTOCOL,
-        "declared": True,
-        "installed": True,
-        "enabled": True,
-        "ready": True,
-    }
-    values.update(overrides)
-    return values
 
 
 def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
     """What the provider a plan selected hands back: a succeeded receipt, one source per ref."""
-    return {
-        "schema_version": "external_evidence_receipt_v0",
-        "plan_id": plan["plan_id"],
-        "request_id": plan["request"]["request_id"],
-        "provider_id": plan["selected_provider"]["provider_id"],
-        "provider_kind": plan["selected_provider"]["provider_kind"],
-        "status": "succeeded",
-        "sources": [
-            {
-                "source_ref": ref,
-                "source_family": "original-publisher",
-                "basis": "observed",
-                "finding": f"The bounded observation at {ref}",
-                "limitation": "What was not inspected",
-                "publication_date": None,
-                "accessed_at": "2026-03-01T10:00:00Z",
-                "content_digest": "sha256:" + "ab" * 32,
-            }
-            for ref in refs
-        ],
-        "summary": "Compact evidence summary",
-        "limitations": ["Caller receipt is not provider execution attestation"],
-        "completed_at": "2026-03-01T10:05:00Z",
-    }
+    sources = [
+        receipt_source(
+            ref,
+            finding=f"The bounded observation at {ref}",
+            limitation="What was not inspected",
+            accessed_at="2026-03-01T10:00:00Z",
+        )
+        for ref in refs
+    ]
+    return receipt_for(plan, sources, completed_at="2026-03-01T10:05:00Z")
 
 
 class Cli:
@@ -106,7 +77,7 @@ class Cli:
         return json.loads(out)
 
     def plan(self, **overrides: Any) -> Path:
-        inventory = self.write("providers.json", {"providers": [provider()]})
+        inventory = self.write("providers.json", {"providers": [provider_row()]})
         data = self.ok(
             "evidence", "plan", "--objective", overrides.get("objective", OBJECTIVE),
             "--user-activity", "Choose an implementation", "--decision", "Whether to adopt it",
@@ -221,7 +192,7 @@ def test_admitting_from_two_cli_processes_at_once_records_one_admission(cli: Cli
 def test_a_preferred_provider_id_selects_among_ready_providers(cli: Cli) -> None:
     inventory = cli.write(
         "providers.json",
-        {"providers": [provider(), provider(provider_id="connector:search")]},
+        {"providers": [provider_row(), provider_row(provider_id="connector:search")]},
     )
     args = ["evidence", "plan", "--objective", OBJECTIVE, "--user-activity", "a",
             "--decision", "d", "--evidence-kind", "k", "--provider-inventory-json",
@@ -238,7 +209,7 @@ def test_a_preferred_provider_id_selects_among_ready_providers(cli: Cli) -> None
 
 
 def test_discover_projects_registry_rows_as_not_ready(cli: Cli) -> None:
-    inventory = cli.write("providers.json", {"providers": [provider()]})
+    inventory = cli.write("providers.json", {"providers": [provider_row()]})
     found = cli.ok("evidence", "discover", "--connector-registry", "--provider-inventory-json",
                    str(inventory))  # fmt: skip
     rows = {row["provider_id"]: row for row in found["providers"]}

@@ -58,7 +58,7 @@ def test_every_alias_leads_back_to_its_currency() -> None:
         assert {currency_code(alias) for alias in currency_aliases(code)} == {code}
 
 
-def test_aliases_are_distinct_after_normalisation() -> None:
+def test_aliases_are_distinct_after_normalization() -> None:
     keys = [normalize_for_match(alias) for alias in currency_aliases("CNY")]
     assert len(keys) == len(set(keys))
 

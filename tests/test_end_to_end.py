@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-from datetime import date, datetime, timedelta, timezone
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,21 @@ from external_query_service.testing import (
     FORECAST,
     SEARX,
     LoopbackServer,
-    RecordedRequest,
-    Reply,
     World,
     article,
     hit,
     json_reply,
 )
 
-CST = timezone(timedelta(hours=8))
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=CST)
+from .world import (
+    NOW,
+    closed_port,
+    docs_folder,
+    forecast_reply,
+    make_service,
+    serve_zhanjiang_geocoding,
+)
+
 TOMORROW = "2026-12-01"
 WEATHER = {
     "query_kind": "weather",
@@ -38,55 +42,6 @@ WEATHER_QUESTION = "湛江明天天气怎么样？"
 @pytest.fixture
 def world(loopback: LoopbackServer) -> World:
     return World(loopback)
-
-
-def make_service(world: World, *adapters: dict[str, Any], **sections: Any) -> ExternalQueryService:
-    return ExternalQueryService(world.settings(*adapters, **sections), clock=fixed_clock(NOW))
-
-
-def serve_zhanjiang_geocoding(world: World) -> None:
-    place = {
-        "id": 1790437,
-        "name": "湛江市",
-        "latitude": 21.28,
-        "longitude": 110.34,
-        "country_code": "CN",
-        "timezone": "Asia/Shanghai",
-        "country": "中国",
-        "admin1": "广东省",
-    }
-    world.geocoding(lambda _r: json_reply({"results": [place], "generationtime_ms": 0.4}))
-
-
-def forecast_reply(request: RecordedRequest) -> Reply:
-    start = date.fromisoformat(request.query["start_date"][0])
-    end = date.fromisoformat(request.query["end_date"][0])
-    days = [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
-    return json_reply(
-        {
-            "latitude": 21.25,
-            "longitude": 110.375,
-            "utc_offset_seconds": 28800,
-            "timezone": "Asia/Shanghai",
-            "timezone_abbreviation": "GMT+8",
-            "daily_units": {
-                "time": "iso8601",
-                "weather_code": "wmo code",
-                "temperature_2m_max": "°C",
-                "temperature_2m_min": "°C",
-                "precipitation_sum": "mm",
-                "precipitation_probability_max": "%",
-            },
-            "daily": {
-                "time": days,
-                "weather_code": [3] * len(days),
-                "temperature_2m_max": [24.1] * len(days),
-                "temperature_2m_min": [18.0] * len(days),
-                "precipitation_sum": [0.0] * len(days),
-                "precipitation_probability_max": [10] * len(days),
-            },
-        }
-    )
 
 
 def weather_page(world: World) -> str:
@@ -107,14 +62,9 @@ def weather_page(world: World) -> str:
     return url
 
 
-def docs_folder(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "guide.md").write_text(
-        "# Guide\n\nThe verifier checks origin, target, time range and source count.\n",
-        encoding="utf-8",
-    )
-    return root
+def guide_folder(tmp_path: Path) -> Path:
+    guide = "# Guide\n\nThe verifier checks origin, target, time range and source count.\n"
+    return docs_folder(tmp_path, {"guide.md": guide})
 
 
 def docs_adapter(root: Path) -> dict[str, Any]:
@@ -134,7 +84,7 @@ def test_dated_located_weather_question_answers_from_the_fact_api_first(
     serve_zhanjiang_geocoding(world)
     world.forecast(forecast_reply)
     weather_page(world)
-    adapters = (world.searxng(), world.open_meteo(), docs_adapter(docs_folder(tmp_path)))
+    adapters = (world.searxng(), world.open_meteo(), docs_adapter(guide_folder(tmp_path)))
     with make_service(world, *adapters) as service:
         answer = service.answer(WEATHER_QUESTION, WEATHER)
 
@@ -156,7 +106,7 @@ def test_weather_without_fact_api_goes_to_live_search_and_answers_from_the_page_
     world: World, tmp_path: Path
 ) -> None:
     url = weather_page(world)
-    with make_service(world, docs_adapter(docs_folder(tmp_path)), world.searxng()) as service:
+    with make_service(world, docs_adapter(guide_folder(tmp_path)), world.searxng()) as service:
         answer = service.answer(WEATHER_QUESTION, WEATHER)
 
     assert answer.status == "answered"
@@ -356,12 +306,6 @@ def test_sources_all_denied_give_insufficient_evidence_with_no_sources(world: Wo
 
 
 # -- failover -------------------------------------------------------------------------------
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.parametrize("failure", ["connection_refused", "http_500"])

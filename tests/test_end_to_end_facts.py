@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,7 @@ from external_query_service.testing import (
     json_reply,
 )
 
-from .test_end_to_end import forecast_reply
-
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+from .world import NOW, forecast_reply
 
 
 @pytest.fixture

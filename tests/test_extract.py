@@ -66,7 +66,7 @@ def test_news_page_yields_title_publication_date_and_language() -> None:
     assert page.language_hint == "en-gb"
 
 
-def test_extracted_text_is_normalised() -> None:
+def test_extracted_text_is_normalized() -> None:
     page = extract_page(page_text("news_boilerplate.html"), URL)
     assert page.text == normalize_text(page.text)
     assert "  " not in page.text
@@ -128,8 +128,9 @@ def test_nav_and_cookie_only_page_is_too_short() -> None:
 
 
 def test_text_nested_deeper_than_the_parser_keeps_is_no_evidence_not_a_crash() -> None:
-    # libxml2 silently drops content nested past its depth limit (SECURITY T13, row 26);
-    # the limit stays on, and what is left over is a typed failure, never "" as evidence.
+    # libxml2 silently drops content nested past its depth limit, which guards the parser
+    # against hostile nesting; the limit stays on, and what is left over is a typed failure,
+    # never "" as evidence.
     text = "深层嵌套的正文内容，" * 40
     html = "<html><body>" + "<div>" * 300 + f"<p>{text}</p>" + "</div>" * 300 + "</body></html>"
     with pytest.raises(ExtractionFailed) as caught:
@@ -151,7 +152,7 @@ def test_length_floor_counts_a_cjk_character_as_five() -> None:
     assert not is_too_short("汉" * 20 + "a" * 100)
 
 
-def test_plain_text_is_only_normalised() -> None:
+def test_plain_text_is_only_normalized() -> None:
     text = "第一行  有空格\r\n\r\n" + "第二行内容。" * 10
     page = extract_page(text, URL, content_type="text/plain")
     assert page.text == normalize_text(text)

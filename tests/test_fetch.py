@@ -47,20 +47,13 @@ from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.testing.server import RecordedRequest, json_reply
 
-
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[LoopbackServer]:
-    # One server per module: stopping a server waits out serve_forever's 0.5 s poll, which
-    # per test would double this file's run time. Tests route their own paths first.
-    with LoopbackServer() as server:
-        yield server
+from .world import closed_port
 
 
 @pytest.fixture
-def loopback(module_server: LoopbackServer) -> LoopbackServer:
-    """The module's server with an empty request log (shadows the conftest fixture)."""
-    module_server.requests.clear()
-    return module_server
+def loopback(shared_loopback: LoopbackServer) -> LoopbackServer:
+    """This module's tests share one server (see conftest)."""
+    return shared_loopback
 
 
 CAP = 1_000_000
@@ -484,9 +477,7 @@ def test_a_trusted_endpoint_reports_invalid_json(loopback: LoopbackServer) -> No
 
 
 def test_a_trusted_endpoint_on_a_closed_port_fails_to_connect() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     with pytest.raises(FetchError) as caught:
         run_get_json(f"http://127.0.0.1:{port}/v1", "x")
     assert caught.value.reason == "connect_failed"
@@ -626,7 +617,7 @@ def test_every_redirect_hop_is_resolved_and_checked_again(loopback: LoopbackServ
     assert [r.path for r in loopback.requests] == ["/first"]
 
 
-# -- the circuit breaker (SECURITY T23, matrix row 32) ------------------------------------------
+# -- the circuit breaker: a host that keeps failing is left alone for a while -----------------
 
 
 class FakeClock:
@@ -712,9 +703,7 @@ def test_answers_and_policy_refusals_do_not_open_the_circuit(loopback: LoopbackS
 
 
 def test_an_unreachable_endpoint_fails_fast_once_its_circuit_opens() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     breaker = CircuitBreaker(threshold=2, clock=FakeClock())
 
     async def go() -> list[str]:

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from external_query_service.admission import (
-    PROTOCOL,
     ContractRejected,
     build_plan,
     build_request,
@@ -37,55 +36,38 @@ from external_query_service.ledger import (
 )
 from external_query_service.settings import Settings
 
+from .world import provider_row, receipt_for, receipt_source
+
 REPO = Path(__file__).resolve().parents[1]
 OBJECTIVE = "Is the literal present in the public source?"
 SOURCES = [f"https://example.com/doc-{index}" for index in range(4)]
 
 
 def make_plan(objective: str = OBJECTIVE) -> EvidencePlan:
-    inventory = {
-        "providers": [
-            {
-                "provider_id": "connector:docs",
-                "provider_kind": "connector",
-                "protocol": PROTOCOL,
-                "declared": True,
-                "installed": True,
-                "enabled": True,
-                "ready": True,
-            }
-        ]
-    }
     request = build_request(objective, "Choose a source", "Whether to adopt", ["literal_match"])
-    return build_plan(request, parse_inventory(inventory))
+    return build_plan(request, parse_inventory({"providers": [provider_row()]}))
 
 
 def make_receipt(plan: EvidencePlan, refs: list[str] = SOURCES) -> EvidenceReceipt:
+    sources = [
+        receipt_source(
+            ref,
+            finding=f"finding for {ref}",
+            limitation="one page only",
+            publication_date="2026-01-02",
+            accessed_at="2026-03-01T10:00:00Z",
+            content_digest=content_id({"ref": ref}),
+        )
+        for ref in refs
+    ]
     return parse_receipt(
-        {
-            "schema_version": "external_evidence_receipt_v0",
-            "plan_id": plan.plan_id,
-            "request_id": plan.request.request_id,
-            "provider_id": "connector:docs",
-            "provider_kind": "connector",
-            "status": "succeeded",
-            "sources": [
-                {
-                    "source_ref": ref,
-                    "source_family": "original-publisher",
-                    "basis": "observed",
-                    "finding": f"finding for {ref}",
-                    "limitation": "one page only",
-                    "publication_date": "2026-01-02",
-                    "accessed_at": "2026-03-01T10:00:00Z",
-                    "content_digest": content_id({"ref": ref}),
-                }
-                for ref in refs
-            ],
-            "summary": "s",
-            "limitations": [],
-            "completed_at": "2026-03-01T10:01:00Z",
-        }
+        receipt_for(
+            plan.model_dump(mode="json"),
+            sources,
+            summary="s",
+            limitations=[],
+            completed_at="2026-03-01T10:01:00Z",
+        )
     )
 
 

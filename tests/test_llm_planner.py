@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import date
 from typing import Any
 
 import pytest
@@ -18,11 +18,8 @@ from external_query_service.planner import ExternalQueryPlanner, PlannerResult
 from external_query_service.testing import LoopbackServer
 
 from .llm_chat import CHAT_PATH, ChatServer, answer_json, api_error, completion
-from .test_end_to_end import forecast_reply, serve_zhanjiang_geocoding
-from .world import World
+from .world import NOW, World, forecast_reply, serve_zhanjiang_geocoding
 
-CST = timezone(timedelta(hours=8))
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=CST)
 QUESTION = "湛江明天天气怎么样？"
 KEY_ENV = "EQS_TEST_LLM_KEY"
 SECRET = "sk-test-planner-2b9e7d1c5a3f"

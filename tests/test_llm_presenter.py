@@ -26,9 +26,8 @@ from external_query_service.presenter import ExternalAnswerPresenter, Presentati
 from external_query_service.testing import LoopbackServer, Reply
 
 from .llm_chat import CHAT_PATH, ChatServer, Step, answer_json, api_error, completion
-from .test_end_to_end import forecast_reply, serve_zhanjiang_geocoding
 from .test_presenter import evidence_blocks, fixed_tokens, make_evidence, make_packet
-from .world import World
+from .world import World, docs_folder, forecast_reply, serve_zhanjiang_geocoding
 
 PREFIX = "外部实时查询："
 WEATHER_ID = evidence_id("https://api.open-meteo.com/v1/forecast", "sha256:aa", 0)
@@ -458,13 +457,11 @@ def test_through_the_service_the_echoed_key_reaches_neither_the_answer_nor_the_a
     chat: ChatServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "verifier.md").write_text(
+    verifier = (
         "# Verifier\n\nThe verifier checks the origin of every source and whether there are "
-        "enough independent sources.\n",
-        encoding="utf-8",
+        "enough independent sources.\n"
     )
+    root = docs_folder(tmp_path, {"verifier.md": verifier})
 
     def echo(body: dict[str, Any]) -> Reply:
         prompt = "\n".join(message["content"] for message in body["messages"])

@@ -14,8 +14,7 @@ from external_query_service.cli import main
 from external_query_service.testing import LoopbackServer, Reply
 
 from .llm_chat import ChatServer, answer_json
-from .test_end_to_end import forecast_reply, serve_zhanjiang_geocoding
-from .world import World
+from .world import World, forecast_reply, serve_zhanjiang_geocoding
 
 NOW = "2026-11-30T10:00:00+08:00"
 

@@ -18,33 +18,20 @@ from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession
 
 from .test_toolkit_tasks import REQUIREMENT, serve_docs, web_task, write
-from .world import World, article, hit
+from .world import PORT_QUESTION, World, serve_port_news
 
 mcp = pytest.importorskip("mcp")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
 
-QUESTION = "湛江港今年货物吞吐量是多少？"
+QUESTION = PORT_QUESTION
 TOOLS = {"observe", "arguments", "operate", "answer", "read_evidence"}
 
 
 def serve_world(loopback: LoopbackServer) -> World:
     world = World(loopback)
-    url = world.page(
-        "port-news.test",
-        "/throughput",
-        article(
-            "湛江港吞吐量创新高",
-            [
-                "湛江港今年货物吞吐量预计突破3亿吨，同比增长约百分之八，集装箱航线持续加密。",
-                "港口集团表示，新建的30万吨级航道将在明年投入使用，进一步提升吞吐能力。",
-                "业内人士认为，西部陆海新通道的建设带动了湛江港腹地货源的增长。",
-            ],
-            published="2026-11-20",
-        ),
-    )
-    world.results(QUESTION, [hit(url, "湛江港吞吐量", "湛江港货物吞吐量")])
+    serve_port_news(world, QUESTION)
     return world
 
 

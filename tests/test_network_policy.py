@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import httpcore
 import pytest
@@ -20,19 +20,10 @@ from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 
 
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[LoopbackServer]:
-    # One server per module: stopping a server waits out serve_forever's 0.5 s poll, which
-    # per test would double this file's run time. Tests route their own paths first.
-    with LoopbackServer() as server:
-        yield server
-
-
 @pytest.fixture
-def loopback(module_server: LoopbackServer) -> LoopbackServer:
-    """The module's server with an empty request log (shadows the conftest fixture)."""
-    module_server.requests.clear()
-    return module_server
+def loopback(shared_loopback: LoopbackServer) -> LoopbackServer:
+    """This module's tests share one server (see conftest)."""
+    return shared_loopback
 
 
 REFUSED_ADDRESSES = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,6 +26,8 @@ from external_query_service.methods.public_github import (
 from external_query_service.settings import GitHubSettings, NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.testing.server import json_reply
+
+from .world import closed_port
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 README = f"https://github.com/octo/public/blob/{SHA}/README.md"
@@ -226,13 +227,6 @@ def test_a_transport_failure_names_the_step_and_the_network_without_its_text() -
         f"{README}: not read; stopped at repository visibility check "
         "(not reached: connection failed; no HTTP status)"
     )
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound once, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_an_unreachable_github_is_reported_as_the_network_not_as_a_private_repository() -> None:

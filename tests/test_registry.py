@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -37,7 +37,7 @@ from external_query_service.settings import AdapterSettings, NetworkSettings, So
 from external_query_service.store import EvidenceStore
 from external_query_service.testing import LoopbackServer, json_reply
 
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+from .world import NOW
 
 
 class QuoteAdapter(Adapter):

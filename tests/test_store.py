@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,9 +11,7 @@ from external_query_service.digests import sha256_digest
 from external_query_service.store import MAX_READ_CHARS, PASSAGE_CHARS, EvidenceStore
 from external_query_service.testing import LoopbackServer
 
-from .world import World, article, hit
-
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+from .world import NOW, PORT_QUESTION, World, serve_port_news
 
 
 def long_text(paragraphs: int = 40) -> str:
@@ -111,21 +107,8 @@ def test_a_chain_snippets_ref_offset_and_length_reproduce_its_quote(
     loopback: LoopbackServer,
 ) -> None:
     world = World(loopback)
-    question = "湛江港今年货物吞吐量是多少？"
-    url = world.page(
-        "port-news.test",
-        "/throughput",
-        article(
-            "湛江港吞吐量创新高",
-            [
-                "湛江港今年货物吞吐量预计突破3亿吨，同比增长约百分之八，集装箱航线持续加密。",
-                "港口集团表示，新建的30万吨级航道将在明年投入使用，进一步提升吞吐能力。",
-                "业内人士认为，西部陆海新通道的建设带动了湛江港腹地货源的增长。",
-            ],
-            published="2026-11-20",
-        ),
-    )
-    world.results(question, [hit(url, "湛江港吞吐量", "湛江港货物吞吐量")])
+    question = PORT_QUESTION
+    serve_port_news(world, question)
     store = EvidenceStore()
     with ExternalQueryService(
         world.settings(world.searxng()), clock=fixed_clock(NOW), store=store

@@ -12,7 +12,7 @@ from external_query_service.text.targets import (
 )
 
 
-def test_normalisation_folds_width_case_script_and_whitespace() -> None:
+def test_normalization_folds_width_case_script_and_whitespace() -> None:
     assert normalize_for_match("ＡＢＣ 臺灣\t天氣\n") == "abc台湾天气"
 
 

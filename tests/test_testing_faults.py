@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -13,7 +12,8 @@ from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.faults import PRIVATE_REDIRECT
 
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+from .world import NOW
+
 QUESTION = "湛江港今年吞吐量是多少？"
 SEARX = "https://searx.example.org"
 ADAPTER = {"kind": "searxng", "id": "searx", "base_url": SEARX}

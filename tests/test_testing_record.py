@@ -9,7 +9,6 @@ import contextlib
 import io
 import json
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import quote
@@ -23,7 +22,6 @@ from external_query_service.cli import main
 from external_query_service.models import ExternalAnswer
 from external_query_service.settings import Settings
 from external_query_service.testing import (
-    RecordedRequest,
     Reply,
     World,
     article,
@@ -37,10 +35,9 @@ from external_query_service.testing import (
 )
 from external_query_service.testing.recorder import NothingAnswered
 
-from .test_public_github import closed_port
 from .test_registry import QuoteAdapter
+from .world import NOW, ZHANJIANG, closed_port, forecast_reply
 
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "湛江港今年吞吐量是多少？"
 SEMANTICS = {"entities": ["湛江港"], "time_range": {"start": "2026-11-01", "end": "2026-11-30"}}
 SEARX = "https://searx.example.org"
@@ -81,26 +78,6 @@ def quotes_registered() -> None:
     register_adapter(RecordedQuotes.kind, RecordedQuotes, replace=True)
 
 
-def _forecast(request: RecordedRequest) -> Reply:
-    start = date.fromisoformat(request.query["start_date"][0])
-    return json_reply(
-        {
-            "latitude": 21.25,
-            "longitude": 110.375,
-            "utc_offset_seconds": 28800,
-            "timezone": "Asia/Shanghai",
-            "daily": {
-                "time": [start.isoformat()],
-                "weather_code": [3],
-                "temperature_2m_max": [24.1],
-                "temperature_2m_min": [18.0],
-                "precipitation_sum": [0.0],
-                "precipitation_probability_max": [10],
-            },
-        }
-    )
-
-
 @contextlib.contextmanager
 def live_world() -> Iterator[World]:
     """The "real" providers: a search engine, three sites, Open-Meteo."""
@@ -139,23 +116,13 @@ def live_world() -> Iterator[World]:
             f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
             json_reply(searx_body(QUESTION, hits)),
         )
-        place = {
-            "id": 1791121,
-            "name": "湛江市",
-            "latitude": 21.28,
-            "longitude": 110.34,
-            "country_code": "CN",
-            "timezone": "Asia/Shanghai",
-            "country": "中国",
-            "admin1": "广东省",
-        }
         # A provider that echoes credentials back (debug data): the recording keeps the
         # body with them scrubbed out.
         world.route(
             "https://geocoding-api.open-meteo.com/v1/search",
-            json_reply({"results": [place], "debug": f"{ENV_TOKEN} {OPTION_SECRET}"}),
+            json_reply({"results": [ZHANJIANG], "debug": f"{ENV_TOKEN} {OPTION_SECRET}"}),
         )
-        world.route("https://api.open-meteo.com/v1/forecast", _forecast)
+        world.route("https://api.open-meteo.com/v1/forecast", forecast_reply)
         quote = json_reply({"price": 1688.5, "date": "2026-11-27"})
         world.route(f"{QUOTES}/quote?symbol=600519", quote)
         yield world

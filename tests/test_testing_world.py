@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tomllib
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import ClassVar
 
@@ -43,8 +42,9 @@ from external_query_service.testing.world_files import (
     write_world,
 )
 
+from .world import NOW
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases"
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "2026年珠海航展有哪些新机型亮相？"
 AIRSHOW = article(
     "珠海航展新机型集中亮相",
@@ -68,7 +68,7 @@ def test_testing_all_is_sorted_constants_then_classes_then_functions() -> None:
 # -- settings: connect_to and ca_bundle --------------------------------------------------------
 
 
-def test_connect_to_entries_are_normalised_and_checked() -> None:
+def test_connect_to_entries_are_normalized_and_checked() -> None:
     settings = Settings.from_mapping(
         {"network": {"connect_to": {"News.Example.:443": "127.0.0.1:8443"}}}
     )

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -14,7 +14,8 @@ from external_query_service.verifier.timecheck import (
     local_date,
 )
 
-CST = timezone(timedelta(hours=8))
+from .world import CST
+
 TODAY = date(2024, 5, 11)
 
 

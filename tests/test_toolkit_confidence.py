@@ -73,7 +73,7 @@ def test_a_token_spanning_the_opening_quote_is_read_from_the_value_on() -> None:
     )
     start = string_values(text)["tool"][0][0]
     distribution = choice_distribution(pieces, start, OFFERED)
-    # "x…" fits no offered value: its 0.2 is dropped and the rest normalised.
+    # "x…" fits no offered value: its 0.2 is dropped and the rest normalized.
     assert distribution == pytest.approx({"o-3fa9": 0.5 / 0.8, "o-3fb1": 0.0, "o-77c2": 0.3 / 0.8})
 
 

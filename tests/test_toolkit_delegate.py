@@ -564,7 +564,7 @@ def test_an_explore_choice_needs_less_certainty_than_a_match_choice(
     gates = [line["gate"] for line in archived(archive) if "gate" in line]
     figure = next(gate for gate in gates if gate["gated"])["figures"][-1]
     assert (figure["field"], figure["selection"], figure["passed"]) == ("path", "explore", True)
-    # Normalised over the offered paths it is about 0.51: short of a match choice's 0.55.
+    # Normalized over the offered paths it is about 0.51: short of a match choice's 0.55.
     assert 0.30 <= figure["probability"] < 0.55
 
 

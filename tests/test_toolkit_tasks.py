@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import json
 import re
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,10 @@ from external_query_service.toolkit import (
     operations,
 )
 
+from .world import NOW
+
 ROOT_README = Path(__file__).resolve().parent.parent / "README.md"
 
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 REQUIREMENT = "需要 Python 3.11"
 LICENCE = "MIT 许可证"
 

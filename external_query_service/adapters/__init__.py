@@ -11,6 +11,7 @@ __all__ = ["builtin_adapters"]
 
 
 def builtin_adapters() -> dict[str, type[Adapter]]:
+    """The adapter classes this package ships, by kind (imported on first call)."""
     from .frankfurter import FrankfurterAdapter
     from .local_docs import LocalDocsAdapter
     from .open_meteo import OpenMeteoAdapter

@@ -42,6 +42,7 @@ __all__ = [
     "AdapterOutcome",
     "AdapterRuntime",
     "EndpointClient",
+    "EndpointFactory",
     "FactLine",
     "PageFetcher",
     "decimal_text",
@@ -53,21 +54,29 @@ __all__ = [
 class PageFetcher(Protocol):
     """Fetches URLs that came from outside, under the network policy."""
 
-    async def fetch(self, url: str) -> FetchedPage: ...
+    async def fetch(self, url: str) -> FetchedPage:
+        """The page at ``url`` under the network policy, bounded in bytes and time."""
+        ...
 
 
 class EndpointClient(Protocol):
     """Calls one configured API origin (trusted at that exact origin only)."""
 
     @property
-    def base_url(self) -> str: ...
+    def base_url(self) -> str:
+        """The API root this client calls."""
+        ...
 
     async def get_json(
         self, path: str, params: Mapping[str, str | int] | None = None
-    ) -> ApiResponse: ...
+    ) -> ApiResponse:
+        """GET ``path`` (relative to the root) with ``params``; the reply's JSON, bounded."""
+        ...
 
 
 class EndpointFactory(Protocol):
+    """Builds the trusted client of a configured API root (the adapter's own origin only)."""
+
     def __call__(self, base_url: str) -> EndpointClient: ...
 
 
@@ -107,6 +116,7 @@ class Adapter(ABC):
 
     @property
     def adapter_id(self) -> str:
+        """The adapter's id: its settings id, or its kind when none was given."""
         return self.config.id
 
     @property
@@ -119,6 +129,7 @@ class Adapter(ABC):
 
     @property
     def capability(self) -> AdapterCapability:
+        """What this adapter declares it can do; ranking reads only this."""
         return AdapterCapability(
             adapter_id=self.adapter_id,
             kind=self.kind,

@@ -24,7 +24,11 @@ from .options import Endpoints
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse
 
-__all__ = ["FrankfurterAdapter", "currency_pair"]
+__all__ = [
+    "MAX_SERIES_DATES",
+    "FrankfurterAdapter",
+    "currency_pair",
+]
 
 #: At most this many dates from a time series become evidence (the most recent ones).
 MAX_SERIES_DATES = 31
@@ -69,6 +73,7 @@ class FrankfurterAdapter(Adapter):
 
     @property
     def base_url(self) -> str:
+        """The configured API base URL (the public one when not set), without a trailing slash."""
         return self.options.base_url.rstrip("/")
 
     async def _get(

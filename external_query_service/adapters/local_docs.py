@@ -42,7 +42,13 @@ from ..toolkit.errors import ToolkitError
 from ..toolkit.fsguard import SafeRoot
 from .base import Adapter, AdapterOutcome, AdapterRuntime, evidence_id
 
-__all__ = ["LocalDocsAdapter"]
+__all__ = [
+    "MAX_EVIDENCE",
+    "MAX_FILES",
+    "MEDIA_TYPES",
+    "MIN_SCORE_BPS",
+    "LocalDocsAdapter",
+]
 
 #: File types read, by suffix, with the media type the decoder and extractor expect.
 MEDIA_TYPES = {
@@ -64,13 +70,14 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 #: An ATX heading line (``# Title``), the markdown structure that names a document. Spaces
 #: around the title and the optional closing ``#`` run are stripped in Python: unbounded
 #: runs over the same characters side by side (``[ \t]+(.+?)[ \t]*#*``) backtrack
-#: polynomially on a long line of spaces (SECURITY T14); this has one run per line.
+#: polynomially on a long line of spaces (a file is untrusted input, and a pattern on the
+#: evidence path must run in linear time); this has one run per line.
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]([^\n]*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class _Doc:
-    """One file as read and prepared: normalised text, chunks, and where it came from."""
+    """One file as read and prepared: normalized text, chunks, and where it came from."""
 
     relpath: str  # POSIX, relative to the root
     title: str

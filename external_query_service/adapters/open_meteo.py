@@ -32,7 +32,12 @@ from .weather_codes import UNKNOWN_WEATHER, weather_description
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse
 
-__all__ = ["OpenMeteoAdapter"]
+__all__ = [
+    "FORECAST_DAYS",
+    "PAST_DAYS",
+    "UNKNOWN",
+    "OpenMeteoAdapter",
+]
 
 #: How far back (``past_days``) and ahead (``forecast_days``) the forecast API reaches.
 PAST_DAYS = 92
@@ -168,10 +173,14 @@ class OpenMeteoAdapter(Adapter):
 
     @property
     def base_url(self) -> str:
+        """The forecast API base URL (the public one when not set), without a trailing
+        slash."""
         return self.options.base_url.rstrip("/")
 
     @property
     def geocoding_url(self) -> str:
+        """The geocoding API base URL (the public one when not set), without a trailing
+        slash."""
         return self.options.geocoding_url.rstrip("/")
 
     async def _get(

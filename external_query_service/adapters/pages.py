@@ -26,7 +26,14 @@ from ..text.chunk import Chunk
 from ..text.dates import find_dates
 from ..text.score import best_snippets
 
-__all__ = ["PAGE_MIN_SCORE", "PageHarvest", "SearchHit", "gather_deadline", "harvest_pages"]
+__all__ = [
+    "DEADLINE_MARGIN_S",
+    "PAGE_MIN_SCORE",
+    "PageHarvest",
+    "SearchHit",
+    "gather_deadline",
+    "harvest_pages",
+]
 
 #: A page (or a stand-in search snippet) counts only when its best chunk reaches this score.
 #: Lexical scores of a natural-language Chinese question against relevant text sit around
@@ -45,6 +52,8 @@ DEADLINE_MARGIN_S = 0.25
 
 @dataclass(frozen=True)
 class SearchHit:
+    """One result of a search engine, before its page is fetched."""
+
     url: str
     title: str
     snippet: str
@@ -57,6 +66,9 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class PageHarvest:
+    """What the page chain made of a list of hits: body evidence, and how many pages were
+    fetched, failed, and why each failure happened."""
+
     evidence: tuple[Evidence, ...]
     fetched: int
     failed: int

@@ -56,6 +56,9 @@ def _published(value: JsonValue) -> date | None:
 
 
 class SearxngAdapter(Adapter):
+    """Live web search through a SearXNG instance (``base_url``): hits become body evidence
+    through the page chain, or snippet evidence when a page cannot be read."""
+
     kind: ClassVar[str] = "searxng"
     provider_type: ClassVar[ProviderType] = "live_search"
     supports_freshness: ClassVar[bool] = True

@@ -8,7 +8,7 @@ from .admit import admission_id_of, check_admission, decide, verify_admission
 from .canonical import HASH_CONTRACT, canonical_json, content_id, loads_record, loads_value
 from .chain import ChainLink, ChainRecord, ChainRetirement, bind_answer, service_envelope
 from .discover import discover, parse_inventory, project_row, registry_rows
-from .errors import INPUT_ERROR_CODES, ContractRejected, EvidenceInputError
+from .errors import INPUT_ERROR_REASONS, ContractRejected, EvidenceInputError
 from .models import (
     PROTOCOL,
     Admission,
@@ -28,7 +28,7 @@ from .models import (
     Retirement,
     SourceDecision,
 )
-from .plan import build_plan, build_request, normalise_text, plan_id_of, verify_plan
+from .plan import build_plan, build_request, normalize_one_line, plan_id_of, verify_plan
 from .projection import compact, project
 from .receipt import check_receipt, parse_receipt, receipt_digest
 from .render import render, render_error
@@ -36,7 +36,7 @@ from .retire import retire
 
 __all__ = [
     "HASH_CONTRACT",
-    "INPUT_ERROR_CODES",
+    "INPUT_ERROR_REASONS",
     "PROTOCOL",
     "Admission",
     "AdmittedSource",
@@ -72,7 +72,7 @@ __all__ = [
     "discover",
     "loads_record",
     "loads_value",
-    "normalise_text",
+    "normalize_one_line",
     "parse_inventory",
     "parse_receipt",
     "plan_id_of",

@@ -27,6 +27,7 @@ __all__ = ["admission_id_of", "check_admission", "decide", "verify_admission"]
 
 
 def admission_id_of(admission: Admission) -> str:
+    """The content id of ``admission``: its canonical JSON without ``admission_id``."""
     return content_id(admission.model_dump(mode="json", exclude={"admission_id"}))
 
 
@@ -91,6 +92,7 @@ def verify_admission(data: Mapping[str, Any] | Admission) -> Admission:
     if list(admission.receipt_source_refs) != sorted(admission.receipt_source_refs) or list(
         admission.admitted_source_refs
     ) != sorted(admission.admitted_source_refs):
+        # A reason code on the wire (the CLI's JSON "code"): it keeps its published spelling.
         raise ContractRejected("admission_not_normalised", "source refs must be sorted")
     return admission
 

@@ -11,8 +11,7 @@ version, and the golden ids pinned in the tests must change with it.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -20,11 +19,14 @@ from typing import Any, Final
 import rfc8785
 from pydantic import JsonValue
 
+from ..digests import sha256_digest
+from ..jsonio import loads_strict
 from .errors import EvidenceInputError
 
 __all__ = [
     "DIGEST_PATTERN",
     "HASH_CONTRACT",
+    "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "canonical_json",
     "check_hashable",
@@ -42,6 +44,7 @@ MAX_DEPTH = 64
 
 
 def is_digest(value: str) -> bool:
+    """Whether ``value`` is spelled ``sha256:<64 lowercase hex>``."""
     return DIGEST_PATTERN.fullmatch(value) is not None
 
 
@@ -96,74 +99,46 @@ def canonical_json(value: object) -> bytes:
 
 def content_id(value: object) -> str:
     """``sha256:<hex>`` of the canonical bytes: the id of a hashed record."""
-    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+    return sha256_digest(canonical_json(value))
 
 
 # -- strict loading ------------------------------------------------------------------------
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, item in pairs:
-        if key in result:
-            raise EvidenceInputError("invalid_json", f"duplicate key {key!r}")
-        result[key] = item
-    return result
-
-
-def _constant(name: str) -> Any:
-    raise EvidenceInputError("invalid_json", f"{name} is not JSON")
-
-
-def _float(text: str) -> Any:
-    raise EvidenceInputError(
-        "float_in_hashed_record",
-        f"number {text} is not an integer: use basis points or a decimal string",
-    )
-
 
 #: More digits than any integer within ±(2**53 - 1) has; checked before ``int()`` so a
 #: huge literal never reaches Python's own digit limit (a bare ValueError).
 _MAX_INT_DIGITS = len(str(MAX_SAFE_INTEGER))
 
 
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
-        raise EvidenceInputError(
-            "integer_out_of_range", f"integer of {len(text)} characters is beyond ±(2**53 - 1)"
-        )
-    return int(text)
-
-
 def loads_value(text: str, *, origin: str | None = None) -> JsonValue:
-    """Parse JSON text strictly and check it may be hashed.
+    """Parse JSON text strictly (``jsonio.loads_strict``) and check it may be hashed.
 
     Refused (``EvidenceInputError``): syntax errors, duplicate keys, NaN/Infinity, floats,
     integers beyond ±(2**53 - 1), lone surrogates and nesting deeper than 64.
     """
-    try:
-        value: JsonValue = json.loads(
-            text,
-            object_pairs_hook=_pairs,
-            parse_constant=_constant,
-            parse_float=_float,
-            parse_int=_int,
+
+    refuse = functools.partial(EvidenceInputError, origin=origin)
+
+    def no_float(literal: str) -> Any:
+        raise refuse(
+            "float_in_hashed_record",
+            f"number {literal} is not an integer: use basis points or a decimal string",
         )
-    except EvidenceInputError as exc:
-        raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
-    except json.JSONDecodeError as exc:
-        raise EvidenceInputError(
-            "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}", origin=origin
-        ) from None
-    except ValueError:
-        # Any other refusal of the json module is still unusable JSON, never a crash.
-        raise EvidenceInputError("invalid_json", "not valid JSON", origin=origin) from None
-    except RecursionError:
-        raise EvidenceInputError("invalid_json", "too deeply nested", origin=origin) from None
+
+    def bounded_int(literal: str) -> int:
+        if len(literal.lstrip("-")) > _MAX_INT_DIGITS:
+            raise refuse(
+                "integer_out_of_range",
+                f"integer of {len(literal)} characters is beyond ±(2**53 - 1)",
+            )
+        return int(literal)
+
+    value: JsonValue = loads_strict(
+        text, refuse=refuse, parse_float=no_float, parse_int=bounded_int
+    )
     try:
         check_hashable(value)
     except EvidenceInputError as exc:
-        raise EvidenceInputError(exc.code, str(exc), origin=origin) from None
+        raise refuse(exc.reason, str(exc)) from None
     return value
 
 

@@ -44,6 +44,7 @@ from .receipt import receipt_digest
 from .retire import retire
 
 __all__ = [
+    "SCHEMA_CHAIN",
     "USER_ACTIVITY",
     "ChainLink",
     "ChainRecord",
@@ -86,6 +87,8 @@ class ChainLink(_Frozen):
 
 
 class ChainRetirement(_Frozen):
+    """Whether the answer's admitted evidence may retire, and if not, why."""
+
     ready: bool
     reasons: tuple[str, ...]
 
@@ -103,14 +106,17 @@ class ChainRecord(_Frozen):
 
     @property
     def plan_ids(self) -> tuple[str, ...]:
+        """One evidence plan id per adapter attempt made, in attempt order."""
         return tuple(link.plan.plan_id for link in self.links)
 
     @property
     def receipt_digests(self) -> tuple[str, ...]:
+        """The digest of each attempt's receipt, in attempt order."""
         return tuple(link.receipt_digest for link in self.links)
 
     @property
     def admission_ids(self) -> tuple[str, ...]:
+        """The id of each attempt's admission decision, in attempt order."""
         return tuple(link.admission.admission_id for link in self.links)
 
     def audit_detail(self) -> dict[str, JsonValue]:

@@ -1,23 +1,18 @@
-"""The two ways the admission contract says no.
-
-```
-ExternalQueryError
-├── InputError
-│   └── EvidenceInputError     the input itself is unusable (exit 2): ``code`` names why
-└── ContractRejected           well-formed input the contract refuses (exit 3): ``reason``
-```
-
-Both carry a snake_case code and a one-line message fit for a CLI.
+"""The two ways the admission contract says no: ``EvidenceInputError`` (an ``InputError``:
+the input itself is unusable, exit 2) and ``ContractRejected`` (well-formed input the
+contract refuses, exit 3). Both carry a snake_case ``reason`` and a one-line message fit for
+a CLI; the CLI's JSON error output names the reason ``code``, the contract's wire format.
+Their place in the library's one exception tree is drawn in ``external_query_service.errors``.
 """
 
 from __future__ import annotations
 
 from ..errors import ExternalQueryError, InputError
 
-__all__ = ["INPUT_ERROR_CODES", "ContractRejected", "EvidenceInputError"]
+__all__ = ["INPUT_ERROR_REASONS", "ContractRejected", "EvidenceInputError"]
 
-#: Every ``EvidenceInputError.code``; each is a distinct, documented input problem.
-INPUT_ERROR_CODES = frozenset(
+#: Every ``EvidenceInputError.reason``; each is a distinct, documented input problem.
+INPUT_ERROR_REASONS = frozenset(
     {
         "file_unreadable",  # missing, not a regular file, too large, no permission
         "invalid_json",  # syntax, bad UTF-8, duplicate key, NaN/Infinity, too deep
@@ -34,12 +29,13 @@ INPUT_ERROR_CODES = frozenset(
 
 
 class EvidenceInputError(InputError):
-    """Input the contract cannot even read. ``code`` is one of ``INPUT_ERROR_CODES``."""
+    """Input the contract cannot even read. ``reason`` is one of ``INPUT_ERROR_REASONS``;
+    ``origin`` (a file name, when known) prefixes the message."""
 
-    def __init__(self, code: str, message: str, *, origin: str | None = None) -> None:
-        if code not in INPUT_ERROR_CODES:
-            raise ValueError(f"unknown input error code {code!r}")
-        self.code = code
+    def __init__(self, reason: str, message: str, *, origin: str | None = None) -> None:
+        if reason not in INPUT_ERROR_REASONS:
+            raise ValueError(f"unknown input error reason {reason!r}")
+        self.reason = reason
         self.origin = origin
         super().__init__(f"{origin}: {message}" if origin else message)
 

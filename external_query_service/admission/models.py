@@ -32,6 +32,7 @@ from .errors import ContractRejected, EvidenceInputError
 
 __all__ = [
     "PROTOCOL",
+    "RULE_REASONS",
     "SCHEMA_ADMISSION",
     "SCHEMA_INVENTORY",
     "SCHEMA_OBSERVATION",
@@ -125,13 +126,6 @@ Moment = Annotated[str, AfterValidator(_moment)]
 Day = Annotated[str, AfterValidator(_day)]
 
 
-def timestamp(moment: datetime) -> str:
-    """The ISO form this contract writes (an aware datetime, seconds or finer)."""
-    if moment.utcoffset() is None:
-        raise ValueError("timestamps need an offset")
-    return moment.isoformat()
-
-
 def _moment_value(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
@@ -193,6 +187,7 @@ class ProviderInventory(_Frozen):
 
     @property
     def ready(self) -> tuple[ProviderRow, ...]:
+        """The rows whose provider is ready, in inventory order."""
         return tuple(row for row in self.providers if row.ready)
 
 
@@ -200,7 +195,7 @@ class ProviderInventory(_Frozen):
 
 
 class EvidenceRequest(_Frozen):
-    """The normalised request; ``request_id`` addresses every other field."""
+    """The normalized request; ``request_id`` addresses every other field."""
 
     schema_version: Literal["external_evidence_request_v0"] = SCHEMA_REQUEST
     request_id: Digest
@@ -211,6 +206,8 @@ class EvidenceRequest(_Frozen):
 
 
 class ProviderSelection(_Frozen):
+    """The provider a plan chose and why it was chosen."""
+
     provider_id: Ref
     provider_kind: ProviderKind
     #: ``preferred``: the caller named it; ``only_ready``: it was the one ready candidate.
@@ -236,11 +233,12 @@ class EvidencePlan(_Frozen):
         try:
             check_hashable(value, where="envelope")
         except EvidenceInputError as exc:
-            raise PydanticCustomError(exc.code, str(exc)) from None
+            raise PydanticCustomError(exc.reason, str(exc)) from None
         return value
 
     @property
     def objective(self) -> str:
+        """The request's objective."""
         return self.request.objective
 
 
@@ -300,9 +298,11 @@ class EvidenceReceipt(_Frozen):
 
     @property
     def source_refs(self) -> tuple[str, ...]:
+        """Every source's ``source_ref``, in receipt order."""
         return tuple(source.source_ref for source in self.sources)
 
     def source(self, ref: str) -> ReceiptSource:
+        """The source whose ``source_ref`` is ``ref``; ``KeyError`` when none is."""
         for item in self.sources:
             if item.source_ref == ref:
                 return item
@@ -338,6 +338,8 @@ class ReceiptObservation(_Frozen):
 
 
 class AdmittedSource(_Frozen):
+    """A source the admission let in, pinned by its content digest."""
+
     source_ref: Ref
     content_digest: Digest
 
@@ -395,6 +397,7 @@ class Admission(_Frozen):
 
     @property
     def admitted_source_refs(self) -> tuple[str, ...]:
+        """Every admitted source's ``source_ref``, in admission order."""
         return tuple(item.source_ref for item in self.admitted_sources)
 
 
@@ -410,6 +413,9 @@ class DownstreamSource(_Frozen):
 
 
 class Retirement(_Frozen):
+    """Whether an admission can be retired: every admitted source read back (``retired``)
+    or some still missing (``retained``, with the missing refs and reasons)."""
+
     schema_version: Literal["external_evidence_retirement_v0"] = SCHEMA_RETIREMENT
     admission_id: Digest
     decision: Decision

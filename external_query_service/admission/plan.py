@@ -1,4 +1,4 @@
-"""plan: bind a normalised request to exactly one ready provider, content-addressed.
+"""plan: bind a normalized request to exactly one ready provider, content-addressed.
 
 ``request_id`` = id of the request fields; ``plan_id`` = id of the whole plan without
 ``plan_id`` (request, candidate inventory, preference, selection, envelope). No clock
@@ -26,23 +26,26 @@ from .models import (
     parse_model,
 )
 
-__all__ = ["build_plan", "build_request", "normalise_text", "plan_id_of", "verify_plan"]
+__all__ = ["build_plan", "build_request", "normalize_one_line", "plan_id_of", "verify_plan"]
 
 
-def normalise_text(value: str) -> str:
-    """NFC, trimmed, inner whitespace runs collapsed to one space."""
+# Not ``text.extract.normalize_text``: that one keeps line breaks, because a page's text is
+# quoted line by line; a request field is hashed, so every whitespace run, newlines
+# included, becomes one space and the field is one line.
+def normalize_one_line(value: str) -> str:
+    """NFC, trimmed, inner whitespace runs (newlines included) collapsed to one space."""
     return " ".join(unicodedata.normalize("NFC", value).split())
 
 
 def _request_fields(
     objective: str, user_activity: str, decision: str, evidence_kinds: Iterable[str]
 ) -> dict[str, Any]:
-    kinds = sorted({normalise_text(kind) for kind in evidence_kinds} - {""})
+    kinds = sorted({normalize_one_line(kind) for kind in evidence_kinds} - {""})
     fields: dict[str, Any] = {
         "schema_version": SCHEMA_REQUEST,
-        "objective": normalise_text(objective),
-        "user_activity": normalise_text(user_activity),
-        "decision": normalise_text(decision),
+        "objective": normalize_one_line(objective),
+        "user_activity": normalize_one_line(user_activity),
+        "decision": normalize_one_line(decision),
         "evidence_kinds": kinds,
     }
     for name in ("objective", "user_activity", "decision"):
@@ -58,7 +61,7 @@ def _request_fields(
 def build_request(
     objective: str, user_activity: str, decision: str, evidence_kinds: Iterable[str]
 ) -> EvidenceRequest:
-    """The normalised request (evidence kinds deduplicated and sorted) and its id."""
+    """The normalized request (evidence kinds deduplicated and sorted) and its id."""
     fields = _request_fields(objective, user_activity, decision, evidence_kinds)
     return parse_model(
         EvidenceRequest, {**fields, "request_id": content_id(fields)}, "invalid_request"
@@ -97,13 +100,14 @@ def _plain_json(value: Mapping[str, Any]) -> dict[str, JsonValue]:
     try:
         check_hashable(value, where="envelope")
     except EvidenceInputError as exc:
-        raise ContractRejected(exc.code, str(exc)) from None
+        raise ContractRejected(exc.reason, str(exc)) from None
     # Tuples become lists, so the envelope hashes the same after a JSON round trip.
     plain: dict[str, JsonValue] = json.loads(json.dumps(value, ensure_ascii=False))
     return plain
 
 
 def plan_id_of(plan: EvidencePlan) -> str:
+    """The content id of ``plan``: its canonical JSON without ``plan_id``."""
     return content_id(plan.model_dump(mode="json", exclude={"plan_id"}))
 
 

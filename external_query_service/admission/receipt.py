@@ -15,7 +15,12 @@ from .errors import ContractRejected
 from .models import EvidencePlan, EvidenceReceipt, ReceiptObservation, parse_model
 from .plan import verify_plan
 
-__all__ = ["check_receipt", "parse_receipt", "receipt_digest"]
+__all__ = [
+    "check_identity",
+    "check_receipt",
+    "parse_receipt",
+    "receipt_digest",
+]
 
 
 def parse_receipt(data: Mapping[str, Any] | EvidenceReceipt) -> EvidenceReceipt:

@@ -20,7 +20,12 @@ from typing import NoReturn
 from .._version import __version__
 from ..errors import InputError
 
-__all__ = ["PROG", "build_parser", "main"]
+__all__ = [
+    "PROG",
+    "ArgumentParser",
+    "build_parser",
+    "main",
+]
 
 PROG = "external-query"
 
@@ -42,6 +47,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``external-query`` parser with every command registered."""
     parser = ArgumentParser(prog=PROG, description="Answer questions only from external evidence.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
@@ -51,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` and return its exit code: 2 for bad input (one line on stderr),
+    130 when interrupted, 1 for an internal failure (a traceback only with
+    ``EXTERNAL_QUERY_DEBUG`` set)."""
     try:
         args = build_parser().parse_args(argv)
         handler: Callable[[argparse.Namespace], int] = args.handler

@@ -8,7 +8,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..clock import fixed_clock
+from ..clock import fixed_clock, parse_now
 from ..errors import InputError
 from ..jsonio import load_json_file, read_regular_file
 from ..models import ExternalAnswer
@@ -29,6 +29,7 @@ search, which needs a searxng adapter in --config."""
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``ask`` command to ``commands``."""
     ask = add_command(
         commands,
         "ask",
@@ -107,7 +108,7 @@ def register(commands: Subparsers) -> None:
         metavar="DIR",
         help="replay a recorded world folder on loopback (its settings and clock)",
     )
-    ask.set_defaults(handler=run)
+    ask.set_defaults(handler=_run)
 
 
 def _iso_date(value: str, flag: str) -> date:
@@ -115,16 +116,6 @@ def _iso_date(value: str, flag: str) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise InputError(f"{flag}: not a date (YYYY-MM-DD): {value!r}") from None
-
-
-def _now(value: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"--now: not an ISO datetime: {value!r}") from None
-    if moment.utcoffset() is None:
-        raise InputError(f"--now needs an offset (e.g. {value}+08:00)")
-    return moment
 
 
 def _semantics(args: argparse.Namespace, today: date) -> dict[str, Any]:
@@ -217,11 +208,11 @@ def _markdown(answer: ExternalAnswer) -> str:
     return f"{answer.text.rstrip()}\n\n{footer}\n"
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     question = _question(args)
     if args.world is not None:
         return _replay(args, question)
-    return _answer(args, question, _settings(args), _now(args.now) if args.now else None)
+    return _answer(args, question, _settings(args), parse_now(args.now) if args.now else None)
 
 
 def _replay(args: argparse.Namespace, question: str) -> int:
@@ -232,7 +223,7 @@ def _replay(args: argparse.Namespace, question: str) -> int:
     from ..testing.world import open_world  # only a replay needs the world server
 
     with open_world(args.world) as world:
-        now = _now(args.now) if args.now else world.now
+        now = parse_now(args.now) if args.now else world.now
         # The recorded question replays with its recorded semantics unless flags say otherwise.
         recorded = world.spec.recorded_semantics(question) if world.spec else None
         return _answer(args, question, _settings(args, world.settings()), now, default=recorded)

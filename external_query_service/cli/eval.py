@@ -26,6 +26,7 @@ _BAR = 24
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``eval`` command to ``commands``."""
     evaluate_ = add_command(
         commands,
         "eval",
@@ -50,7 +51,7 @@ def register(commands: Subparsers) -> None:
         metavar="DIR",
         help=f"folder for report.json and report.html (default: ./{DEFAULT_OUT})",
     )
-    evaluate_.set_defaults(handler=run)
+    evaluate_.set_defaults(handler=_run)
 
 
 class _Progress:
@@ -73,7 +74,7 @@ class _Progress:
         self._stream.flush()
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     files = find_case_files(args.cases)
     root = args.cases if args.cases.is_dir() else None
     cases = [case for path in files for case in load_cases(path, root=root)]

@@ -56,7 +56,7 @@ from ..admission.models import Admission, ProviderRow
 from ..clock import system_clock
 from ..errors import InputError, SettingsError
 from ..gateway.registry import known_kinds
-from ..jsonio import MAX_JSON_BYTES, read_regular_file
+from ..jsonio import read_text_file
 from ..ledger import Ledger, LedgerError, resolve_ledger_path
 from ..methods.public_github import (
     PROVIDER_ID as PUBLIC_GITHUB,
@@ -71,7 +71,15 @@ from ..settings import LedgerSettings, Settings
 from . import PROG
 from ._help import Subparsers, add_command
 
-__all__ = ["register"]
+__all__ = [
+    "CALLER_ENVELOPE",
+    "EXIT_DONE",
+    "EXIT_INPUT",
+    "EXIT_REJECTED",
+    "FLOW",
+    "PUBLIC_GITHUB_PROBED",
+    "register",
+]
 
 Format = Literal["json", "markdown"]
 #: discover --probe's public-github row: its readiness is a per-repository visibility check,
@@ -87,7 +95,7 @@ CALLER_ENVELOPE: dict[str, JsonValue] = {
 }
 
 
-class ExecutionPreview(BaseModel):
+class _ExecutionPreview(BaseModel):
     """``execute`` without ``--execute``: what would be read, and that nothing was."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -152,6 +160,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``evidence`` command (its flow steps) and ``ledger`` to ``commands``."""
     common = _common()
     evidence = add_command(
         commands,
@@ -214,7 +223,7 @@ def _register_discover(steps: Subparsers, common: argparse.ArgumentParser) -> No
         "--provider-inventory-json",
         'merge your own observations: a JSON file {"providers": [...]}',
     )
-    found.set_defaults(handler=_guarded(run_discover))
+    found.set_defaults(handler=_guarded(_run_discover))
 
 
 def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -285,7 +294,7 @@ def _register_plan(steps: Subparsers, common: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         help="with --public-github: a literal to find in each file (repeat)",
     )
-    plan.set_defaults(handler=_guarded(run_plan))
+    plan.set_defaults(handler=_guarded(_run_plan))
 
 
 def _plan_and_receipt(parser: argparse.ArgumentParser) -> None:
@@ -319,7 +328,7 @@ def _register_receipt(steps: Subparsers, common: argparse.ArgumentParser) -> Non
         ],
     )
     _plan_and_receipt(receipt)
-    receipt.set_defaults(handler=_guarded(run_receipt))
+    receipt.set_defaults(handler=_guarded(_run_receipt))
 
 
 def _register_admit(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -358,7 +367,7 @@ def _register_admit(steps: Subparsers, common: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="a source_ref of the receipt to admit (repeat; admit needs one, reject none)",
     )
-    admit.set_defaults(handler=_guarded(run_admit))
+    admit.set_defaults(handler=_guarded(_run_admit))
 
 
 def _register_readback(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -400,7 +409,7 @@ def _register_readback(steps: Subparsers, common: argparse.ArgumentParser) -> No
         action="store_true",
         help="write the admitted sources into --project (needs --admission-json)",
     )
-    readback.set_defaults(handler=_guarded(run_readback))
+    readback.set_defaults(handler=_guarded(_run_readback))
 
 
 def _register_retire(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -431,7 +440,7 @@ def _register_retire(steps: Subparsers, common: argparse.ArgumentParser) -> None
         metavar="REF",
         help="an admitted source_ref already read back elsewhere (repeat)",
     )
-    retired.set_defaults(handler=_guarded(run_retire))
+    retired.set_defaults(handler=_guarded(_run_retire))
 
 
 def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -463,7 +472,7 @@ def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> Non
         action="store_true",
         help="authorise the reads (without it: a preview, nothing is read)",
     )
-    execute.set_defaults(handler=_guarded(run_execute))
+    execute.set_defaults(handler=_guarded(_run_execute))
 
 
 def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -501,7 +510,7 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
     start.add_argument(
         "--question", required=True, help="the research question (a plan's objective)"
     )
-    start.set_defaults(handler=_guarded(run_ledger_start))
+    start.set_defaults(handler=_guarded(_run_ledger_start))
 
 
 def _guarded(handler: Handler) -> Handler:
@@ -513,7 +522,7 @@ def _guarded(handler: Handler) -> Handler:
         try:
             return handler(args)
         except EvidenceInputError as exc:
-            return _fail(exc.code, str(exc), 2, fmt)
+            return _fail(exc.reason, str(exc), 2, fmt)
         except ContractRejected as exc:
             return _fail(exc.reason, str(exc), 3, fmt)
         except LedgerError as exc:
@@ -547,27 +556,16 @@ def _need(args: argparse.Namespace, *names: str, why: str = "here") -> None:
         raise EvidenceInputError("missing_argument", f"{', '.join(missing)} required {why}")
 
 
-def load_json_input(path: Path) -> JsonValue:
+def _load_json_input(path: Path) -> JsonValue:
     """A JSON file given by path: ``file_unreadable`` when it cannot be read as a regular
     file, ``invalid_json`` when its text is not strict UTF-8 JSON (plus the hashing rules:
     ``float_in_hashed_record``, ``integer_out_of_range``, ``lone_surrogate``)."""
-    try:
-        data = read_regular_file(path)
-    except InputError as exc:
-        raise EvidenceInputError("file_unreadable", str(exc)) from None
-    if len(data) > MAX_JSON_BYTES:
-        raise EvidenceInputError(
-            "file_unreadable", f"larger than {MAX_JSON_BYTES} bytes", origin=str(path)
-        )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise EvidenceInputError("invalid_json", "not UTF-8 text", origin=str(path)) from None
-    return loads_value(text, origin=str(path))
+    refuse = functools.partial(EvidenceInputError, origin=str(path))
+    return loads_value(read_text_file(path, refuse=refuse), origin=str(path))
 
 
 def _object(path: Path) -> dict[str, JsonValue]:
-    value = load_json_input(path)
+    value = _load_json_input(path)
     if not isinstance(value, dict):
         kind = "an array" if isinstance(value, list) else "not an object"
         raise EvidenceInputError(
@@ -621,7 +619,7 @@ def _run_async(args: argparse.Namespace, factory: Callable[[PublicGitHub], Any])
 # -- commands ------------------------------------------------------------------------------------
 
 
-def run_discover(args: argparse.Namespace) -> int:
+def _run_discover(args: argparse.Namespace) -> int:
     if args.probe:
         _need(args, "config", why="with --probe (it names the adapters to probe)")
     # public-github's readiness is a per-repository visibility check: plan --public-github.
@@ -630,7 +628,7 @@ def run_discover(args: argparse.Namespace) -> int:
     if args.connector_registry:
         groups.append(registry_rows((connector_id(kind), "connector") for kind in known_kinds()))
     if args.provider_inventory_json is not None:
-        root = load_json_input(args.provider_inventory_json)
+        root = _load_json_input(args.provider_inventory_json)
         groups.append(parse_inventory(root, origin=str(args.provider_inventory_json)))
     if args.probe:
         # Last: a probe made just now supersedes registry presence and older observations.
@@ -652,7 +650,7 @@ def _probe(settings: Settings) -> tuple[ProviderRow, ...]:
     return probed_rows(readiness, enabled=enabled)
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def _run_plan(args: argparse.Namespace) -> int:
     if args.public_github:
         _need(args, "source", "search_term", why="with --public-github")
         made: EvidencePlan = _run_async(
@@ -674,7 +672,7 @@ def run_plan(args: argparse.Namespace) -> int:
         )
     _need(args, "provider_inventory_json", why="(or plan with --public-github)")
     rows = parse_inventory(
-        load_json_input(args.provider_inventory_json), origin=str(args.provider_inventory_json)
+        _load_json_input(args.provider_inventory_json), origin=str(args.provider_inventory_json)
     )
     request = build_request(args.objective, args.user_activity, args.decision, args.evidence_kind)
     made = build_plan(
@@ -687,7 +685,7 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_receipt(args: argparse.Namespace) -> int:
+def _run_receipt(args: argparse.Namespace) -> int:
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     observation = check_receipt(plan, receipt)
     with Ledger(_ledger_path(args)) as ledger:
@@ -700,7 +698,7 @@ def _recorded(inserted: bool, seq: int) -> str:
     return f"ledger: {'recorded' if inserted else 'already recorded'} (seq {seq})"
 
 
-def run_admit(args: argparse.Namespace) -> int:
+def _run_admit(args: argparse.Namespace) -> int:
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     admission = decide(
         plan,
@@ -716,7 +714,7 @@ def run_admit(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_readback(args: argparse.Namespace) -> int:
+def _run_readback(args: argparse.Namespace) -> int:
     if args.execute:
         _need(args, "admission_json", "project", why="with --execute")
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
@@ -751,7 +749,7 @@ def run_readback(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_retire(args: argparse.Namespace) -> int:
+def _run_retire(args: argparse.Namespace) -> int:
     admission = _admission(args.admission_json)
     downstream: list[DownstreamSource | str] = list(args.downstream_source)
     path = _ledger_path(args)
@@ -767,7 +765,7 @@ def run_retire(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_execute(args: argparse.Namespace) -> int:
+def _run_execute(args: argparse.Namespace) -> int:
     plan = _plan(args.plan_json)
     if plan.selected_provider.provider_id != PUBLIC_GITHUB:
         raise ContractRejected(
@@ -776,7 +774,7 @@ def run_execute(args: argparse.Namespace) -> int:
             "runs in its host",
         )
     if not args.execute:
-        preview = ExecutionPreview(
+        preview = _ExecutionPreview(
             plan_id=plan.plan_id,
             provider_id=PUBLIC_GITHUB,
             sources=tuple(_strings(plan.envelope.get("sources"))),
@@ -795,7 +793,7 @@ def _strings(value: JsonValue) -> Sequence[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
-def run_ledger_start(args: argparse.Namespace) -> int:
+def _run_ledger_start(args: argparse.Namespace) -> int:
     with Ledger(_ledger_path(args)) as ledger:
         started = ledger.start_project(args.project, args.question)
     _print(started, args.format)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from pathlib import Path
 
+from ..clock import parse_now
 from ..errors import InputError
 from ..jsonio import load_json_file
 from ..service import coerce_semantics
@@ -28,6 +28,7 @@ EXIT_NOTHING_ANSWERED = 3
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``record`` command to ``commands``."""
     record = add_command(
         commands,
         "record",
@@ -82,20 +83,10 @@ def register(commands: Subparsers) -> None:
         action="store_true",
         help="write the world even when no provider answered (to replay that failure)",
     )
-    record.set_defaults(handler=run)
+    record.set_defaults(handler=_run)
 
 
-def _now(value: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"--now: not an ISO datetime: {value!r}") from None
-    if moment.utcoffset() is None:
-        raise InputError(f"--now needs an offset (e.g. {value}+08:00)")
-    return moment
-
-
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     settings = Settings.load(args.config)
     semantics = None
     if args.semantics_json is not None:
@@ -103,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(loaded, dict):
             raise InputError(f"{args.semantics_json}: the root must be a JSON object")
         semantics = coerce_semantics(loaded)
-    now = _now(args.now) if args.now else None
+    now = parse_now(args.now) if args.now else None
     try:
         result = record_world(
             args.question,

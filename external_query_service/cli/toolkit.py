@@ -19,11 +19,10 @@ import argparse
 import asyncio
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..clock import fixed_clock
+from ..clock import fixed_clock, parse_now
 from ..errors import InputError
 from ..llm.client import ChatCompletionsClient
 from ..service import ExternalQueryService
@@ -52,6 +51,7 @@ _MODEL_FLAGS = {
 
 
 def register(commands: Subparsers) -> None:
+    """Add the ``check-task``, ``run-task`` and ``mcp`` commands to ``commands``."""
     check = add_command(
         commands,
         "check-task",
@@ -74,7 +74,7 @@ def register(commands: Subparsers) -> None:
         metavar="FILE",
         help="runtime inputs (JSON) to validate as well, including a free output name",
     )
-    check.set_defaults(handler=check_task)
+    check.set_defaults(handler=_check_task)
 
     run = add_command(
         commands,
@@ -144,7 +144,7 @@ def register(commands: Subparsers) -> None:
         help="append one JSON line per delegated step to FILE (never the API key)",
     )
     add_model_flags(run)
-    run.set_defaults(handler=run_task)
+    run.set_defaults(handler=_run_task)
 
     mcp = add_command(
         commands,
@@ -185,19 +185,7 @@ def register(commands: Subparsers) -> None:
         help="append one JSON line per step of a run_task delegation to FILE",
     )
     add_model_flags(mcp)
-    mcp.set_defaults(handler=serve_mcp)
-
-
-def _now(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"--now: not an ISO datetime: {value!r}") from None
-    if moment.utcoffset() is None:
-        raise InputError(f"--now needs an offset (e.g. {value}+08:00)")
-    return moment
+    mcp.set_defaults(handler=_serve_mcp)
 
 
 def _print(data: dict[str, Any]) -> None:
@@ -205,7 +193,7 @@ def _print(data: dict[str, Any]) -> None:
 
 
 def _task(args: argparse.Namespace, settings: Settings) -> EvidenceTask:
-    now = _now(args.now)
+    now = parse_now(args.now) if args.now is not None else None
     try:
         task = EvidenceTask.from_files(
             args.task,
@@ -218,7 +206,7 @@ def _task(args: argparse.Namespace, settings: Settings) -> EvidenceTask:
     return task
 
 
-def check_task(args: argparse.Namespace) -> int:
+def _check_task(args: argparse.Namespace) -> int:
     spec, task_dir = load_task(args.task)
     summary: dict[str, Any] = {"task": spec.model_dump(mode="json"), "valid": True}
     if args.inputs_json is not None:
@@ -236,7 +224,7 @@ def check_task(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_task(args: argparse.Namespace) -> int:
+def _run_task(args: argparse.Namespace) -> int:
     settings = with_model(args, Settings.load(args.config) if args.config else Settings())
     policy = args.policy or ("model" if settings.llm is not None else "walk")
     given = [flag for name, flag in _MODEL_FLAGS.items() if getattr(args, name) is not None]
@@ -313,7 +301,7 @@ async def _collect(task: EvidenceTask) -> Any:
         await task.aclose()
 
 
-def serve_mcp(args: argparse.Namespace) -> int:
+def _serve_mcp(args: argparse.Namespace) -> int:
     # Import before anything else so a missing SDK fails fast, with the install hint.
     from ..mcp_server import McpUnavailable, serve_stdio
 
@@ -324,7 +312,7 @@ def serve_mcp(args: argparse.Namespace) -> int:
     if (args.task is None) != (args.inputs_json is None):
         raise InputError("--task and --inputs-json go together")
     settings = with_model(args, Settings.load(args.config) if args.config else Settings())
-    now = _now(args.now)
+    now = parse_now(args.now) if args.now is not None else None
     task = _task(args, settings) if args.task is not None else None
     session = ToolkitSession(task, direct_only=args.direct_only)
     service = ExternalQueryService(

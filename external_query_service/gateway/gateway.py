@@ -50,9 +50,12 @@ class ExternalQueryGateway:
         self.needs = needs or VerifierSettings()
 
     def readiness(self) -> dict[str, Readiness]:
+        """Each adapter's cheap, local readiness check (no network)."""
         return {adapter_id: adapter.readiness() for adapter_id, adapter in self.adapters.items()}
 
     def rank(self, plan: ExternalQueryPlan) -> tuple[RankedAdapter, ...]:
+        """The adapters in the order to try them for ``plan`` (a pure function of capabilities and
+        readiness)."""
         capabilities = [adapter.capability for adapter in self.adapters.values()]
         return rank_adapters(plan, capabilities, self.readiness())
 
@@ -77,6 +80,8 @@ class ExternalQueryGateway:
         }
 
     async def gather(self, plan: ExternalQueryPlan, audit: AuditLog) -> GatherResult:
+        """Try the ranked adapters in order within the question's deadline, failing over, and record
+        every attempt; evidence is collected, never judged."""
         ranking = self.rank(plan)
         audit.record(
             "gateway",

@@ -16,7 +16,10 @@ from collections.abc import Mapping, Sequence
 
 from ..models import AdapterCapability, ExternalQueryPlan, RankedAdapter, Readiness
 
-__all__ = ["rank_adapters"]
+__all__ = [
+    "DOCUMENTATION",
+    "rank_adapters",
+]
 
 DOCUMENTATION = "documentation"
 

@@ -67,12 +67,15 @@ def _ensure_builtins() -> None:
 
 
 def known_kinds() -> list[str]:
+    """Every registered adapter kind, sorted."""
     _load_entry_points()
     _ensure_builtins()
     return sorted(_registered)
 
 
 def adapter_class(kind: str) -> type[Adapter]:
+    """The adapter class registered for ``kind``; ``UnknownAdapterKind`` when none is, a
+    ``SettingsError`` when its plugin failed to load."""
     _load_entry_points()
     _ensure_builtins()
     if kind in _broken and kind not in _registered:

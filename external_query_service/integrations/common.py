@@ -112,6 +112,7 @@ class ServiceHandle:
 
     @property
     def owned(self) -> bool:
+        """True when the integration built this service from settings and must close it."""
         return self._finalizer is not None
 
     def close(self) -> None:
@@ -135,6 +136,7 @@ class ServiceOwner:
 
     @property
     def service(self) -> ExternalQueryService:
+        """The service this integration answers with."""
         return self._handle.service
 
     def close(self) -> None:
@@ -142,6 +144,7 @@ class ServiceOwner:
         self._handle.close()
 
     async def aclose(self) -> None:
+        """Close the service if this integration owns it (a shared one stays open)."""
         await self._handle.aclose()
 
     def __enter__(self) -> Self:

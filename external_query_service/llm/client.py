@@ -42,6 +42,7 @@ from ..jsonio import loads_strict
 from ..settings import LLMSettings, format_validation_error
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "ChatCompletionsClient",
     "ChatMessage",
     "Completion",
@@ -99,6 +100,8 @@ class LLMError(ExternalQueryError):
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """One message of a chat completion request."""
+
     role: Literal["system", "user"]
     content: str
 
@@ -112,6 +115,7 @@ class TokenUsage:
 
     @property
     def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
 
@@ -162,7 +166,7 @@ def json_schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """A portable JSON schema for ``model``: ``$ref`` inlined, no ``format``, ``title``,
     ``default`` or length constraints; every object lists all its properties as required
     and forbids others (OpenAI's ``strict`` mode wants both). A nullable scalar is written
-    ``{"type": [T, "null"]}``, which every server in APIS.md §6 understands. Validation
+    ``{"type": [T, "null"]}``, the plain form OpenAI-compatible servers understand. Validation
     still happens in code; the schema only steers the model.
     """
     raw = model.model_json_schema(mode="validation")
@@ -225,7 +229,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def chat_completions_url(base_url: str) -> str:
+def _chat_completions_url(base_url: str) -> str:
     """``{base_url}/chat/completions``, checked: https, or http to a loopback address;
     no credentials, query or fragment. Anything else is a ``SettingsError``."""
     try:
@@ -397,7 +401,7 @@ class ChatCompletionsClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._settings = settings
-        self._url = chat_completions_url(settings.base_url)
+        self._url = _chat_completions_url(settings.base_url)
         if settings.api_key_env is not None and not settings.api_key_env.strip():
             raise SettingsError("[llm] api_key_env is empty")
         self._mode: ResponseMode = "json_schema"
@@ -407,6 +411,7 @@ class ChatCompletionsClient:
 
     @property
     def model(self) -> str:
+        """The model name every request names."""
         return self._settings.model
 
     @property
@@ -468,8 +473,8 @@ class ChatCompletionsClient:
                     alternatives = None
                     self._logprobs_refused = True
                     continue
-                # APIS.md §6: a server that does not take json_schema answers 400; retry
-                # once in JSON mode with the schema spelled out in the prompt.
+                # A server that does not take json_schema answers 400; retry once in JSON
+                # mode with the schema spelled out in the prompt.
                 if mode != "json_schema":
                     raise
                 logger.info("llm endpoint refused json_schema (HTTP 400); retrying in JSON mode")

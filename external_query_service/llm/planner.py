@@ -71,6 +71,7 @@ class LLMPlanner:
 
     @property
     def kinds(self) -> tuple[str, ...]:
+        """The query kinds the planner may propose."""
         return self._kinds
 
     def messages(self, question: str, semantics: QuerySemantics | None) -> tuple[ChatMessage, ...]:

@@ -4,7 +4,8 @@ The prompt is the contract's template rendered from the packet only (``prompts/
 <contract>.prompt.j2`` through ``ExternalAnswerPresenter.render_prompt``: each evidence
 between markers carrying a per-request random token, invisible characters stripped). The
 model answers ``{"text": ..., "citations": [evidence ids]}``, and the reply is checked in
-code — a prompt cannot enforce anything (SECURITY.md finding 9):
+code, because a prompt cannot enforce anything (the evidence may carry instructions, and a
+model may follow them):
 
 - every citation, and every evidence id written in the text, is an admitted evidence id;
 - no image, markup, link or host name outside the admitted sources' sites;
@@ -23,7 +24,6 @@ reply at all, gives the extractive answer with the reason in ``fallback_reason``
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..digests import sha256_digest
 from ..models import AnswerContract, Evidence, ExternalContextPacket, Presentation
 from ..net.policy import normalize_host
 from ..presenter import (
@@ -272,6 +273,7 @@ class LLMAnswerPresenter:
 
     @property
     def extractive(self) -> ExternalAnswerPresenter:
+        """The model-free presenter this one falls back to."""
         return self._extractive
 
     def messages(self, prompt: str) -> tuple[ChatMessage, ...]:
@@ -287,7 +289,7 @@ class LLMAnswerPresenter:
             # A refusal or a question back: there is no conclusion for a model to write.
             return self._extractive.present(packet)
         prompt = self._extractive.render_prompt(packet)
-        digest = "sha256:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        digest = sha256_digest(prompt)
         try:
             completion = await self._client.complete(
                 self.messages(prompt), ModelAnswer, name="external_answer"

@@ -43,9 +43,13 @@ from ..net.policy import Resolver
 from ..settings import GitHubSettings, NetworkSettings
 
 __all__ = [
+    "BASIS",
     "ENV_API_URL",
     "ENV_RAW_URL",
+    "MAX_SOURCES",
+    "MAX_TERMS",
     "PROVIDER_ID",
+    "SOURCE_FAMILY",
     "GitHubEndpoints",
     "GitHubSource",
     "PublicGitHub",
@@ -74,6 +78,8 @@ Step = Literal["repository visibility check", "source file read", "source text v
 
 @dataclass(frozen=True, slots=True)
 class GitHubSource:
+    """A file of a public repository pinned to a commit (``blob`` URL, parsed)."""
+
     url: str
     owner: str
     repo: str
@@ -82,6 +88,7 @@ class GitHubSource:
 
     @property
     def repository(self) -> str:
+        """``owner/repo``."""
         return f"{self.owner}/{self.repo}"
 
 
@@ -117,7 +124,7 @@ def parse_source_url(url: str) -> GitHubSource:
         raise _refuse(url, "no query or fragment")
     raw_path = parsed.raw_path.decode("ascii")
     if url != f"https://github.com{raw_path}":
-        # The URL parser normalises (dot segments, case, default port); accept only a URL
+        # The URL parser normalizes (dot segments, case, default port); accept only a URL
         # that is already in that form, so the source_ref is exactly what is read.
         raise _refuse(url, "not in normal form (dot segments, case or port)")
     parts = raw_path.split("/")
@@ -138,6 +145,8 @@ def parse_source_url(url: str) -> GitHubSource:
 
 @dataclass(frozen=True, slots=True)
 class GitHubEndpoints:
+    """The GitHub API and raw-content base URLs this method reads from."""
+
     api_url: str
     raw_url: str
 
@@ -194,6 +203,9 @@ def provider_row(*, ready: bool, reason: str | None = None) -> ProviderRow:
 
 @dataclass(frozen=True, slots=True)
 class Visibility:
+    """What GitHub said about a repository's visibility; ``refusal()`` is the rejection to
+    raise when it is not public."""
+
     repository: str
     public: bool
     #: The HTTP status of the API answer; None when the network gave no answer.
@@ -205,6 +217,7 @@ class Visibility:
     reason: str | None = None
 
     def refusal(self) -> ContractRejected:
+        """The ``ContractRejected`` naming why the repository cannot be used."""
         where = f"{self.repository}: visibility check {self.detail}"
         return ContractRejected(self.reason or "repository_not_public", where)
 
@@ -258,6 +271,7 @@ class PublicGitHub:
         self._raw = TrustedEndpoint(endpoints.raw_url, network, resolver=resolver)
 
     async def aclose(self) -> None:
+        """Close the API and raw-content endpoints."""
         await self._api.aclose()
         await self._raw.aclose()
 

@@ -33,6 +33,8 @@ class BoundedDecoder:
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
 
     def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decoded bytes of ``data``, in pieces; raises when the decoded total would pass
+        the cap."""
         if self._zlib is None:
             if data:
                 yield data
@@ -57,10 +59,13 @@ class BoundedDecoder:
 
     @property
     def complete(self) -> bool:
+        """Whether the compressed stream has ended (always True for an identity body)."""
         return self._zlib is None or bool(self._zlib.eof)
 
 
 def content_coding(response: httpx.Response, url: str) -> str | None:
+    """The response's one content coding (``gzip``, ``x-gzip``, ``deflate``) or None;
+    several codings, or any other, are ``UnsupportedContent``."""
     codings = [
         item.strip().lower()
         for item in response.headers.get_list("content-encoding", split_commas=True)
@@ -99,6 +104,7 @@ async def read_body(response: httpx.Response, url: str, cap: int) -> bytes:
 
 
 def media_type(response: httpx.Response) -> tuple[str, str | None]:
+    """The response's media type and charset, both lowercased (charset None when absent)."""
     header = response.headers.get("content-type", "")
     media, _, params = header.partition(";")
     charset = None

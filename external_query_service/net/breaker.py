@@ -18,7 +18,8 @@ from ..errors import (
 __all__ = ["BREAKER_COOLDOWN_S", "BREAKER_THRESHOLD", "CircuitBreaker"]
 
 #: Consecutive failures (refused, timed out, 5xx or 429) after which a host is left alone,
-#: and for how long before one probe may try it again (SECURITY T23).
+#: and for how long before one probe may try it again: a host that keeps failing must not
+#: cost every question its full timeout, nor be hammered while it is down.
 BREAKER_THRESHOLD = 5
 BREAKER_COOLDOWN_S = 30.0
 
@@ -67,6 +68,7 @@ class CircuitBreaker:
         self._probing: set[str] = set()
 
     def is_open(self, host: str) -> bool:
+        """Whether ``host`` is refused right now."""
         with self._lock:
             return host in self._opened
 

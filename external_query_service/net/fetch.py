@@ -37,6 +37,14 @@ from .breaker import CircuitBreaker
 from .policy import Resolver, normalize_host
 
 __all__ = [
+    "ACCEPT_ENCODING",
+    "ACCEPT_LANGUAGE",
+    "API_ACCEPT",
+    "DEFAULT_ACCEPT_TYPES",
+    "GLOBAL_FETCHES",
+    "MAX_URL_LENGTH",
+    "PAGE_ACCEPT",
+    "PER_HOST_FETCHES",
     "ApiResponse",
     "FetchedPage",
     "HttpRuntime",
@@ -99,7 +107,8 @@ PER_HOST_FETCHES = 2
 
 
 PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
-#: SearXNG's limiter rejects an Accept without text/html (APIS.md §1).
+#: SearXNG's bot limiter rejects a request whose Accept header lacks text/html, even for
+#: its JSON API.
 API_ACCEPT = "application/json, text/html;q=0.9"
 #: Set by hand: httpx would advertise every decoder it has (br, zstd), and we only
 #: decode what we can bound.
@@ -167,8 +176,8 @@ def _headers(network: NetworkSettings, accept: str) -> dict[str, str]:
 class _PerLoop(Generic[_T]):
     """One object per running event loop, created lazily inside that loop.
 
-    An httpx client (and an asyncio semaphore) must not cross event loops (httpx#2473);
-    objects of loops that have closed are forgotten.
+    An httpx client (and an asyncio semaphore) is bound to the event loop that first used
+    it and fails when used from another; objects of loops that have closed are forgotten.
     """
 
     def __init__(self, factory: Callable[[], _T]) -> None:
@@ -425,6 +434,7 @@ class TrustedEndpoint:
 
     @property
     def base_url(self) -> str:
+        """The configured base URL every request is relative to."""
         return self._base_url
 
     def _new_client(self) -> httpx.AsyncClient:
@@ -471,6 +481,9 @@ class TrustedEndpoint:
     async def get_json(
         self, path: str, params: Mapping[str, str | int] | None = None
     ) -> ApiResponse:
+        """GET ``path`` (with ``params``) under the base URL and parse the body as JSON,
+        within the network timeout and the host's circuit breaker; failures are
+        ``FetchError``s."""
         target = self._target(path, params)
         url = str(target)
         client = self._loops.get()
@@ -527,6 +540,7 @@ class TrustedEndpoint:
         )
 
     async def aclose(self) -> None:
+        """Close the client the current event loop uses."""
         client = self._loops.pop_current()
         if client is not None:
             await client.aclose()
@@ -557,6 +571,7 @@ class HttpRuntime:
         self._endpoints: dict[str, TrustedEndpoint] = {}
 
     def endpoint(self, base_url: str) -> TrustedEndpoint:
+        """The trusted endpoint for ``base_url``, made once and reused."""
         endpoint = self._endpoints.get(base_url)
         if endpoint is None:
             endpoint = TrustedEndpoint(base_url, self._network, resolver=self._resolver)
@@ -564,6 +579,7 @@ class HttpRuntime:
         return endpoint
 
     async def aclose(self) -> None:
+        """Close the page fetcher and every endpoint made so far."""
         await self.fetcher.aclose()
         for endpoint in self._endpoints.values():
             await endpoint.aclose()

@@ -52,8 +52,10 @@ __all__ = [
     "CaseResult",
     "Expectation",
     "Mismatch",
+    "case_summary",
     "check_answer",
     "find_case_files",
+    "is_case_file",
     "load_cases",
     "run_case",
 ]
@@ -70,6 +72,8 @@ def _aware(value: datetime | None) -> datetime | None:
 
 
 class Expectation(_Model):
+    """What a case expects of its answer; fields left out are not checked."""
+
     status: AnswerStatus | None = None
     reason: str | None = None
     contract: AnswerContract | None = None
@@ -119,6 +123,7 @@ class Case(_Model):
 
     @property
     def id(self) -> str:
+        """``<file label>::<case name>``, unique within a suite."""
         return f"{self.label or self.file.name}::{self.name}"
 
 
@@ -186,6 +191,8 @@ def find_case_files(root: str | Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class Mismatch:
+    """One expectation an answer missed: what, expected, actual."""
+
     what: str
     expected: str
     actual: str
@@ -193,6 +200,8 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class CaseResult:
+    """One case run: the answer (None on error), what did not match, and a readable diff."""
+
     case: Case
     answer: ExternalAnswer | None
     mismatches: tuple[Mismatch, ...] = ()
@@ -200,10 +209,12 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
+        """No error and no mismatch."""
         return self.error is None and not self.mismatches
 
     @property
     def status(self) -> str:
+        """The answer's status, or ``error`` when the case did not run to an answer."""
         return self.answer.status if self.answer is not None else "error"
 
     def diff(self) -> str:

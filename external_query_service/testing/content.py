@@ -44,7 +44,7 @@ def article(
 
 
 def hit(url: str, title: str, content: str, published: str | None = None) -> dict[str, Any]:
-    """One SearXNG result (``results[]`` item, APIS.md §1)."""
+    """One SearXNG result: an item of its JSON API's ``results`` array."""
     return {
         "url": url,
         "title": title,

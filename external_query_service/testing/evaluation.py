@@ -29,6 +29,9 @@ Progress = Callable[[int, int, CaseResult], None]
 
 @dataclass(frozen=True)
 class Scores:
+    """A suite's figures: pass counts, the status confusion matrix, truthfulness and
+    citation precision."""
+
     total: int
     passed: int
     errors: int
@@ -41,21 +44,25 @@ class Scores:
 
     @property
     def failed(self) -> int:
+        """Cases that did not pass."""
         return self.total - self.passed
 
     @property
     def truthfulness(self) -> float:
+        """(correct answers - unsupported answers) / cases; 0 for an empty suite."""
         if not self.total:
             return 0.0
         return (self.answered_correct - self.answered_unsupported) / self.total
 
     @property
     def citation_precision(self) -> float | None:
+        """Share of displayed sources that were admitted evidence; None when none was shown."""
         if not self.displayed_sources:
             return None
         return self.displayed_admitted / self.displayed_sources
 
     def as_dict(self) -> dict[str, Any]:
+        """The scores as JSON-ready data (ratios rounded to four places)."""
         return {
             "total": self.total,
             "passed": self.passed,
@@ -75,10 +82,13 @@ class Scores:
 
 @dataclass(frozen=True)
 class EvalReport:
+    """Every case result of a suite and the suite's scores."""
+
     results: tuple[CaseResult, ...]
     scores: Scores
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data: the scores and one summary per case."""
         return {
             "scores": self.scores.as_dict(),
             "cases": [case_summary(result) for result in self.results],
@@ -86,6 +96,7 @@ class EvalReport:
 
 
 def score(results: Sequence[CaseResult]) -> Scores:
+    """The scores of ``results``."""
     confusion: dict[str, dict[str, int]] = {}
     answered_correct = answered_unsupported = shown = admitted_shown = 0
     for result in results:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ..errors import ExternalQueryError
 from .cases import Case, CaseResult, is_case_file, load_cases, run_case
 
 __all__ = ["CaseFailed", "CaseFile", "CaseItem", "collect_case_file"]
@@ -29,8 +30,9 @@ def collect_case_file(file_path: Path, parent: pytest.Collector, marker: str) ->
     return file
 
 
-class CaseFailed(Exception):
-    """A case's answer did not meet its expectations."""
+class CaseFailed(ExternalQueryError):
+    """A case's answer did not meet its expectations; ``result`` holds the answer and what
+    differed, and the message is its diff."""
 
     def __init__(self, result: CaseResult) -> None:
         super().__init__(result.diff())
@@ -38,6 +40,8 @@ class CaseFailed(Exception):
 
 
 class CaseFile(pytest.File):
+    """A case file as a pytest collector: one ``CaseItem`` per ``[[case]]``."""
+
     #: Set by ``collect_case_file``: the marker every item of the file carries.
     marker: str
 
@@ -53,6 +57,8 @@ class CaseFile(pytest.File):
 
 
 class CaseItem(pytest.Item):
+    """One case as a pytest item: it runs the case and fails with its diff."""
+
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case

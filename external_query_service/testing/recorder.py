@@ -60,7 +60,16 @@ from .world_files import (
     write_world,
 )
 
-__all__ = ["NothingAnswered", "RecordResult", "Recording", "RecordingRuntime", "record_world"]
+__all__ = [
+    "Exchange",
+    "NothingAnswered",
+    "RecordResult",
+    "Recording",
+    "RecordingEndpoint",
+    "RecordingFetcher",
+    "RecordingRuntime",
+    "record_world",
+]
 
 #: Network settings that describe one machine, not the world: never recorded.
 _LOCAL_NETWORK_KEYS = ("allowed_networks", "resolve", "connect_to", "ca_bundle")
@@ -94,6 +103,8 @@ class Recording:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, exchange: Exchange) -> None:
+        """Keep ``exchange`` unless its URL is already recorded; ``InputError`` when the
+        recording would pass ``max_bytes``."""
         with self._lock:
             if exchange.url in self._seen:
                 return
@@ -113,6 +124,7 @@ class Recording:
         )
 
     def page(self, page: FetchedPage) -> None:
+        """Record a fetched page, with one redirect exchange per hop."""
         chain = [page.url, *page.redirects]
         for here, there in itertools.pairwise(chain):
             self.add(Exchange("page", here, status=302, redirect_to=there))
@@ -121,6 +133,7 @@ class Recording:
             self.add(Exchange("page", url, page.status, content_type, page.body))
 
     def api(self, response: ApiResponse) -> None:
+        """Record a fact-API reply."""
         body = response.body or json.dumps(response.data, ensure_ascii=False).encode("utf-8")
         self.add(Exchange("api", response.url, response.status, "application/json", body))
 
@@ -189,6 +202,7 @@ class RecordingEndpoint(TrustedEndpoint):
     async def get_json(
         self, path: str, params: Mapping[str, str | int] | None = None
     ) -> ApiResponse:
+        """The endpoint's reply, recorded; a failure is recorded too and raised again."""
         try:
             response = await super().get_json(path, params)
         except FetchError as exc:
@@ -217,6 +231,7 @@ class RecordingRuntime(HttpRuntime):
         self._recorders: dict[str, RecordingEndpoint] = {}
 
     def endpoint(self, base_url: str) -> TrustedEndpoint:
+        """A recording endpoint for ``base_url``, made once and reused."""
         endpoint = self._recorders.get(base_url)
         if endpoint is None:
             endpoint = RecordingEndpoint(
@@ -229,6 +244,7 @@ class RecordingRuntime(HttpRuntime):
         return endpoint
 
     async def aclose(self) -> None:
+        """Close the fetcher and every recording endpoint."""
         await super().aclose()
         for endpoint in self._recorders.values():
             await endpoint.aclose()
@@ -373,6 +389,9 @@ class NothingAnswered(ExternalQueryError):
 
 @dataclass(frozen=True)
 class RecordResult:
+    """A recorded world: its folder, the run's answer, how many exchanges and bytes were
+    written, and the body files whose secrets were replaced."""
+
     directory: Path
     answer: ExternalAnswer
     exchanges: int

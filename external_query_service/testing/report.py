@@ -77,6 +77,7 @@ def render_table(report: EvalReport) -> str:
 
 
 def render_json(report: EvalReport) -> str:
+    """``report`` as indented JSON text."""
     return json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n"
 
 
@@ -134,6 +135,7 @@ def _case_row(case: dict[str, Any]) -> str:
 
 
 def render_html(report: EvalReport, *, title: str = "external-query eval") -> str:
+    """``report`` as a self-contained HTML page (scores, confusion matrix, cases)."""
     data = report.as_dict()
     scores = data["scores"]
     columns = _columns(report)

@@ -19,13 +19,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["LoopbackServer", "RecordedRequest", "Reply"]
+__all__ = [
+    "ANY_HOST",
+    "LoopbackServer",
+    "RecordedRequest",
+    "Reply",
+    "json_reply",
+]
 
 ANY_HOST = "*"
 
 
 @dataclass(frozen=True)
 class RecordedRequest:
+    """A request the loopback server received, as the handler saw it."""
+
     method: str
     host: str  # Host header without port
     path: str
@@ -53,6 +61,7 @@ class Reply:
     drop: bool = False
 
     def body_bytes(self) -> bytes:
+        """The body as bytes (text is encoded as UTF-8)."""
         return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
 
 
@@ -67,6 +76,7 @@ def _constant(reply: Reply) -> Handler:
 
 
 def json_reply(data: Any, status: int = 200, **kwargs: Any) -> Reply:
+    """A ``Reply`` whose body is ``data`` as UTF-8 JSON."""
     import json
 
     return Reply(
@@ -128,6 +138,7 @@ class LoopbackServer:
             self._routes[(host.lower(), path)] = handler
 
     def requests_to(self, path: str, *, host: str | None = None) -> list[RecordedRequest]:
+        """The requests received for ``path`` (on ``host``, when given), in order."""
         with self._lock:
             return [
                 r
@@ -138,17 +149,22 @@ class LoopbackServer:
     # -- addresses ----------------------------------------------------------------------
     @property
     def address(self) -> str:
+        """The address the server listens on."""
         return str(self._httpd.server_address[0])
 
     @property
     def port(self) -> int:
+        """The port the server listens on."""
         return int(self._httpd.server_address[1])
 
     def url(self, path: str = "/", *, host: str | None = None) -> str:
+        """A URL on this server for ``path``, naming ``host`` instead of the address when
+        given."""
         return f"{self.scheme}://{host or self.address}:{self.port}{path}"
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> LoopbackServer:
+        """Serve in a background thread; returns the server."""
         # A short poll interval keeps stop() fast (the default waits up to 0.5 s).
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -157,6 +173,7 @@ class LoopbackServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving, close the socket and wait for the thread."""
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()

@@ -17,7 +17,10 @@ from ..errors import InputError
 if TYPE_CHECKING:
     import trustme
 
-__all__ = ["WorldCA"]
+__all__ = [
+    "INSTALL_HINT",
+    "WorldCA",
+]
 
 INSTALL_HINT = "serving https URLs needs trustme: pip install 'external_query_service[testing]'"
 

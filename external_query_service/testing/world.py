@@ -47,6 +47,7 @@ from .tls import WorldCA
 from .world_files import ApiEntry, PageEntry, SearchEntry, WorldSpec, load_world
 
 __all__ = [
+    "DEFAULT_SEARX_URL",
     "FORECAST",
     "FX",
     "GEO",
@@ -270,21 +271,27 @@ class World:
         return json_reply(searx_body(query, self.search.get(query, self.default_results)))
 
     def geocoding(self, handler: Handler) -> None:
+        """Answer the geocoding API's ``/search`` with ``handler``."""
         self.server.route(f"{GEO}/search", handler)
 
     def forecast(self, handler: Handler) -> None:
+        """Answer the forecast API's ``/forecast`` with ``handler``."""
         self.server.route(f"{FORECAST}/forecast", handler)
 
     def fx(self, path: str, reply: Reply) -> None:
+        """Answer the exchange-rate API's ``path`` with ``reply``."""
         self.server.route(f"{FX}/{path}", reply)
 
     def base(self, prefix: str) -> str:
+        """The plain-HTTP base URL of the service under ``prefix``."""
         return f"http://{LOOPBACK}:{self.server.port}{prefix}"
 
     def searxng(self, adapter_id: str = "searx", *, base_url: str | None = None) -> dict[str, Any]:
+        """An ``[[adapters]]`` entry for the world's search engine."""
         return {"kind": "searxng", "id": adapter_id, "base_url": base_url or self.base(SEARX)}
 
     def open_meteo(self) -> dict[str, Any]:
+        """An ``[[adapters]]`` entry for the world's weather API."""
         return {
             "kind": "open_meteo",
             "id": "weather",
@@ -293,6 +300,7 @@ class World:
         }
 
     def frankfurter(self) -> dict[str, Any]:
+        """An ``[[adapters]]`` entry for the world's exchange-rate API."""
         return {"kind": "frankfurter", "id": "fx", "base_url": self.base(FX)}
 
     # -- a world from a directory -------------------------------------------------------------
@@ -439,10 +447,12 @@ class World:
     # -- what was asked -----------------------------------------------------------------------
     @property
     def requests(self) -> list[RecordedRequest]:
+        """Every request the world's servers received."""
         servers = [self.server, *([self._tls_server] if self._tls_server else [])]
         return [request for server in servers for request in server.requests]
 
     def requests_to(self, path: str, *, host: str | None = None) -> list[RecordedRequest]:
+        """The requests received for ``path`` (on ``host``, when given), in order."""
         return [
             request
             for request in self.requests
@@ -471,6 +481,7 @@ class World:
             return int(self._refusing.getsockname()[1])
 
     def close(self) -> None:
+        """Stop the servers the world started and remove its temporary files."""
         for server in self._owned:
             server.stop()
         self._owned.clear()

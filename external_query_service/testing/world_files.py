@@ -77,6 +77,8 @@ class _Model(BaseModel):
 
 
 class WorldInfo(_Model):
+    """A world's name, description and fixed "now"."""
+
     name: str = ""
     description: str = ""
     #: The fixed "now" of this world (with an offset); absent: the caller's clock.
@@ -131,12 +133,16 @@ class SearchEntry(_Body):
 
 
 class PageEntry(_Body):
+    """A recorded page: its URL, body file, content type and redirect."""
+
     url: str
     content_type: str | None = None  # absent: text/html; charset=utf-8; "": none sent
     redirect_to: str | None = None
 
 
 class ApiEntry(_Body):
+    """A recorded fact-API reply: its URL, body file, content type and redirect."""
+
     url: str
     content_type: str | None = None  # absent: application/json
     redirect_to: str | None = None
@@ -166,10 +172,12 @@ class WorldSpec:
 
     @property
     def name(self) -> str:
+        """The manifest's name, or the folder's."""
         return self.manifest.world.name or self.root.name
 
     @property
     def now(self) -> datetime | None:
+        """The world's fixed "now", when it has one."""
         return self.manifest.world.now
 
     def recorded_semantics(self, question: str) -> dict[str, Any] | None:

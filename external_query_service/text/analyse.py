@@ -19,7 +19,7 @@ __all__ = ["PageAnalysis", "analyse_page"]
 class PageAnalysis:
     """What a page yields as evidence.
 
-    ``text`` is the normalised main text (snippet offsets point into it); ``about_dates`` are
+    ``text`` is the normalized main text (snippet offsets point into it); ``about_dates`` are
     the explicit dates written in the title and the chosen snippets, in that order (Chinese
     month-day dates without a year take theirs from ``published_at``);
     ``snippets`` may be empty when no chunk reaches the score floor.

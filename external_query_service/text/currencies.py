@@ -42,9 +42,9 @@ _COUNTS: tuple[int | None, ...] = (None, 1, 2)
 
 @dataclass(frozen=True, slots=True)
 class _Table:
-    #: code → aliases, the code first, first-seen spelling of each normalised name.
+    #: code → aliases, the code first, first-seen spelling of each normalized name.
     aliases: dict[str, tuple[str, ...]]
-    #: normalised name → the one code it stands for.
+    #: normalized name → the one code it stands for.
     codes: dict[str, str]
 
 
@@ -80,8 +80,8 @@ def _table() -> _Table:
     from babel.numbers import get_currency_name, get_currency_symbol, list_currencies
 
     locales = [Locale.parse(name) for name in LOCALES]
-    spelled: dict[str, dict[str, str]] = {}  # code → normalised name → first spelling
-    owners: defaultdict[str, set[str]] = defaultdict(set)  # normalised name → codes
+    spelled: dict[str, dict[str, str]] = {}  # code → normalized name → first spelling
+    owners: defaultdict[str, set[str]] = defaultdict(set)  # normalized name → codes
     for code in sorted(list_currencies()):
         names = [code]
         for locale in locales:

@@ -19,7 +19,11 @@ import unicodedata
 from datetime import date
 from typing import Final
 
-__all__ = ["find_dates"]
+__all__ = [
+    "MAX_YEAR",
+    "MIN_YEAR",
+    "find_dates",
+]
 
 MIN_YEAR: Final = 1900
 MAX_YEAR: Final = 2100

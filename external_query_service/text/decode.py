@@ -24,7 +24,12 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DecodedText", "decode_body", "lookup_charset"]
+__all__ = [
+    "PRESCAN_BYTES",
+    "DecodedText",
+    "decode_body",
+    "lookup_charset",
+]
 
 #: How far into an HTML body we look for a declaration (WHATWG prescans 1 KB; Chinese
 #: pages often put long comments or scripts first).

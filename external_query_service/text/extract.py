@@ -27,7 +27,15 @@ from trafilatura.utils import load_html
 
 from ..errors import ExtractionFailed
 
-__all__ = ["ExtractedPage", "cjk_count", "extract_page", "is_too_short", "normalize_text"]
+__all__ = [
+    "CJK_WEIGHT",
+    "MIN_WEIGHTED_CHARS",
+    "ExtractedPage",
+    "cjk_count",
+    "extract_page",
+    "is_too_short",
+    "normalize_text",
+]
 
 #: A page's text is too short when ``len(text) + CJK_WEIGHT * cjk_chars < MIN_WEIGHTED_CHARS``,
 #: i.e. fewer than 200 characters of Latin text or 40 CJK characters (a CJK character carries
@@ -58,7 +66,7 @@ _LANG_TAG = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8}){0,4}")
 
 @dataclass(frozen=True)
 class ExtractedPage:
-    """Main text (normalised), title ("" when none), publication date and a language hint."""
+    """Main text (normalized), title ("" when none), publication date and a language hint."""
 
     text: str
     title: str
@@ -91,7 +99,7 @@ def is_too_short(text: str) -> bool:
 def extract_page(html: str, url: str, *, content_type: str = "text/html") -> ExtractedPage:
     """Extract the main text of a decoded page.
 
-    ``text/plain`` (and markdown) is only normalised. Raises ``ExtractionFailed`` with reason
+    ``text/plain`` (and markdown) is only normalized. Raises ``ExtractionFailed`` with reason
     ``parser_error`` (not parseable as HTML), ``no_main_text`` (nothing extracted) or
     ``too_short`` (below the CJK-aware floor).
     """

@@ -28,7 +28,16 @@ from rapidfuzz import fuzz, utils
 
 from .chunk import Chunk
 
-__all__ = ["MIN_SCORE", "ScoredChunk", "best_snippets", "score_chunks"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MIN_SCORE",
+    "QUERY_WEIGHT",
+    "TARGET_HIT_RATIO",
+    "TARGET_WEIGHT",
+    "ScoredChunk",
+    "best_snippets",
+    "score_chunks",
+]
 
 MAX_QUERY_CHARS: Final = 64
 TARGET_HIT_RATIO: Final = 90

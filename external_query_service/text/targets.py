@@ -1,4 +1,4 @@
-"""Does a text talk about a plan target? Generic normalisation plus fuzzy containment.
+"""Does a text talk about a plan target? Generic normalization plus fuzzy containment.
 
 ``normalize_for_match`` folds the differences that do not change a name: Unicode
 compatibility forms and width (NFKC), case, traditional vs simplified characters (OpenCC's
@@ -51,7 +51,7 @@ def normalize_for_match(text: str) -> str:
 
 
 def matches_target(target: str, text: str) -> int:
-    """Score 0..100: 100 when the normalised target is inside the normalised text.
+    """Score 0..100: 100 when the normalized target is inside the normalized text.
 
     Otherwise rapidfuzz's ``partial_ratio`` (the best alignment of the shorter string inside
     the longer one), floored to an integer. An empty side scores 0.

@@ -10,7 +10,7 @@ The walk follows the written value token by token. Where the offered values part
 alternative token the server listed (``top_logprobs``) carries its probability to the values
 it is a prefix of, weighted by the probability of the path so far; the written path keeps
 the rest. An alternative that fits no offered value is dropped, and the result is
-normalised over the offered values. An alternative shared by several values that part ways
+normalized over the offered values. An alternative shared by several values that part ways
 later is split evenly among them (the server says nothing about the branches not taken).
 Pure functions: no I/O, no model.
 """

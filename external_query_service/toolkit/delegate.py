@@ -36,6 +36,7 @@ import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..digests import sha256_digest
+from ..errors import ExternalQueryError
 from ..llm.client import ChatCompletionsClient, ChatMessage, Completion, LLMError
 from ..settings import format_validation_error
 from .confidence import (
@@ -110,6 +111,8 @@ class StepReply(_Frozen):
 
 
 class DelegationBudget(_Frozen):
+    """What one delegated run may spend: steps, seconds and model tokens."""
+
     max_steps: int = Field(ge=1, le=500)
     timeout_s: float = Field(gt=0, le=86_400)
     max_tokens: int = Field(ge=1)
@@ -285,7 +288,7 @@ def _offer_view(offer: _Offer) -> dict[str, Any]:
 # --- the run --------------------------------------------------------------------------------
 
 
-class _Stop(Exception):
+class _Stop(ExternalQueryError):
     """Ends the run: ``cause`` is a code, ``detail`` one line."""
 
     def __init__(self, cause: str, detail: str) -> None:
@@ -294,7 +297,7 @@ class _Stop(Exception):
         self.detail = detail
 
 
-class _Refused(Exception):
+class _Refused(ExternalQueryError):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason = reason

@@ -1,15 +1,6 @@
-"""The toolkit's failures, inside the library's one error tree.
-
-```
-ExternalQueryError
-└── ToolkitError                a tool could not do what was asked (``reason`` says why)
-    ├── BoundaryRefused         outside the caller's bounds: an origin not allowed, a link
-    │                           never observed, a symlink, a path escaping the root, a FIFO,
-    │                           an existing report file
-    ├── BudgetExhausted         a page, byte or file budget of the task is used up
-    ├── UnsafePlatform          no O_NOFOLLOW / dir_fd opens here: workspace tools fail closed
-    └── StaleState              a state_ref that is unknown, stale or already used
-```
+"""The toolkit's failures: ``ToolkitError`` (a tool could not do what was asked; ``reason``
+says why) and its four kinds. Their place in the library's one exception tree is drawn in
+``external_query_service.errors``.
 
 Bad task files and inputs are ``InputError``s (one line, exit code 2 in the CLI).
 """
@@ -34,16 +25,25 @@ class ToolkitError(ExternalQueryError):
 
 
 class BoundaryRefused(ToolkitError):
+    """Outside the caller's bounds: an origin not allowed, a link never observed, a symlink,
+    a path escaping the root, a FIFO, an existing report file."""
+
     reason = "boundary_refused"
 
 
 class BudgetExhausted(ToolkitError):
+    """A page, byte or file budget of the task is used up."""
+
     reason = "budget_exhausted"
 
 
 class UnsafePlatform(ToolkitError):
+    """No ``O_NOFOLLOW`` / ``dir_fd`` opens on this platform: workspace tools fail closed."""
+
     reason = "unsafe_platform"
 
 
 class StaleState(ToolkitError):
+    """A ``state_ref`` that is unknown, stale or already used."""
+
     reason = "stale_state"

@@ -21,7 +21,14 @@ from pathlib import Path, PurePosixPath
 
 from .errors import BoundaryRefused, ToolkitError, UnsafePlatform
 
-__all__ = ["FileEntry", "SafeRoot", "WalkResult", "check_platform", "split_relpath"]
+__all__ = [
+    "MAX_DEPTH",
+    "FileEntry",
+    "SafeRoot",
+    "WalkResult",
+    "check_platform",
+    "split_relpath",
+]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 #: Deepest folder nesting a walk descends into.
@@ -66,6 +73,8 @@ def split_relpath(relpath: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class FileEntry:
+    """A regular file found under the root: POSIX path relative to the root, and size."""
+
     relpath: str  # POSIX, relative to the root
     size: int
 
@@ -83,6 +92,7 @@ class WalkResult:
     too_deep: int = 0
 
     def omissions(self) -> dict[str, int]:
+        """What the walk left out, by reason (only non-zero counts)."""
         counts = {
             "symlinks_refused": self.symlinks_refused,
             "non_regular_skipped": self.non_regular_skipped,

@@ -36,17 +36,21 @@ if TYPE_CHECKING:
     from .delegate import DelegationResult
 
 __all__ = [
+    "MAX_OPTIONS",
+    "OBSERVED_CAPTURES",
     "TOOL_NAMES",
     "ArgumentDomain",
     "ArgumentOption",
     "ArgumentsResult",
     "CaptureSummary",
     "DelegationView",
+    "LastOperation",
     "Observation",
     "OperationResult",
     "ParameterContract",
     "TaskView",
     "ToolContract",
+    "ToolFailure",
     "ToolkitSession",
 ]
 
@@ -61,6 +65,8 @@ class _Frozen(BaseModel):
 
 
 class ParameterContract(_Frozen):
+    """A tool parameter; ``depends_on`` names the parameter whose choice lists its values."""
+
     name: str
     description: str
     depends_on: str | None = None
@@ -70,6 +76,8 @@ class ParameterContract(_Frozen):
 
 
 class ToolContract(_Frozen):
+    """A tool: its name, what it does, its effect and its parameters."""
+
     name: str
     description: str
     effect: Literal["observe", "capture", "record", "save"]
@@ -77,6 +85,8 @@ class ToolContract(_Frozen):
 
 
 class ArgumentOption(_Frozen):
+    """One value a parameter may take: the id to pass, and a label for a reader."""
+
     id: str
     label: str
 
@@ -92,6 +102,8 @@ class ArgumentDomain(_Frozen):
 
 
 class ArgumentsResult(_Frozen):
+    """The values each parameter of ``tool`` may take now, for ``state_ref``."""
+
     tool: str
     state_ref: str
     domains: tuple[ArgumentDomain, ...]
@@ -100,6 +112,8 @@ class ArgumentsResult(_Frozen):
 
 
 class ToolFailure(_Frozen):
+    """Why an operation failed: a snake_case reason and one line of detail."""
+
     reason: str
     detail: str
 
@@ -115,6 +129,8 @@ class OperationResult(_Frozen):
 
 
 class CaptureSummary(_Frozen):
+    """A capture as an observation lists it (no text)."""
+
     ref: str
     source: str
     length: int
@@ -123,6 +139,8 @@ class CaptureSummary(_Frozen):
 
 
 class TaskView(_Frozen):
+    """The task a session works on, as an observation shows it."""
+
     name: str
     description: str
     source: str
@@ -135,6 +153,8 @@ class TaskView(_Frozen):
 
 
 class LastOperation(_Frozen):
+    """The previous operation's tool, whether it worked, and why not."""
+
     tool: str
     ok: bool
     reason: str | None = None
@@ -155,6 +175,9 @@ class DelegationView(_Frozen):
 
 
 class Observation(_Frozen):
+    """The session's state: its ``state_ref``, the task, the tools, captures, records,
+    checks, budget usage, the last operation and read, and the artifact receipt once saved."""
+
     state_ref: str
     step: int
     task: TaskView | None
@@ -366,6 +389,7 @@ class ToolkitSession:
 
     # -- observe ---------------------------------------------------------------------------
     def observe(self) -> Observation:
+        """The session's state now, with a fresh ``state_ref`` for the next operation."""
         task = self.task
         captures = self.store.references()
         usage: dict[str, int] = {"captures": len(captures)}
@@ -756,5 +780,6 @@ class ToolkitSession:
         return window.model_dump(mode="json")
 
     async def aclose(self) -> None:
+        """Close the task's web tools, when there is a task."""
         if self.task is not None:
             await self.task.aclose()

@@ -23,6 +23,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 @dataclass(frozen=True, order=True)
 class Origin:
+    """A scheme, host and port; ``str()`` leaves a default port out."""
+
     scheme: str
     host: str
     port: int
@@ -66,13 +68,16 @@ class OriginSet:
         self._origins = parsed
 
     def origin_of(self, url: str) -> Origin | None:
+        """The origin of ``url``, or None when it is not a URL with one."""
         try:
             return _origin_of(httpx.URL(url))
         except (httpx.InvalidURL, TypeError):
             return None
 
     def allows(self, url: str) -> bool:
+        """Whether ``url``'s origin is in the set."""
         return self.origin_of(url) in self._origins
 
     def as_strings(self) -> tuple[str, ...]:
+        """The origins as sorted strings."""
         return tuple(str(origin) for origin in sorted(self._origins))

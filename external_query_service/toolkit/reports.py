@@ -13,8 +13,6 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from ..digests import sha256_digest
-
 __all__ = [
     "ArtifactReceipt",
     "CategoryCheck",
@@ -56,6 +54,8 @@ class CategoryCheck(_Frozen):
 
 
 class ReportSource(_Frozen):
+    """A capture a report rests on: reference, source, digest and length."""
+
     ref: str
     source: str
     digest: str
@@ -63,12 +63,16 @@ class ReportSource(_Frozen):
 
 
 class TaskIdentity(_Frozen):
+    """Which task a report is for: its name, source and digest."""
+
     name: str
     source: str
     digest: str
 
 
 class TaskReport(_Frozen):
+    """A task's saved report: its records, category checks and sources."""
+
     task: TaskIdentity
     inputs_digest: str
     records: tuple[EvidenceRecord, ...]
@@ -90,10 +94,7 @@ class ArtifactReceipt(_Frozen):
 
 
 def report_bytes(report: TaskReport) -> bytes:
+    """The report as it is saved: indented UTF-8 JSON with a final newline."""
     return (json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n").encode(
         "utf-8"
     )
-
-
-def report_digest(report: TaskReport) -> str:
-    return sha256_digest(report_bytes(report))

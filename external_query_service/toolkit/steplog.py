@@ -65,6 +65,7 @@ class StepArchive:
             data = data[os.write(self._fd, data) :]
 
     def close(self) -> None:
+        """Flush and close the archive file; idempotent."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -42,8 +42,6 @@ inside ``reports_dir``. Every problem is an ``InputError`` with one line.
 
 from __future__ import annotations
 
-import os
-import stat
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -62,7 +60,7 @@ from pydantic import (
 
 from ..digests import sha256_digest
 from ..errors import InputError
-from ..jsonio import load_json_file
+from ..jsonio import load_json_file, read_text_file
 from ..settings import format_validation_error
 from .errors import ToolkitError
 from .fsguard import split_relpath
@@ -89,6 +87,9 @@ class _Strict(BaseModel):
 
 
 class TaskBudget(_Strict):
+    """A task's limits: pages, bytes, link depth, files, bytes per file and records per
+    category."""
+
     # Strict: ``true``, ``"10"`` or ``10.0`` in a task file are mistakes, not numbers.
     max_pages: StrictInt = Field(default=10, ge=1, le=500)
     max_bytes: StrictInt = Field(default=5_000_000, ge=1)
@@ -178,28 +179,8 @@ class TaskInputs(_Strict):
 
     @property
     def digest(self) -> str:
+        """``sha256:`` of the inputs' canonical JSON."""
         return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
-
-
-def _read_text(path: Path, max_bytes: int) -> str:
-    """A regular file's UTF-8 text (opened without blocking; size checked on the fd)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{path}: not a regular file")
-        if info.st_size > max_bytes:
-            raise InputError(f"{path}: larger than {max_bytes} bytes")
-        data = handle.read(max_bytes + 1)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
 
 
 def _validated(model: type[_Strict], data: Any, origin: str) -> Any:
@@ -217,7 +198,7 @@ def load_task(path: str | Path) -> tuple[TaskSpec, Path]:
     suffix = path.suffix.lower()
     if suffix == ".toml":
         try:
-            data: Any = tomllib.loads(_read_text(path, MAX_TASK_BYTES))
+            data: Any = tomllib.loads(read_text_file(path, max_bytes=MAX_TASK_BYTES))
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path}: invalid TOML: {exc}") from None
     elif suffix == ".json":

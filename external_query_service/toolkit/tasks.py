@@ -44,7 +44,12 @@ from .taskfile import (
 from .web import WebBudget, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
 
-__all__ = ["CollectionSummary", "EvidenceTask", "Failure"]
+__all__ = [
+    "MAX_REPORT_BYTES",
+    "CollectionSummary",
+    "EvidenceTask",
+    "Failure",
+]
 
 #: A saved report is never larger than this when read back for a receipt.
 MAX_REPORT_BYTES = 50_000_000
@@ -55,6 +60,8 @@ class _Frozen(BaseModel):
 
 
 class Failure(_Frozen):
+    """A target a collection step could not use, and why."""
+
     target: str
     reason: str
 
@@ -134,6 +141,8 @@ class EvidenceTask:
         store: EvidenceStore | None = None,
         clock: Clock | None = None,
     ) -> EvidenceTask:
+        """A task from a task file and a runtime-inputs file (read by ``load_task`` and
+        ``load_inputs``)."""
         spec, task_dir = load_task(task_path)
         inputs, base_dir = load_inputs(inputs_path)
         return cls(
@@ -149,14 +158,17 @@ class EvidenceTask:
     # -- what the task holds ---------------------------------------------------------------
     @property
     def markers(self) -> dict[str, str]:
+        """The inputs' categories: marker → description."""
         return dict(self.inputs.markers)
 
     @property
     def required(self) -> tuple[str, ...]:
+        """The categories that must hold a record (all of them unless the task names some)."""
         return self.spec.required or tuple(self.inputs.markers)
 
     @property
     def output_path(self) -> Path:
+        """Where ``save`` writes the report."""
         return self.reports.path / self._report_relpath
 
     def captured_refs(self) -> tuple[str, ...]:
@@ -169,6 +181,7 @@ class EvidenceTask:
         return tuple(dict.fromkeys(refs))
 
     def records(self) -> tuple[EvidenceRecord, ...]:
+        """The evidence records made so far, in order."""
         return tuple(self._records)
 
     @property
@@ -402,5 +415,6 @@ class EvidenceTask:
             ) from None
 
     async def aclose(self) -> None:
+        """Close the task's web tools, when it has them."""
         if self.web is not None:
             await self.web.aclose()

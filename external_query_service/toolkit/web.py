@@ -6,7 +6,7 @@ deadline, the network address policy on every hop) and, on top of it, every URL 
 entry, each followed link and each redirect hop — must lie inside the caller's
 ``allowed_origins``; an off-origin hop is refused before it is requested. A link can be
 followed only after a captured page showed it. Page and byte budgets are counted here.
-Captures go to the ``EvidenceStore`` as normalised text, the same text snippets point into.
+Captures go to the ``EvidenceStore`` as normalized text, the same text snippets point into.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class _Frozen(BaseModel):
 
 
 class WebPage(_Frozen):
-    """A captured page. ``ref`` names its normalised text in the store; ``digest`` is the
+    """A captured page. ``ref`` names its normalized text in the store; ``digest`` is the
     sha256 of that text, ``raw_digest`` of the body bytes received."""
 
     ref: str
@@ -86,11 +86,15 @@ class Section(_Frozen):
 
 @dataclass(frozen=True)
 class WebBudget:
+    """How many pages and bytes one ``WebTools`` may fetch."""
+
     max_pages: int = 10
     max_bytes: int = 5_000_000
 
 
 class WebUsage(_Frozen):
+    """Pages and bytes fetched so far, against the budget."""
+
     pages: int
     bytes: int
     max_pages: int
@@ -178,6 +182,7 @@ class WebTools:
     # -- observation ----------------------------------------------------------------------
     @property
     def usage(self) -> WebUsage:
+        """Pages and bytes fetched so far, against the budget."""
         return WebUsage(
             pages=self._fetches,
             bytes=self._bytes,
@@ -190,6 +195,7 @@ class WebTools:
         return tuple(self._pages.values())
 
     def page(self, ref: str) -> WebPage:
+        """The page captured as ``ref``; ``BoundaryRefused`` (``unknown_page``) otherwise."""
         try:
             return self._pages[ref]
         except KeyError:
@@ -203,6 +209,7 @@ class WebTools:
         return tuple(self._links[link_id] for link_id in self._page_links[ref])
 
     def observed_links(self) -> tuple[ObservedLink, ...]:
+        """Every link seen on a captured page, in the order first seen."""
         return tuple(self._links.values())
 
     def link(self, link: str) -> ObservedLink:
@@ -246,6 +253,7 @@ class WebTools:
         )
 
     async def aclose(self) -> None:
+        """Close the fetcher, when these tools made it."""
         if self._owns_fetcher:
             await self._fetcher.aclose()
 

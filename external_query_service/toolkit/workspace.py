@@ -45,6 +45,9 @@ class _Frozen(BaseModel):
 
 @dataclass(frozen=True)
 class WorkspaceLimits:
+    """How many files, bytes per file, matches and searched bytes one ``WorkspaceTools``
+    allows."""
+
     max_files: int = 2000
     max_file_bytes: int = 1_000_000
     max_matches: int = 100
@@ -52,6 +55,8 @@ class WorkspaceLimits:
 
 
 class FileInfo(_Frozen):
+    """A listed file: path relative to the root, and size."""
+
     path: str
     size: int
 
@@ -78,6 +83,8 @@ class SearchMatch(_Frozen):
 
 
 class SearchResult(_Frozen):
+    """A literal search's matches; ``omissions`` counts what was left out, by reason."""
+
     query: str
     under: str
     matches: tuple[SearchMatch, ...]
@@ -135,9 +142,11 @@ class WorkspaceTools:
         return tuple(self._captures.values())
 
     def capture(self, ref: str) -> FileCapture | None:
+        """The file capture behind ``ref``, or None."""
         return next((item for item in self._captures.values() if item.ref == ref), None)
 
     def list(self, under: str = "") -> FileListing:
+        """Regular files under ``under`` (the root by default), with what was left out."""
         walk = self.root.walk(under, max_files=self.limits.max_files)
         return FileListing(
             under=under,

@@ -68,7 +68,11 @@ from ..text.targets import MATCH_THRESHOLD, best_match, matches_target, normaliz
 from .notes import ReaderNote, render_note
 from .timecheck import check_time, local_date
 
-__all__ = ["EvidenceVerifier", "VerifierOutcome"]
+__all__ = [
+    "PLAUSIBLE_POPULATION_SHARE",
+    "EvidenceVerifier",
+    "VerifierOutcome",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,36 @@
+"""Every module of the package, imported once: the walk the surface tests share."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from types import ModuleType
+
+import external_query_service
+from external_query_service.integrations.common import IntegrationUnavailable
+
+
+@functools.cache
+def package_modules() -> tuple[ModuleType, ...]:
+    """The package and every module under it, imported. ``__main__`` modules are left out:
+    importing one runs the CLI."""
+    modules = [external_query_service]
+    for info in pkgutil.walk_packages(
+        external_query_service.__path__, f"{external_query_service.__name__}."
+    ):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        try:
+            modules.append(importlib.import_module(info.name))
+        except IntegrationUnavailable:
+            # An integration whose framework is not installed here; the integrations run
+            # (with the frameworks) walks it.
+            continue
+    return tuple(modules)
+
+
+def is_private(module: ModuleType) -> bool:
+    """Internal by design: some part of the dotted name starts with ``_`` (``__init__`` and
+    ``__main__`` aside, which are never part of a module's ``__name__`` here)."""
+    return any(part.startswith("_") for part in module.__name__.split("."))
