@@ -1,7 +1,7 @@
 """The answer chain as admission records: one plan and receipt per adapter attempt, the
 verifier's per-source decisions as admissions, the presented answer as the readback.
 
-Mapping (blueprint "Decisions", receipts from the chain): objective = the question, user
+Mapping (one plan per attempt, receipts from the chain): objective = the question, user
 activity = ``answer_external_question``, decision = the answer contract, evidence kinds =
 ``[query_kind]``, envelope = network policy, budgets and adapter settings plus the plan's
 search fields (no clock values). Attempt ``ok`` → ``succeeded``, ``empty`` →

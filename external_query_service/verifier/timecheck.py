@@ -1,4 +1,4 @@
-"""Is a piece of evidence from the right time? (The "Time" decision in ARCHITECTURE.md.)
+"""Is a piece of evidence from the right time? (The time rule in docs/architecture/overview.md.)
 
 With a ``time_range``: evidence passes when a date it is about falls in the range, or when it
 was published inside the range — so a forecast published the day before, about the target day,
