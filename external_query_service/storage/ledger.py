@@ -1,0 +1,206 @@
+"""The ledger's interface and the factory that picks its backend.
+
+A ledger is named by a *target*: a ``Path`` (an embedded SQLite file, the default) or a
+``postgresql://`` URL (one PostgreSQL schema shared by many processes). Both backends
+keep the same records, ids, hash chain and rules (``base.py``); callers hold a
+``Ledger`` and never need to know which one they have.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, Self
+from urllib.parse import SplitResult, urlsplit
+
+from ..admission.chain import ChainRecord
+from ..admission.models import Admission, EvidencePlan, EvidenceReceipt, LedgerCoverage
+from ..clock import Clock, system_clock
+from ..settings import LedgerSettings, Settings, is_ledger_url
+from .base import DEFAULT_SOURCE_BUDGET, BaseLedger, RecordKind, copy_ledger
+from .models import (
+    Backend,
+    LedgerCopy,
+    LedgerError,
+    LedgerMigration,
+    LedgerProject,
+    LedgerVerification,
+    RecordResult,
+)
+
+__all__ = [
+    "Ledger",
+    "LedgerTarget",
+    "copy_ledger_to",
+    "default_ledger_path",
+    "is_ledger_url",
+    "migrate_ledger",
+    "open_configured_ledger",
+    "open_ledger",
+    "parse_ledger_target",
+    "resolve_ledger",
+    "show_target",
+]
+
+APP_FOLDER = "external-query"
+LEDGER_FILE = "ledger.sqlite3"
+
+#: A SQLite file, or a ``postgresql://`` URL.
+LedgerTarget = Path | str
+
+
+class Ledger(Protocol):
+    """What every ledger does. Writes are one transaction each and idempotent (records are
+    keyed by their content id); blockers are results, not exceptions; storage faults are
+    ``LedgerError``."""
+
+    backend: Backend
+    #: The ledger as shown to people: a path, or a URL without its password.
+    target: str
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def close(self) -> None: ...
+
+    def record(self, kind: RecordKind, digest: str, body: Mapping[str, Any]) -> RecordResult: ...
+
+    def record_receipt(
+        self, plan: EvidencePlan, receipt: EvidenceReceipt
+    ) -> list[RecordResult]: ...
+
+    def record_admission(
+        self, plan: EvidencePlan, receipt: EvidenceReceipt, admission: Admission
+    ) -> list[RecordResult]: ...
+
+    def persist_chain(self, record: ChainRecord) -> list[RecordResult]: ...
+
+    def has_record(self, digest: str) -> bool: ...
+
+    def count(self, kind: RecordKind | None = None) -> int: ...
+
+    def start_project(
+        self, project: str, question: str, *, source_budget: int = DEFAULT_SOURCE_BUDGET
+    ) -> LedgerProject: ...
+
+    def project(self, name: str) -> LedgerProject | None: ...
+
+    def coverage(
+        self, project: str, plan: EvidencePlan, admission: Admission
+    ) -> LedgerCoverage: ...
+
+    def write_readback(
+        self, project: str, plan: EvidencePlan, receipt: EvidenceReceipt, admission: Admission
+    ) -> LedgerCoverage: ...
+
+    def downstream_for(self, admission: Admission) -> list[tuple[str, str]]: ...
+
+    def schema_version(self) -> int: ...
+
+    def migrate(self) -> LedgerMigration: ...
+
+    def integrity_check(self) -> str: ...
+
+    def verify(self) -> LedgerVerification: ...
+
+
+def default_ledger_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_DATA_HOME/external-query/ledger.sqlite3``, else under ``~/.local/share``."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME", "").strip()
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return root / APP_FOLDER / LEDGER_FILE
+
+
+def parse_ledger_target(text: str | Path) -> LedgerTarget:
+    """A ``postgresql://`` URL stays text (libpq gets it unchanged); anything else is a
+    file path."""
+    if isinstance(text, str) and is_ledger_url(text):
+        return text
+    return Path(text)
+
+
+def resolve_ledger(
+    explicit: str | Path | None = None,
+    settings: Settings | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LedgerTarget:
+    """``--ledger`` wins, then ``[ledger] url`` or ``path``, then the user's data folder."""
+    if explicit is not None:
+        return parse_ledger_target(explicit)
+    if settings is not None and settings.ledger.url is not None:
+        return settings.ledger.url
+    if settings is not None and settings.ledger.path is not None:
+        return settings.ledger.path
+    return default_ledger_path(env)
+
+
+def show_target(target: LedgerTarget) -> str:
+    """``target`` fit to print: a URL loses its password (in the authority or as a
+    ``password=`` parameter)."""
+    if isinstance(target, Path):
+        return str(target)
+    parts = urlsplit(target)
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, hosts = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}:***@{hosts}"
+    query = re.sub(r"(^|&)password=[^&]*", r"\1password=***", parts.query)
+    return SplitResult(parts.scheme, netloc, parts.path, query, parts.fragment).geturl()
+
+
+def open_ledger(
+    target: LedgerTarget,
+    *,
+    create: bool = True,
+    check_schema: bool = True,
+    clock: Clock = system_clock,
+) -> BaseLedger:
+    """Open the ledger ``target`` names. A schema that is missing or older is
+    ``LedgerError('ledger_needs_migration')`` unless ``check_schema=False`` (for
+    ``migrate``). ``create=False``: a missing SQLite file is an error; ``create=True``
+    makes a missing SQLite file with the current schema. A PostgreSQL schema is never
+    created by opening."""
+    if isinstance(target, Path):
+        from .sqlite import SQLiteLedger
+
+        return SQLiteLedger(target, create=create, check_schema=check_schema, clock=clock)
+    try:
+        from .postgres import PostgresLedger
+    except ImportError:
+        raise LedgerError(
+            "ledger_unavailable",
+            "a postgresql:// ledger needs psycopg: pip install 'external_query_service[postgres]'",
+        ) from None
+    return PostgresLedger(target, check_schema=check_schema, clock=clock)
+
+
+def open_configured_ledger(
+    settings: LedgerSettings, *, clock: Clock = system_clock
+) -> BaseLedger | None:
+    """The ledger ``[ledger]`` names (``url`` or ``path``), or None when it names none."""
+    if settings.url is not None:
+        return open_ledger(settings.url, clock=clock)
+    if settings.path is not None:
+        return open_ledger(settings.path, clock=clock)
+    return None
+
+
+def migrate_ledger(target: LedgerTarget) -> LedgerMigration:
+    """Create or bring up to date the schema of ``target`` (``ledger migrate``)."""
+    with open_ledger(target, check_schema=False) as ledger:
+        return ledger.migrate()
+
+
+def copy_ledger_to(source: LedgerTarget, target: LedgerTarget) -> LedgerCopy:
+    """Copy the ledger ``source`` into ``target`` (migrated beforehand) and verify the
+    copy; see ``base.copy_ledger``."""
+    if show_target(source) == show_target(target):
+        raise LedgerError(
+            "ledger_copy_conflict", f"{show_target(source)} is both source and target"
+        )
+    with open_ledger(source, create=False) as read, open_ledger(target, create=False) as write:
+        return copy_ledger(read, write)
