@@ -39,9 +39,12 @@ __all__ = ["PostgresLedger"]
 
 #: First key of every ledger advisory lock (the second is the schema's oid): "eqledger".
 LOCK_CLASS = 0x65716C67
+#: The lock timeout first (the row it comes from is read before the lock is asked for, so it
+#: bounds the lock's own wait), then the lock: one round trip.
 _LOCK = (
     "SELECT pg_advisory_xact_lock(?, COALESCE("
-    "(SELECT oid::int FROM pg_namespace WHERE nspname = current_schema()), 0))"
+    "(SELECT oid::int FROM pg_namespace WHERE nspname = current_schema()), 0)) "
+    "FROM (SELECT set_config('lock_timeout', ?, true)) AS bounded"
 )
 
 
@@ -80,7 +83,8 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 class PostgresLedger(BaseLedger):
     """A ledger in the PostgreSQL schema ``url`` selects, behind a connection pool of
     ``pool_size`` connections (thread-safe). ``timeout_s`` bounds waiting for a pooled
-    connection."""
+    connection: while the server is down, each operation fails after it with
+    ``ledger_unavailable`` (the pool reconnects by itself once the server is back)."""
 
     backend = "postgresql"
     migrations = (tuple(statement.format(seq="BIGINT") for statement in SCHEMA_V1),)
@@ -93,7 +97,7 @@ class PostgresLedger(BaseLedger):
         check_schema: bool = True,
         clock: Clock = system_clock,
         pool_size: int = 4,
-        timeout_s: float = 30.0,
+        timeout_s: float = 5.0,
         lock_timeout_ms: int = 5000,
     ) -> None:
         super().__init__(show_target(url), clock)
@@ -141,8 +145,7 @@ class PostgresLedger(BaseLedger):
     @contextmanager
     def _write(self) -> Iterator[Tx]:
         with self._connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('lock_timeout', %s, true)", (self._lock_timeout,))
-            conn.execute(_dialect(_LOCK), (LOCK_CLASS,))
+            conn.execute(_dialect(_LOCK), (LOCK_CLASS, self._lock_timeout))
             yield _PgTx(conn)
 
     @contextmanager
