@@ -5,9 +5,12 @@ without one, failed in CI: see conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import socket
+import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -29,6 +32,7 @@ from external_query_service.storage.postgres import LOCK_CLASS, PostgresLedger
 from .ledger_records import OBJECTIVE, SOURCES, admitted, make_chain, make_plan, make_receipt
 
 REPO = Path(__file__).resolve().parents[1]
+DOCS = {"query_kind": "documentation"}
 WRITERS = 4
 ANSWERS_EACH = 250
 
@@ -229,9 +233,91 @@ def test_a_service_configured_with_a_url_persists_each_answer_there(postgres_url
         REPO / "docs" / "architecture"
     )
     with ExternalQueryService(settings) as service:
-        answer = service.answer("What does the verifier check?")
+        answer = service.answer("What does the verifier check?", DOCS)
     assert answer.admission.persisted
     with open_ledger(postgres_url) as ledger:
         assert all(ledger.has_record(plan_id) for plan_id in answer.admission.plan_ids)
         assert ledger.count("chain") == 1
+        assert ledger.verify().ok
+
+
+class Proxy:
+    """A loopback TCP relay to the test server that can drop every connection and stop
+    listening (a server outage, as the ledger sees it) and listen again on the same port."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.port = closed_port()
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        self._track(listener)
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                return
+            for sock in (client, server):
+                self._track(sock)
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+def test_answers_go_on_while_the_database_is_away_and_persist_again_once_it_is_back(
+    postgres_url: str,
+) -> None:
+    migrate_ledger(postgres_url)
+    parts = urlsplit(postgres_url)
+    proxy = Proxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    proxy.start()
+    relayed = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
+    settings = Settings.model_validate({"ledger": {"url": relayed}}).with_docs(
+        REPO / "docs" / "architecture"
+    )
+    try:
+        with ExternalQueryService(settings) as service:
+            before = service.answer("What does the verifier check?", DOCS)
+            proxy.stop()
+            during = service.answer("What does the ledger keep?", DOCS)
+            proxy.start()
+            after = service.answer("What does the presenter show?", DOCS)
+    finally:
+        proxy.stop()
+    assert (before.admission.persisted, during.admission.persisted) == (True, False)
+    assert during.admission.plan_ids  # the answer was bound as usual; only its write failed
+    errors = [event for event in during.audit.events if event.event == "ledger_error"]
+    assert [event.detail["reason"] for event in errors] == ["ledger_unavailable"]
+    assert after.admission.persisted
+    with open_ledger(postgres_url) as ledger:
+        assert ledger.count("chain") == 2
         assert ledger.verify().ok

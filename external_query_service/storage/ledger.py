@@ -56,9 +56,11 @@ class Ledger(Protocol):
     keyed by their content id); blockers are results, not exceptions; storage faults are
     ``LedgerError``."""
 
-    backend: Backend
     #: The ledger as shown to people: a path, or a URL without its password.
     target: str
+
+    @property
+    def backend(self) -> Backend: ...
 
     def __enter__(self) -> Self: ...
 
@@ -158,12 +160,22 @@ def open_ledger(
     create: bool = True,
     check_schema: bool = True,
     clock: Clock = system_clock,
-) -> BaseLedger:
+) -> Ledger:
     """Open the ledger ``target`` names. A schema that is missing or older is
     ``LedgerError('ledger_needs_migration')`` unless ``check_schema=False`` (for
     ``migrate``). ``create=False``: a missing SQLite file is an error; ``create=True``
     makes a missing SQLite file with the current schema. A PostgreSQL schema is never
     created by opening."""
+    return _open(target, create=create, check_schema=check_schema, clock=clock)
+
+
+def _open(
+    target: LedgerTarget,
+    *,
+    create: bool = True,
+    check_schema: bool = True,
+    clock: Clock = system_clock,
+) -> BaseLedger:
     if isinstance(target, Path):
         from .sqlite import SQLiteLedger
 
@@ -180,7 +192,7 @@ def open_ledger(
 
 def open_configured_ledger(
     settings: LedgerSettings, *, clock: Clock = system_clock
-) -> BaseLedger | None:
+) -> Ledger | None:
     """The ledger ``[ledger]`` names (``url`` or ``path``), or None when it names none."""
     if settings.url is not None:
         return open_ledger(settings.url, clock=clock)
@@ -202,5 +214,5 @@ def copy_ledger_to(source: LedgerTarget, target: LedgerTarget) -> LedgerCopy:
         raise LedgerError(
             "ledger_copy_conflict", f"{show_target(source)} is both source and target"
         )
-    with open_ledger(source, create=False) as read, open_ledger(target, create=False) as write:
+    with _open(source, create=False) as read, _open(target, create=False) as write:
         return copy_ledger(read, write)
