@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     )
     from .gateway.registry import register_adapter
     from .integrations.common import IntegrationUnavailable
-    from .ledger import LedgerError
     from .llm.client import LLMError
     from .llm.presenter import AnswerRejected
     from .mcp_server import McpUnavailable
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
     )
     from .service import ExternalQueryService, Session
     from .settings import Settings
+    from .storage.models import LedgerError, UnsoundLedger
     from .store import EvidenceStore
     from .testing.plugin import CaseFailed
     from .testing.recorder import NothingAnswered
@@ -103,7 +103,7 @@ _EXPORTS = {
     "IntegrationUnavailable": ".integrations.common",
     "InvalidQuery": ".errors",
     "LLMError": ".llm.client",
-    "LedgerError": ".ledger",
+    "LedgerError": ".storage.models",
     "McpUnavailable": ".mcp_server",
     "NothingAnswered": ".testing.recorder",
     "QuerySemantics": ".models",
@@ -116,6 +116,7 @@ _EXPORTS = {
     "TooManyRedirects": ".errors",
     "ToolkitError": ".toolkit.errors",
     "UnknownAdapterKind": ".errors",
+    "UnsoundLedger": ".storage.models",
     "UnsafePlatform": ".toolkit.errors",
     "UnsafeURL": ".errors",
     "UnsupportedContent": ".errors",
@@ -176,6 +177,7 @@ __all__ = [
     "UnknownAdapterKind",
     "UnsafePlatform",
     "UnsafeURL",
+    "UnsoundLedger",
     "UnsupportedContent",
     "UpstreamStatus",
     "VerifierResult",

@@ -27,7 +27,8 @@ ExternalQueryError
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
 ├── admission.errors.ContractRejected   readable input the evidence contract refuses (exit 3)
-├── ledger.LedgerError                  the ledger file cannot be used (unavailable or busy)
+├── storage.models.LedgerError          the ledger cannot be used (unavailable, busy, unmigrated)
+│   └── storage.models.UnsoundLedger   a ledger that does not verify where one must
 ├── llm.client.LLMError                 the model endpoint gave no usable structured reply
 │   └── llm.presenter.AnswerRejected    the model's draft answer failed a check in code
 ├── toolkit.errors.ToolkitError         a toolkit tool could not do what was asked

@@ -20,7 +20,6 @@ from .clock import Clock, system_clock
 from .errors import InvalidQuery, ServiceClosed
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
-from .ledger import Ledger, LedgerError
 from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
 from .models import (
     CORE_QUERY_KINDS,
@@ -35,6 +34,7 @@ from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error
+from .storage import LedgerError, open_configured_ledger
 from .store import EvidenceStore
 from .verifier import EvidenceVerifier
 
@@ -119,11 +119,7 @@ class ExternalQueryService:
             LLMAnswerPresenter(self.llm, extractive=self.presenter) if self.llm else None
         )
         self._envelope = service_envelope(self.settings)
-        self._ledger = (
-            Ledger(self.settings.ledger.path, clock=self.clock)
-            if self.settings.ledger.path is not None
-            else None
-        )
+        self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
         self._portal = Portal()
         self._closed = False
 

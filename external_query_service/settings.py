@@ -54,6 +54,7 @@ from .language import LanguageSetting
 
 __all__ = [
     "DEFAULT_USER_AGENT",
+    "LEDGER_URL_SCHEMES",
     "MAX_SETTINGS_BYTES",
     "AdapterSettings",
     "GitHubSettings",
@@ -65,12 +66,14 @@ __all__ = [
     "SourceSettings",
     "VerifierSettings",
     "format_validation_error",
+    "is_ledger_url",
 ]
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_USER_AGENT = f"external-query-service/{__version__} (evidence fetcher)"
 MAX_SETTINGS_BYTES = 1024 * 1024
+LEDGER_URL_SCHEMES = ("postgresql://", "postgres://")
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -259,10 +262,32 @@ class LLMSettings(_Section):
     temperature: float = Field(default=0.0, ge=0, le=2)
 
 
+def is_ledger_url(text: str) -> bool:
+    """A PostgreSQL connection URL (``postgresql://`` or ``postgres://``)."""
+    return text.startswith(LEDGER_URL_SCHEMES)
+
+
 class LedgerSettings(_Section):
-    """Where admissions are persisted (SQLite). Absent: the chain keeps them in memory."""
+    """Where answers' plans, receipts and admissions are persisted: ``path``, an embedded
+    SQLite file (one machine), or ``url``, a PostgreSQL database that many processes share
+    (``postgresql://…``, passed to libpq unchanged; needs the ``[postgres]`` extra). At most
+    one of the two. Neither: the chain keeps them in memory only."""
 
     path: Path | None = None
+    url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, url: str | None) -> str | None:
+        if url is not None and not is_ledger_url(url):
+            raise ValueError(f"must start with {' or '.join(LEDGER_URL_SCHEMES)}")
+        return url
+
+    @model_validator(mode="after")
+    def _one_ledger(self) -> LedgerSettings:
+        if self.path is not None and self.url is not None:
+            raise ValueError("set either path (SQLite) or url (PostgreSQL), not both")
+        return self
 
 
 class GitHubSettings(_Section):

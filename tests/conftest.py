@@ -1,12 +1,28 @@
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+from urllib.parse import urlsplit
 
 import pytest
 
+from external_query_service.storage import LedgerTarget, migrate_ledger, open_ledger
 from external_query_service.testing import LoopbackServer
 
 from .llm_chat import ChatServer
+
+#: Set (to 1) where the services must be there — CI: a test that needs PostgreSQL or Redis
+#: then fails instead of skipping when the service does not answer.
+REQUIRE_SERVICES = "EXTERNAL_QUERY_REQUIRE_SERVICES"
+#: The PostgreSQL database tests make their schemas in, and the Redis server they use.
+POSTGRES_URL = os.environ.get(
+    "EXTERNAL_QUERY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("EXTERNAL_QUERY_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture
@@ -38,3 +54,72 @@ def shared_loopback(module_server: LoopbackServer) -> LoopbackServer:
     making its ``loopback`` this one)."""
     module_server.requests.clear()
     return module_server
+
+
+def service_missing(service: str, why: str) -> NoReturn:
+    """Skip the test — or fail it where ``EXTERNAL_QUERY_REQUIRE_SERVICES=1``."""
+    if os.environ.get(REQUIRE_SERVICES, "") not in ("", "0"):
+        pytest.fail(f"{service} is required ({REQUIRE_SERVICES} is set) but {why}")
+    pytest.skip(f"{service} is not available: {why}")
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> str:
+    """The test database's URL, once it answered a connection (checked once a session)."""
+    try:
+        import psycopg
+    except ImportError:
+        service_missing("PostgreSQL", "psycopg is not installed (pip install -e '.[dev]')")
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        service_missing("PostgreSQL", f"{POSTGRES_URL} does not answer: {exc}")
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> Iterator[str]:
+    """A URL whose ``options=-csearch_path`` selects a fresh, empty schema of this test's
+    own (dropped afterwards): tests never see each other's tables, also under xdist."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"eq_test_{uuid.uuid4().hex[:16]}"
+    name = sql.Identifier(schema)
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(name))
+    joiner = "&" if "?" in postgres_database else "?"
+    try:
+        yield f"{postgres_database}{joiner}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(postgres_database, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(name))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> LedgerTarget:
+    """A migrated, empty ledger on each backend: a SQLite file, then a PostgreSQL schema of
+    the test's own."""
+    if request.param == "sqlite":
+        path = tmp_path / "data" / "ledger.sqlite3"
+        open_ledger(path).close()
+        return path
+    url: str = request.getfixturevalue("postgres_url")
+    migrate_ledger(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The test Redis server's URL, once it answered ``PING`` (checked once a session)."""
+    parts = urlsplit(REDIS_URL)
+    address = (parts.hostname or "127.0.0.1", parts.port or 6379)
+    try:
+        with socket.create_connection(address, timeout=5) as sock:
+            sock.sendall(b"PING\r\n")
+            answer = sock.recv(64)
+    except OSError as exc:
+        service_missing("Redis", f"{REDIS_URL} does not answer: {exc}")
+    if not answer.startswith(b"+PONG"):
+        service_missing("Redis", f"{REDIS_URL} answered {answer!r} to PING")
+    return REDIS_URL

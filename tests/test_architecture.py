@@ -119,3 +119,9 @@ def test_text_is_pure_it_neither_connects_nor_reads_settings() -> None:
 def test_the_gateway_orchestrates_and_leaves_sockets_to_net() -> None:
     assert not _third_party("gateway") & {"httpx", "httpcore", "socket"}
     assert not _third_party("verifier") & {"httpx", "httpcore", "socket"}
+
+
+def test_only_storage_talks_to_a_database() -> None:
+    clients = {"sqlite3", "psycopg", "psycopg_pool"}
+    talking = {unit for unit in _graph() if _third_party(unit) & clients}
+    assert talking <= {"storage"}

@@ -23,6 +23,7 @@ from external_query_service.errors import ExternalQueryError
 from external_query_service.ledger import LedgerError
 from external_query_service.llm.client import LLMError
 from external_query_service.llm.presenter import AnswerRejected
+from external_query_service.storage.models import LedgerVerification, UnsoundLedger
 from external_query_service.toolkit.delegate import _Refused
 from external_query_service.toolkit.errors import (
     BoundaryRefused,
@@ -193,6 +194,15 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     ],
     "ContractRejected": [(lambda: ContractRejected("unknown_source", "s1"), "unknown_source")],
     "LedgerError": [(lambda: LedgerError("ledger_busy", "locked"), "ledger_busy")],
+    "UnsoundLedger": [
+        (
+            lambda: UnsoundLedger(
+                "ledger.sqlite3",
+                LedgerVerification(ok=False, records=2, integrity="ok", first_bad_seq=2),
+            ),
+            "ledger_unsound",
+        )
+    ],
     "LLMError": [(lambda: LLMError("timeout"), "timeout")],
     "AnswerRejected": [(lambda: AnswerRejected("secret_in_reply", "no"), "secret_in_reply")],
     "ToolkitError": [

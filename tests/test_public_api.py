@@ -59,6 +59,7 @@ EXPECTED = [
     "UnknownAdapterKind",
     "UnsafePlatform",
     "UnsafeURL",
+    "UnsoundLedger",
     "UnsupportedContent",
     "UpstreamStatus",
     "VerifierResult",

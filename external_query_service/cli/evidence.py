@@ -1,17 +1,18 @@
-"""``external-query evidence …`` and ``external-query ledger start``: the admission
-contract on the command line (parse, call the contract, print).
+"""``external-query evidence …`` and ``external-query ledger …``: the admission contract
+and its ledger on the command line (parse, call the contract, print).
 
-JSON inputs are file paths, never inline JSON. Every command takes ``--ledger PATH``
-(default: the ``--config`` file's ``[ledger] path``, else ``ledger.sqlite3`` under the
-user's data folder), ``--format json|markdown`` (markdown by default) and ``--config``
-(its ``[[adapters]]`` serve ``discover --probe``; its ``[github]`` endpoints and
-``[network]`` policy serve ``method:public-github``). JSON output is the record itself, so
-a saved ``plan``/``admit``/``execute`` output is the next command's input. Exit codes: 0
-done; 2 input error (``file_unreadable``, ``invalid_json``, ``non_object_root``,
+JSON inputs are file paths, never inline JSON. Every command takes ``--ledger LEDGER`` (a
+SQLite file or a ``postgresql://`` URL; default: the ``--config`` file's ``[ledger] url``
+or ``path``, else ``ledger.sqlite3`` under the user's data folder), ``--format
+json|markdown`` (markdown by default) and ``--config`` (its ``[[adapters]]`` serve
+``discover --probe``; its ``[github]`` endpoints and ``[network]`` policy serve
+``method:public-github``). JSON output is the record itself, so a saved
+``plan``/``admit``/``execute`` output is the next command's input. Exit codes: 0 done; 2
+input error (``file_unreadable``, ``invalid_json``, ``non_object_root``,
 ``bare_providers_array``, ``settings_unreadable``, … and an unusable ledger), 3 contract
-rejection or ledger blocker. Errors go to stderr in the chosen format (JSON: ``{"error",
-"code", "exit_code"}``; Markdown: one line) and leave stdout empty, so a redirected output
-file never holds an error.
+rejection, ledger blocker, or a ledger that does not verify. Errors go to stderr in the
+chosen format (JSON: ``{"error", "code", "exit_code"}``; Markdown: one line) and leave
+stdout empty, so a redirected output file never holds an error.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ from ..clock import system_clock
 from ..errors import InputError, SettingsError
 from ..gateway.registry import known_kinds
 from ..jsonio import read_text_file
-from ..ledger import Ledger, LedgerError, resolve_ledger_path
 from ..methods.public_github import (
     PROVIDER_ID as PUBLIC_GITHUB,
 )
@@ -68,6 +68,16 @@ from ..methods.public_github import (
 )
 from ..service import ExternalQueryService
 from ..settings import LedgerSettings, Settings
+from ..storage import (
+    LedgerError,
+    LedgerTarget,
+    UnsoundLedger,
+    copy_ledger_to,
+    migrate_ledger,
+    open_ledger,
+    parse_ledger_target,
+    resolve_ledger,
+)
 from . import PROG
 from ._help import Subparsers, add_command
 
@@ -75,6 +85,7 @@ __all__ = [
     "CALLER_ENVELOPE",
     "EXIT_DONE",
     "EXIT_INPUT",
+    "EXIT_LEDGER_INPUT",
     "EXIT_REJECTED",
     "FLOW",
     "PUBLIC_GITHUB_PROBED",
@@ -139,10 +150,11 @@ def _file(parser: argparse.ArgumentParser, flag: str, help: str, required: bool 
 
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    _file(
-        common,
+    common.add_argument(
         "--ledger",
-        "ledger file (default: --config's [ledger] path, else under the user's data folder)",
+        metavar="LEDGER",
+        help="a SQLite file or a postgresql:// URL (default: --config's [ledger] url or path, "
+        "else a file under the user's data folder)",
     )
     common.add_argument(
         "--format",
@@ -153,7 +165,7 @@ def _common() -> argparse.ArgumentParser:
     _file(
         common,
         "--config",
-        "settings file (TOML): [[adapters]] to probe, [ledger] path, [github] endpoints, "
+        "settings file (TOML): [[adapters]] to probe, [ledger] url or path, [github] endpoints, "
         "[network] policy",
     )
     return common
@@ -475,27 +487,43 @@ def _register_execute(steps: Subparsers, common: argparse.ArgumentParser) -> Non
     execute.set_defaults(handler=_guarded(_run_execute))
 
 
+#: Exit 2 for the ledger commands: bad input, and a ledger that cannot be used as it is.
+EXIT_LEDGER_INPUT = (
+    2,
+    "input error, or an unusable ledger (ledger_unavailable, ledger_busy,\n"
+    "ledger_needs_migration: run ledger migrate): one line on stderr",
+)
+_PG = "postgresql://ledger@db.internal/research"
+
+
 def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> None:
-    exits = [
-        (0, "done: the project on stdout (starting it again with the same question is a no-op)"),
-        EXIT_INPUT,
-        (3, "refused: project_question_conflict (the project has another question)"),
-    ]
-    examples = [
-        f'{_EQ} ledger start --project retries --question "How are retries configured?"',
-        f'{_EQ} ledger start --project retries --question "How are retries configured?" \\\n'
-        "--ledger research.sqlite3 --format json",
-    ]
     ledger = add_command(
         commands,
         "ledger",
-        summary="the research ledger (SQLite) that readback writes to",
-        exit_codes=exits,
-        examples=examples,
+        summary="the research ledger (SQLite file or PostgreSQL) that answers and readback "
+        "write to",
+        description="The research ledger: a SQLite file (embedded default) or a PostgreSQL "
+        "database many\nprocesses share ([ledger] url). start a project; migrate creates or "
+        "updates the schema;\nverify recomputes every digest and the hash chain; copy moves "
+        "a ledger into another.",
+        exit_codes=[
+            (0, "done: the result on stdout"),
+            EXIT_LEDGER_INPUT,
+            (3, "refused (project_question_conflict), or a ledger that does not verify"),
+        ],
+        examples=[
+            f'{_EQ} ledger start --project retries --question "How are retries configured?"',
+            f"{_EQ} ledger migrate --config external-query.toml",
+        ],
     )
     ledger_steps = ledger.add_subparsers(
         dest="ledger_command", required=True, metavar="STEP", help="what to do with the ledger"
     )
+    start_exits = [
+        (0, "done: the project on stdout (starting it again with the same question is a no-op)"),
+        EXIT_LEDGER_INPUT,
+        (3, "refused: project_question_conflict (the project has another question)"),
+    ]
     start = add_command(
         ledger_steps,
         "start",
@@ -503,14 +531,87 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
         summary="start a research project",
         description="Start a research project. readback --execute writes a plan's admitted "
         "sources\ninto it only when the plan's objective is this question.",
-        exit_codes=exits,
-        examples=examples,
+        exit_codes=start_exits,
+        examples=[
+            f'{_EQ} ledger start --project retries --question "How are retries configured?"',
+            f'{_EQ} ledger start --project retries --question "How are retries configured?" \\\n'
+            "--ledger research.sqlite3 --format json",
+        ],
     )
     start.add_argument("--project", required=True, help="the project's name")
     start.add_argument(
         "--question", required=True, help="the research question (a plan's objective)"
     )
     start.set_defaults(handler=_guarded(_run_ledger_start))
+
+    migrate = add_command(
+        ledger_steps,
+        "migrate",
+        parents=[common],
+        summary="create the ledger's schema or bring it up to date",
+        description="Create the ledger's tables, or apply the migrations an older schema "
+        "lacks, in one\ntransaction (a concurrent migrate waits, then finds nothing to do). "
+        "A PostgreSQL ledger\nis never created or migrated otherwise: run this before the "
+        "first answer, and after\nevery upgrade that says its schema is older.",
+        exit_codes=[(0, "done: the versions before and after on stdout"), EXIT_LEDGER_INPUT],
+        examples=[
+            f"{_EQ} ledger migrate --config external-query.toml",
+            f'{_EQ} ledger migrate --ledger "{_PG}?options=-csearch_path%3Dledger"',
+        ],
+    )
+    migrate.set_defaults(handler=_guarded(_run_ledger_migrate))
+
+    verify = add_command(
+        ledger_steps,
+        "verify",
+        parents=[common],
+        summary="check every record's digests, ids, seq and the hash chain",
+        description="Recompute every record's body digest and content id, check that seq "
+        "has no gap, and\nfollow the hash chain from the first record to the last; also "
+        "the storage's own check\n(SQLite: PRAGMA integrity_check). Reads only.",
+        exit_codes=[
+            (0, "sound: the verification on stdout"),
+            EXIT_LEDGER_INPUT,
+            (3, "an integrity failure: the verification on stdout (first bad seq, problem)"),
+        ],
+        examples=[
+            f"{_EQ} ledger verify --config external-query.toml",
+            f"{_EQ} ledger verify --ledger research.sqlite3 --format json",
+        ],
+    )
+    verify.set_defaults(handler=_guarded(_run_ledger_verify))
+
+    copy = add_command(
+        ledger_steps,
+        "copy",
+        parents=[common],
+        summary="copy the ledger into another one (e.g. SQLite into PostgreSQL), verified",
+        description="Copy every record (same seq, digests, chain and time stamps), project "
+        "and project source\nof the ledger (--ledger, else --config's) into --to, in one "
+        "transaction, then verify\nthe copy. --to must be migrated and hold nothing or an "
+        "earlier copy of the same\nledger (then only the rest is copied: copying again is a "
+        "no-op). Copy before any\nprocess writes to --to.",
+        exit_codes=[
+            (0, "done: what was copied and the copy's verification on stdout"),
+            (
+                2,
+                "input error, an unusable ledger, or ledger_copy_conflict (--to holds other\n"
+                "records): one line on stderr, nothing written",
+            ),
+            (3, "ledger_unsound: the source, or the copy, does not verify"),
+        ],
+        examples=[
+            f"{_EQ} ledger copy --ledger research.sqlite3 --to {_PG}",
+            f"{_EQ} ledger copy --config external-query.toml --to archive.sqlite3 --format json",
+        ],
+    )
+    copy.add_argument(
+        "--to",
+        required=True,
+        metavar="LEDGER",
+        help="the ledger to copy into: a postgresql:// URL or a SQLite file (migrated first)",
+    )
+    copy.set_defaults(handler=_guarded(_run_ledger_copy))
 
 
 def _guarded(handler: Handler) -> Handler:
@@ -524,6 +625,8 @@ def _guarded(handler: Handler) -> Handler:
         except EvidenceInputError as exc:
             return _fail(exc.reason, str(exc), 2, fmt)
         except ContractRejected as exc:
+            return _fail(exc.reason, str(exc), 3, fmt)
+        except UnsoundLedger as exc:
             return _fail(exc.reason, str(exc), 3, fmt)
         except LedgerError as exc:
             return _fail(exc.reason, str(exc), 2, fmt)
@@ -596,9 +699,16 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise EvidenceInputError("settings_unreadable", str(exc)) from None
 
 
-def _ledger_path(args: argparse.Namespace) -> Path:
-    """``--ledger``, else the settings' ``[ledger] path``, else the user's data folder."""
-    return resolve_ledger_path(args.ledger, _settings(args), os.environ)
+def _ledger(args: argparse.Namespace) -> LedgerTarget:
+    """``--ledger``, else the settings' ``[ledger] url`` or ``path``, else the user's data
+    folder."""
+    return resolve_ledger(args.ledger, _settings(args), os.environ)
+
+
+def _exists(target: LedgerTarget) -> bool:
+    """Whether there can be anything to read: a SQLite file that is missing holds nothing
+    (and a read must not create it); a database always answers for itself."""
+    return not isinstance(target, Path) or target.exists()
 
 
 def _run_async(args: argparse.Namespace, factory: Callable[[PublicGitHub], Any]) -> Any:
@@ -688,7 +798,7 @@ def _run_plan(args: argparse.Namespace) -> int:
 def _run_receipt(args: argparse.Namespace) -> int:
     plan, receipt = _plan(args.plan_json), _receipt(args.receipt_json)
     observation = check_receipt(plan, receipt)
-    with Ledger(_ledger_path(args)) as ledger:
+    with open_ledger(_ledger(args)) as ledger:
         results = ledger.record_receipt(plan, receipt)
     _print(observation, args.format, _recorded(results[-1].inserted, results[-1].seq))
     return 0
@@ -708,7 +818,7 @@ def _run_admit(args: argparse.Namespace) -> int:
         admit_sources=args.admit_source,
         decided_by="parent",
     )
-    with Ledger(_ledger_path(args)) as ledger:
+    with open_ledger(_ledger(args)) as ledger:
         results = ledger.record_admission(plan, receipt, admission)
     _print(admission, args.format, _recorded(results[-1].inserted, results[-1].seq))
     return 0
@@ -723,12 +833,12 @@ def _run_readback(args: argparse.Namespace) -> int:
         check_admission(plan, receipt, admission)
     coverage: LedgerCoverage | None = None
     if admission is not None and args.project:
-        path = _ledger_path(args)
+        target = _ledger(args)
         if args.execute:
-            with Ledger(path) as ledger:
+            with open_ledger(target) as ledger:
                 coverage = ledger.write_readback(args.project, plan, receipt, admission)
-        elif path.exists():
-            with Ledger(path, create=False) as ledger:
+        elif _exists(target):
+            with open_ledger(target, create=False) as ledger:
                 coverage = ledger.coverage(args.project, plan, admission)
         else:
             coverage = LedgerCoverage(
@@ -752,9 +862,9 @@ def _run_readback(args: argparse.Namespace) -> int:
 def _run_retire(args: argparse.Namespace) -> int:
     admission = _admission(args.admission_json)
     downstream: list[DownstreamSource | str] = list(args.downstream_source)
-    path = _ledger_path(args)
-    if path.exists():
-        with Ledger(path, create=False) as ledger:
+    target = _ledger(args)
+    if _exists(target):
+        with open_ledger(target, create=False) as ledger:
             downstream.extend(
                 DownstreamSource(
                     source_ref=ref, admission_id=admission.admission_id, content_digest=digest
@@ -783,7 +893,7 @@ def _run_execute(args: argparse.Namespace) -> int:
         _print(preview, args.format)
         return 0
     receipt: EvidenceReceipt = _run_async(args, lambda method: method.execute(plan))
-    with Ledger(_ledger_path(args)) as ledger:
+    with open_ledger(_ledger(args)) as ledger:
         results = ledger.record_receipt(plan, receipt)
     _print(receipt, args.format, _recorded(results[-1].inserted, results[-1].seq))
     return 0
@@ -794,7 +904,29 @@ def _strings(value: JsonValue) -> Sequence[str]:
 
 
 def _run_ledger_start(args: argparse.Namespace) -> int:
-    with Ledger(_ledger_path(args)) as ledger:
+    with open_ledger(_ledger(args)) as ledger:
         started = ledger.start_project(args.project, args.question)
     _print(started, args.format)
+    return 0
+
+
+def _run_ledger_migrate(args: argparse.Namespace) -> int:
+    _print(migrate_ledger(_ledger(args)), args.format)
+    return 0
+
+
+def _run_ledger_verify(args: argparse.Namespace) -> int:
+    with open_ledger(_ledger(args), create=False) as ledger:
+        checked = ledger.verify()
+    _print(checked, args.format)
+    if not checked.ok:
+        where = f" at seq {checked.first_bad_seq}" if checked.first_bad_seq else ""
+        found = checked.problem or f"integrity {checked.integrity}"
+        sys.stderr.write(f"{PROG}: ledger verify: {found}{where}\n")
+        return 3
+    return 0
+
+
+def _run_ledger_copy(args: argparse.Namespace) -> int:
+    _print(copy_ledger_to(_ledger(args), parse_ledger_target(args.to)), args.format)
     return 0

@@ -1,0 +1,172 @@
+"""The embedded ledger: one SQLite file, for one process (or a few on one machine).
+
+Durability: WAL, ``synchronous=FULL``, every write one ``BEGIN IMMEDIATE`` transaction
+(so a killed writer leaves either the whole write or none of it, and writers of other
+processes wait their turn) and a ``busy_timeout``. A missing (or empty) file is given
+the current schema by a writing open (the embedded default needs no setup step); an existing
+file is never migrated implicitly: an older schema answers ``ledger_needs_migration``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock, system_clock
+from .base import SCHEMA_V1, BaseLedger, Tx
+from .models import LedgerError
+
+__all__ = ["SQLiteLedger"]
+
+
+class _SQLiteTx:
+    """``Tx`` over one sqlite3 connection (``?`` is SQLite's own placeholder)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self._db.execute(sql, params).fetchone()
+        return row
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return list(self._db.execute(sql, params).fetchall())
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._db.execute(sql, params).rowcount
+
+    def run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
+
+
+class SQLiteLedger(BaseLedger):
+    """One SQLite ledger file. Thread-safe (one lock around one connection).
+
+    ``create=False`` refuses to create a missing file (read-only uses); ``create=True``
+    gives a new file the current schema. ``check_schema=False`` opens a file whatever its
+    schema, for ``migrate()``.
+    """
+
+    backend = "sqlite"
+    migrations = (tuple(statement.format(seq="INTEGER") for statement in SCHEMA_V1),)
+    meta_exists_sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        check_schema: bool = True,
+        busy_timeout_ms: int = 5000,
+        clock: Clock = system_clock,
+    ) -> None:
+        self.path = Path(path)
+        super().__init__(str(self.path), clock)
+        self._lock = threading.Lock()
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            mode = "rwc" if create else "rw"
+            self._db = sqlite3.connect(
+                f"file:{self.path}?mode={mode}",
+                uri=True,
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,  # explicit BEGIN IMMEDIATE; no implicit transactions
+                check_same_thread=False,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError("ledger_unavailable", f"{self.path}: {exc}") from None
+        try:
+            self._setup(busy_timeout_ms, create=create, check_schema=check_schema)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _setup(self, busy_timeout_ms: int, *, create: bool, check_schema: bool) -> None:
+        # Switching to WAL (and the first checkpoint of a closing peer) can answer "locked"
+        # without waiting on the busy handler, so the setup retries within the same budget.
+        deadline = time.monotonic() + busy_timeout_ms / 1000
+        while True:
+            try:
+                self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._db.execute("PRAGMA journal_mode = WAL")
+                # FULL: a committed receipt survives power loss, not only a process crash.
+                self._db.execute("PRAGMA synchronous = FULL")
+                self._db.execute("PRAGMA foreign_keys = ON")
+                if not check_schema:
+                    return
+                if create and self._empty():
+                    self.migrate()  # a new file: the embedded default needs no setup step
+                self.check_schema()
+                return
+            except (sqlite3.Error, LedgerError) as exc:
+                error = exc if isinstance(exc, LedgerError) else _mapped(exc, self.path)
+                if error.reason != "ledger_busy" or time.monotonic() >= deadline:
+                    raise error from None
+                time.sleep(0.02)
+
+    def _empty(self) -> bool:
+        with self._read() as tx:
+            return tx.one("SELECT 1 FROM sqlite_master LIMIT 1") is None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed whole or rolled back whole."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _mapped(exc, self.path) from None
+            try:
+                yield _SQLiteTx(self._db)
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _mapped(exc, self.path) from None
+            except BaseException:
+                self._rollback()
+                raise
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _mapped(exc, self.path) from None
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        with self._lock:
+            try:
+                yield _SQLiteTx(self._db)
+            except sqlite3.Error as exc:
+                raise _mapped(exc, self.path) from None
+
+    def integrity_check(self) -> str:
+        with self._read() as tx:
+            row = tx.one("PRAGMA integrity_check")
+        return str(row[0]) if row is not None else "no answer"
+
+
+def _mapped(exc: sqlite3.Error, path: Path) -> LedgerError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return LedgerError("ledger_busy", f"{path}: {text}")
+    if "no such table" in text:
+        return LedgerError(
+            "ledger_needs_migration",
+            f"{path}: {text}: run `external-query ledger migrate` with the same --ledger",
+        )
+    return LedgerError("ledger_unavailable", f"{path}: {text}")
