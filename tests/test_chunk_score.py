@@ -358,6 +358,9 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._NEWLINES",
         "extract._SPACES",
         "local_docs._HEADING",
+        "tokens._LATIN",
+        "tokens._SCRIPT_RUN",
+        "tokens._WORD",
     ]
 
 
