@@ -63,28 +63,27 @@ MIN_SCORE: Final = 5000
 
 @dataclass(frozen=True)
 class TermStats:
-    """Term counts over a collection of chunks: how many ``chunks``, how many ``terms`` in all,
-    and in how many chunks each term occurs (``df``). Treat ``df`` as read-only."""
+    """Term counts over a collection of chunks: how many ``chunks``, and in how many of them
+    each term occurs (``df``). Sums (``+``) are the counts of the union. Treat ``df`` as
+    read-only."""
 
     chunks: int = 0
-    terms: int = 0
     df: Mapping[str, int] = field(default_factory=dict)
 
     def __add__(self, other: TermStats) -> TermStats:
         df = Counter(self.df)
         df.update(other.df)
-        return TermStats(self.chunks + other.chunks, self.terms + other.terms, dict(df))
+        return TermStats(self.chunks + other.chunks, dict(df))
 
 
 def term_stats(term_lists: Iterable[Sequence[str]]) -> TermStats:
     """The ``TermStats`` of chunks given as their term lists."""
-    chunks = total = 0
+    chunks = 0
     df: Counter[str] = Counter()
     for chunk_terms in term_lists:
         chunks += 1
-        total += len(chunk_terms)
         df.update(set(chunk_terms))
-    return TermStats(chunks, total, dict(df))
+    return TermStats(chunks, dict(df))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Text → index terms for lexical scoring, script by script.
 
-``terms(text)`` folds the text (NFKC, case) and cuts every run of letters and digits where the
-script changes, then
+``terms(text)`` folds the text (NFKC, case) and takes its runs of letters and digits, cut
+where Han script meets any other, then
 
 - a Han run is segmented by rjieba (jieba's dictionary and HMM, compiled in Rust) in search
   mode: a long word also yields the dictionary words inside it, so ``大结局`` in a question
@@ -30,9 +30,8 @@ import Stemmer
 __all__ = ["query_terms", "terms"]
 
 _HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# A run of letters or digits in any script, then the same run cut where Han meets the rest.
-_WORD = re.compile(r"[^\W_]+")
-_SCRIPT_RUN = re.compile(f"[{_HAN_CLASS}]+|[^{_HAN_CLASS}]+")
+# A run of Han characters (group 1), or a run of other letters and digits (any script).
+_RUN = re.compile(f"([{_HAN_CLASS}]+)|[^\\W_{_HAN_CLASS}]+")
 _LATIN = re.compile(r"[a-z\u00df-\u024f]+")
 
 #: jieba (ICTCLAS) tag initials of words that only carry a question's grammar: pronouns (r),
@@ -61,13 +60,9 @@ def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
-def _runs(text: str) -> list[str]:
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return [run for word in _WORD.findall(folded) for run in _SCRIPT_RUN.findall(word)]
-
-
-def _is_han(run: str) -> bool:
-    return "\u3400" <= run[0] <= "\u9fff" or "\uf900" <= run[0] <= "\ufaff"
+def _fold(text: str) -> str:
+    # ASCII is already in NFKC form; lower() is its casefold.
+    return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
 def _latin_stems(words: list[str]) -> list[str]:
@@ -75,34 +70,36 @@ def _latin_stems(words: list[str]) -> list[str]:
 
 
 def terms(text: str) -> list[str]:
-    """The index terms of ``text`` in order (repeats kept)."""
+    """The index terms of ``text``, repeats kept; their order carries no meaning."""
+    han: list[str] = []
+    latin: list[str] = []
     out: list[str] = []
-    latin: list[int] = []  # positions in ``out`` still holding an unstemmed Latin word
-    for run in _runs(text):
-        if _is_han(run):
-            out.extend(rjieba.cut_for_search(run))
+    for run in _RUN.finditer(_fold(text)):
+        if run[1]:
+            han.append(run[1])
+        elif _LATIN.fullmatch(run[0]):
+            latin.append(run[0])
         else:
-            if _LATIN.fullmatch(run):
-                latin.append(len(out))
-            out.append(run)
-    # One call for all Latin words: the stemmer's per-call cost dominates single words.
-    for index, stem in zip(latin, _latin_stems([out[i] for i in latin]), strict=True):
-        out[index] = stem
+            out.append(run[0])
+    if han:
+        # One call for the whole text: the separating space is never part of a word.
+        out.extend(word for word in rjieba.cut_for_search(" ".join(han)) if word != " ")
+    out.extend(_latin_stems(latin))
     return out
 
 
 def query_terms(text: str) -> list[str]:
     """``terms(text)`` without a question's function words (see the module docstring)."""
     out: list[str] = []
-    for run in _runs(text):
-        if _is_han(run):
-            for word, tag in rjieba.tag(run):
+    for run in _RUN.finditer(_fold(text)):
+        if run[1]:
+            for word, tag in rjieba.tag(run[1]):
                 if tag[:1] not in _FUNCTION_TAGS:
                     out.extend(rjieba.cut_for_search(word))
-        elif _LATIN.fullmatch(run):
-            stem = _latin_stems([run])[0]
+        elif _LATIN.fullmatch(run[0]):
+            stem = _latin_stems([run[0]])[0]
             if stem not in _FUNCTION_STEMS:
                 out.append(stem)
         else:
-            out.append(run)
+            out.append(run[0])
     return out
