@@ -22,6 +22,11 @@ scored with the question's statistics, no per-page cut); the baseline (the first
 the first document); the ceilings (some chunk hits; some kept snippet hits); and where scores
 fall — the best kept snippet of hits and misses, and each page's best chunk against its own
 question versus against an unrelated question (to place ``PAGE_MIN_SCORE``).
+
+Then, for English and Chinese alike, a retrieval check of the same scorer on the corpus pages
+with a ground-truth body (``INDEX.json``): every page's body is chunked, and each page's title
+is scored as the query against all chunks of all pages of its language; a hit is when the best
+chunk comes from the title's own page. (About a minute: each title re-cuts every chunk.)
 """
 
 from __future__ import annotations
@@ -158,7 +163,39 @@ def main() -> int:
     print(spread("evidence[0] score when it misses", miss_scores))
     print(spread(f"page's best chunk, own question (PAGE_MIN_SCORE {PAGE_MIN_SCORE})", own_best))
     print(spread("page's best chunk, an unrelated question", other_best))
+    title_retrieval(root)
     return 0
+
+
+def title_retrieval(root: Path) -> None:
+    index = root / "INDEX.json"
+    if not index.is_file():
+        return
+    rows = json.loads(index.read_text(encoding="utf-8"))
+    for lang in ("en", "zh"):
+        chunks = []
+        owners: list[int] = []
+        titles: list[str] = []
+        for row in rows:
+            meta = json.loads((root / row["meta"]).read_text(encoding="utf-8"))
+            body, title = meta.get("body"), row["title"]
+            if row["lang"] != lang or not isinstance(body, str) or body in ("", "None"):
+                continue
+            if not title or title == "None":
+                continue
+            page_chunks = chunk_text(body)
+            chunks += page_chunks
+            owners += [len(titles)] * len(page_chunks)
+            titles.append(title)
+        owner_of = {id(chunk): owner for chunk, owner in zip(chunks, owners, strict=True)}
+        found = sum(
+            owner_of[id(score_chunks(chunks, title)[0].chunk)] == number
+            for number, title in enumerate(titles)
+        )
+        print(
+            f"{lang} pages, title -> best chunk on its own page: {found}/{len(titles)} = "
+            f"{found / len(titles):.0%} ({len(chunks)} chunks)"
+        )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -76,13 +76,13 @@ class TermStats:
         return TermStats(self.chunks + other.chunks, dict(df))
 
 
-def term_stats(term_lists: Iterable[Sequence[str]]) -> TermStats:
-    """The ``TermStats`` of chunks given as their term lists."""
+def term_stats(term_lists: Iterable[Collection[str]]) -> TermStats:
+    """The ``TermStats`` of chunks given as their terms (lists or sets)."""
     chunks = 0
     df: Counter[str] = Counter()
     for chunk_terms in term_lists:
         chunks += 1
-        df.update(set(chunk_terms))
+        df.update(chunk_terms if isinstance(chunk_terms, set | frozenset) else set(chunk_terms))
     return TermStats(chunks, dict(df))
 
 
@@ -109,10 +109,9 @@ def _contains(target: str, chunk: str) -> bool:
     return fuzz.partial_ratio(target, chunk, score_cutoff=TARGET_HIT_RATIO) > 0
 
 
-def _query_points(wanted: Counter[str], chunk_terms: Sequence[str], stats: TermStats) -> int:
-    if not wanted or not chunk_terms:
+def _query_points(wanted: Counter[str], present: set[str], stats: TermStats) -> int:
+    if not wanted or not present:
         return 0
-    present = set(chunk_terms)
     chunks = max(stats.chunks, 1)
     weight = credit = 0.0
     held = 0
@@ -161,7 +160,7 @@ def score_with_stats(
         folded = _fold(target)[:MAX_QUERY_CHARS]
         if folded and folded not in folded_targets:
             folded_targets[folded] = target
-    chunk_terms = [terms(chunk.text) for chunk in chunks]
+    chunk_terms = [set(terms(chunk.text)) for chunk in chunks]  # presence is all that counts
     own = term_stats(chunk_terms)
     scored: list[ScoredChunk] = []
     for chunk, its_terms in zip(chunks, chunk_terms, strict=True):

@@ -6,9 +6,9 @@ where Han script meets any other, then
 - a Han run is segmented by rjieba (jieba's dictionary and HMM, compiled in Rust) in search
   mode: a long word also yields the dictionary words inside it, so ``大结局`` in a question
   still meets ``结局`` in a page and ``口腔溃疡`` meets ``溃疡``;
-- a Latin run is stemmed by the Snowball English stemmer (PyStemmer), so ``released`` and
-  ``release`` are one term;
-- anything else (digits, kana, hangul, other alphabets) is kept whole.
+- every other run goes through the Snowball English stemmer (PyStemmer), so ``released``
+  and ``release`` are one term; numbers and words of other alphabets have no English suffix
+  and come back whole.
 
 Punctuation and whitespace are never terms. ``query_terms(text)`` is the same cut for a
 question, less the words that only carry its grammar: jieba's part-of-speech tags mark
@@ -22,17 +22,19 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import rjieba
 import Stemmer
+
+if TYPE_CHECKING:
+    from rjieba import Jieba
 
 __all__ = ["query_terms", "terms"]
 
 _HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# A run of Han characters (group 1), or a run of other letters and digits (any script).
-_RUN = re.compile(f"([{_HAN_CLASS}]+)|[^\\W_{_HAN_CLASS}]+")
-_LATIN = re.compile(r"[a-z\u00df-\u024f]+")
+# Runs of Han characters, and runs of other letters and digits (any script): two scans.
+_HAN_RUN = re.compile(f"[{_HAN_CLASS}]+")
+_OTHER_RUN = re.compile(f"[^\\W_{_HAN_CLASS}]+")
 
 #: jieba (ICTCLAS) tag initials of words that only carry a question's grammar: pronouns (r),
 #: particles (u), prepositions (p), conjunctions (c), modal particles (y), interjections (e),
@@ -56,6 +58,15 @@ _FUNCTION_STEMS: Final = frozenset({
 
 
 @cache
+def _jieba() -> Jieba:
+    # Importing rjieba loads its dictionary (about 0.13 s): pay that when text is first cut,
+    # not whenever the package is imported (``--help``, settings checks, the MCP handshake).
+    import rjieba
+
+    return rjieba._DEFAULT_JIEBA  # the instance behind rjieba's module-level functions
+
+
+@cache
 def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
@@ -65,41 +76,29 @@ def _fold(text: str) -> str:
     return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
-def _latin_stems(words: list[str]) -> list[str]:
+def _stems(words: list[str]) -> list[str]:
+    # One call for all words: the stemmer's per-call cost dominates single words. Words with
+    # no English suffix (numbers, other alphabets) come back as they are.
     return list(_stemmer().stemWords(words)) if words else []
 
 
 def terms(text: str) -> list[str]:
     """The index terms of ``text``, repeats kept; their order carries no meaning."""
-    han: list[str] = []
-    latin: list[str] = []
-    out: list[str] = []
-    for run in _RUN.finditer(_fold(text)):
-        if run[1]:
-            han.append(run[1])
-        elif _LATIN.fullmatch(run[0]):
-            latin.append(run[0])
-        else:
-            out.append(run[0])
+    folded = _fold(text)
+    out = _stems(_OTHER_RUN.findall(folded))
+    han = _HAN_RUN.findall(folded)
     if han:
         # One call for the whole text: the separating space is never part of a word.
-        out.extend(word for word in rjieba.cut_for_search(" ".join(han)) if word != " ")
-    out.extend(_latin_stems(latin))
+        out.extend(word for word in _jieba().cut_for_search(" ".join(han)) if word != " ")
     return out
 
 
 def query_terms(text: str) -> list[str]:
     """``terms(text)`` without a question's function words (see the module docstring)."""
-    out: list[str] = []
-    for run in _RUN.finditer(_fold(text)):
-        if run[1]:
-            for word, tag in rjieba.tag(run[1]):
-                if tag[:1] not in _FUNCTION_TAGS:
-                    out.extend(rjieba.cut_for_search(word))
-        elif _LATIN.fullmatch(run[0]):
-            stem = _latin_stems([run[0]])[0]
-            if stem not in _FUNCTION_STEMS:
-                out.append(stem)
-        else:
-            out.append(run[0])
+    folded = _fold(text)
+    out = [stem for stem in _stems(_OTHER_RUN.findall(folded)) if stem not in _FUNCTION_STEMS]
+    for run in _HAN_RUN.findall(folded):
+        for word, tag in _jieba().tag(run):
+            if tag[:1] not in _FUNCTION_TAGS:
+                out.extend(_jieba().cut_for_search(word))
     return out
