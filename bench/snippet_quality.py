@@ -21,7 +21,7 @@ Printed: top-1 / top-2 / top-3 of the final order; "all chunks" (every chunk of 
 scored with the question's statistics, no per-page cut); the baseline (the first paragraph of
 the first document); the ceilings (some chunk hits; some kept snippet hits); and where scores
 fall — the best kept snippet of hits and misses, and each page's best chunk against its own
-question versus against an unrelated question (to place ``PAGE_MIN_SCORE``).
+question versus against the next three questions (to place ``PAGE_MIN_SCORE``).
 
 Then, for English and Chinese alike, a retrieval check of the same scorer on the corpus pages
 with a ground-truth body (``INDEX.json``): every page's body is chunked, and each page's title
@@ -136,11 +136,12 @@ def main() -> int:
                 own_best.append(scored[0].score)
             picked = [s for s in scored if s.score >= PAGE_MIN_SCORE][:SNIPPETS_PER_PAGE]
             kept += [Passage(s.chunk.text, question["question"]) for s in picked]
-        unrelated = questions[(number + 1) % len(questions)]["question"]
-        for text in texts:
-            scored = score_chunks(chunk_text(text), unrelated)
-            if scored:
-                other_best.append(scored[0].score)
+        for step in (1, 2, 3):
+            unrelated = questions[(number + step) % len(questions)]["question"]
+            for text in texts:
+                scored = score_chunks(chunk_text(text), unrelated)
+                if scored:
+                    other_best.append(scored[0].score)
         order = rerank(kept, stats)
         firsts = [kept[item.index].text for item in order[:3]]
         for k in range(3):
@@ -162,7 +163,13 @@ def main() -> int:
     print(spread("evidence[0] score when it hits", hit_scores))
     print(spread("evidence[0] score when it misses", miss_scores))
     print(spread(f"page's best chunk, own question (PAGE_MIN_SCORE {PAGE_MIN_SCORE})", own_best))
-    print(spread("page's best chunk, an unrelated question", other_best))
+    print(spread("page's best chunk, an unrelated question (the next three)", other_best))
+    below = sum(score < PAGE_MIN_SCORE for score in own_best)
+    above = sum(score >= PAGE_MIN_SCORE for score in other_best)
+    print(
+        f"at PAGE_MIN_SCORE: {below}/{len(own_best)} pages fall below against their own "
+        f"question, {above}/{len(other_best)} reach it against an unrelated one"
+    )
     title_retrieval(root)
     return 0
 

@@ -452,6 +452,7 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._NEWLINES",
         "extract._SPACES",
         "local_docs._HEADING",
+        "tokens._COMPATIBILITY",
         "tokens._HAN_RUN",
         "tokens._OTHER_RUN",
     ]

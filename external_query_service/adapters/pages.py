@@ -32,10 +32,10 @@ from ..text.score import TermStats, best_snippets
 __all__ = ["PAGE_MIN_SCORE", "PageHarvest", "SearchHit", "gather_deadline", "harvest_pages"]
 
 #: A page (or a stand-in search snippet) counts only when its best chunk reaches this score.
-#: On the DuReader questions (bench/snippet_quality.py) a page's best chunk scores a median
-#: 7500 against its own question and 0 against an unrelated one (at most 5000, rarely above
-#: this floor); the floor sits below the snippet ranker's default so that a page covering a
-#: third of a question's rarity-weighted terms still counts.
+#: The floor sits below the snippet ranker's default so that a page covering about a third of
+#: a question's rarity-weighted terms still counts. On the DuReader questions of
+#: bench/snippet_quality.py, 18 of 108 pages fall below it against their own question, and 13
+#: of 324 pages reach it against an unrelated one.
 PAGE_MIN_SCORE = 3000
 
 #: The event-loop time by which the running adapter must be done. The gateway sets it

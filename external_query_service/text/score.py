@@ -20,6 +20,10 @@ question, for the second pass in ``rerank``):
   query's terms the collection holds at all (a page that never uses a query word cannot fully
   answer it).
 
+The weighting is a few lines here rather than a BM25 library (bm25s): a sparse-matrix index
+pays off for a large corpus queried many times, while each question scores a few hundred
+chunks once, and it would bring numpy and scipy into every import.
+
 A target is *hit* when it is fuzzily contained in the chunk: rapidfuzz ``partial_ratio ≥ 90``
 (for a two-character name that means an exact match). ``score = query_score`` without
 targets; with targets ``score = (6 × query_score + 4 × target_coverage) // 10`` where
@@ -32,8 +36,9 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Final
 
 from rapidfuzz import fuzz
@@ -63,27 +68,30 @@ MIN_SCORE: Final = 5000
 
 @dataclass(frozen=True)
 class TermStats:
-    """Term counts over a collection of chunks: how many ``chunks``, and in how many of them
-    each term occurs (``df``). Sums (``+``) are the counts of the union. Treat ``df`` as
-    read-only."""
+    """The distinct terms of each chunk of a collection (treat the sets as read-only).
 
-    chunks: int = 0
-    df: Mapping[str, int] = field(default_factory=dict)
+    Document frequencies are counted when a query asks for them (``df``), for its few terms
+    only, rather than for every term of every page up front. ``a + b`` is the collection of
+    both.
+    """
+
+    chunk_terms: tuple[AbstractSet[str], ...] = ()
+
+    @property
+    def chunks(self) -> int:
+        return len(self.chunk_terms)
+
+    def df(self, term: str) -> int:
+        """In how many chunks ``term`` occurs."""
+        return sum(term in terms for terms in self.chunk_terms)
 
     def __add__(self, other: TermStats) -> TermStats:
-        df = Counter(self.df)
-        df.update(other.df)
-        return TermStats(self.chunks + other.chunks, dict(df))
+        return TermStats(self.chunk_terms + other.chunk_terms)
 
 
 def term_stats(term_lists: Iterable[Collection[str]]) -> TermStats:
     """The ``TermStats`` of chunks given as their terms (lists or sets)."""
-    chunks = 0
-    df: Counter[str] = Counter()
-    for chunk_terms in term_lists:
-        chunks += 1
-        df.update(chunk_terms if isinstance(chunk_terms, set | frozenset) else set(chunk_terms))
-    return TermStats(chunks, dict(df))
+    return TermStats(tuple(t if isinstance(t, set | frozenset) else set(t) for t in term_lists))
 
 
 @dataclass(frozen=True)
@@ -109,26 +117,40 @@ def _contains(target: str, chunk: str) -> bool:
     return fuzz.partial_ratio(target, chunk, score_cutoff=TARGET_HIT_RATIO) > 0
 
 
-def _query_points(wanted: Counter[str], present: set[str], stats: TermStats) -> int:
-    if not wanted or not present:
-        return 0
-    chunks = max(stats.chunks, 1)
-    weight = credit = 0.0
-    held = 0
-    for term, times in wanted.items():
+class _Query:
+    """A query's terms with their weights over one ``TermStats``, computed once per call."""
+
+    def __init__(self, query: str, stats: TermStats) -> None:
+        self.wanted = Counter(query_terms(query[:MAX_QUERY_CHARS]))
+        self.total = sum(self.wanted.values())
+        self.chunks = max(stats.chunks, 1)
+        # Terms the collection holds, with their weight (idf × times asked); the others.
+        frequencies = {term: stats.df(term) for term in self.wanted}
+        self.weights = {
+            term: self._idf(frequencies[term], times)
+            for term, times in self.wanted.items()
+            if frequencies[term]
+        }
+        self.unseen = {t: n for t, n in self.wanted.items() if t not in self.weights}
+        self.held = sum(self.wanted[term] for term in self.weights)
+        self.weight = sum(self.weights.values())
+
+    def _idf(self, df: int, times: int) -> float:
+        return times * math.log(1 + (self.chunks - df + 0.5) / (df + 0.5))
+
+    def points(self, present: set[str]) -> int:
+        if not self.total or not present:
+            return 0
+        credit = sum(weight for term, weight in self.weights.items() if term in present)
+        weight, held = self.weight, self.held
         # A chunk scored against borrowed stats may hold a term they never counted.
-        df = max(stats.df.get(term, 0), 1 if term in present else 0)
-        if not df:
-            continue
-        held += times
-        idf = times * math.log(1 + (chunks - df + 0.5) / (df + 0.5))
-        weight += idf
-        if term in present:
-            credit += idf
-    if not weight:
-        return 0
-    found = held / sum(wanted.values())
-    return max(0, min(10000, round(10000 * credit / weight * found)))
+        for term, times in self.unseen.items():
+            if term in present:
+                extra = self._idf(1, times)
+                credit, weight, held = credit + extra, weight + extra, held + times
+        if not weight:
+            return 0
+        return max(0, min(10000, round(10000 * credit / weight * held / self.total)))
 
 
 def score_chunks(
@@ -154,7 +176,6 @@ def score_with_stats(
 ) -> tuple[list[ScoredChunk], TermStats]:
     """``score_chunks`` and the ``TermStats`` of ``chunks`` (cut once for both), so a later
     pass can weigh rarity over several pages without cutting their text again."""
-    wanted = Counter(query_terms(query[:MAX_QUERY_CHARS]))
     folded_targets: dict[str, str] = {}  # folded target → the target as given (first wins)
     for target in targets:
         folded = _fold(target)[:MAX_QUERY_CHARS]
@@ -162,9 +183,10 @@ def score_with_stats(
             folded_targets[folded] = target
     chunk_terms = [set(terms(chunk.text)) for chunk in chunks]  # presence is all that counts
     own = term_stats(chunk_terms)
+    wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
     for chunk, its_terms in zip(chunks, chunk_terms, strict=True):
-        query_score = _query_points(wanted, its_terms, stats or own)
+        query_score = wanted.points(its_terms)
         if folded_targets:
             folded_chunk = _fold(chunk.text)
             hits = tuple(
