@@ -1,8 +1,9 @@
-"""Does the first snippet hold the answer? DuReader questions from the shared corpus.
+"""Does the first snippet hold the answer? DuReader questions from a corpus.
 
     python bench/snippet_quality.py [CORPUS_DIR]
 
-CORPUS_DIR defaults to $EQS_CORPUS, then ``../shared/corpus`` next to the repository root.
+CORPUS_DIR defaults to $EQS_CORPUS. The corpus is not part of the repository and nothing
+outside it is read unless named: with neither given, the script says so and measures nothing.
 
 Each question's documents stand for the pages gathered for it (paragraphs joined with "\\n"),
 and go through the same two passes as the page chain:
@@ -50,12 +51,10 @@ BIGRAM_SHARE = 0.5
 SNIPPETS_PER_PAGE = 2
 
 
-def corpus_dir(argument: str | None) -> Path:
-    if argument:
-        return Path(argument)
-    if os.environ.get("EQS_CORPUS"):
-        return Path(os.environ["EQS_CORPUS"])
-    return Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+def corpus_dir(argument: str | None) -> Path | None:
+    """The corpus folder: the argument, else $EQS_CORPUS, else None."""
+    named = argument or os.environ.get("EQS_CORPUS")
+    return Path(named) if named else None
 
 
 def fold(text: str) -> str:
@@ -108,6 +107,9 @@ def spread(label: str, values: list[int]) -> str:
 
 def main() -> int:
     root = corpus_dir(sys.argv[1] if len(sys.argv) > 1 else None)
+    if root is None:
+        print("no corpus given (pass CORPUS_DIR or set EQS_CORPUS); nothing to do")
+        return 0
     files = sorted((root / "qa" / "dureader_zh").glob("*.json"))
     if not files:
         print(f"no DuReader questions under {root} (set EQS_CORPUS or pass a path); nothing to do")

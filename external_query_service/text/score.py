@@ -47,7 +47,11 @@ from .chunk import Chunk
 from .tokens import query_terms, terms
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "MIN_SCORE",
+    "QUERY_WEIGHT",
+    "TARGET_HIT_RATIO",
+    "TARGET_WEIGHT",
     "ScoredChunk",
     "TermStats",
     "best_snippets",
@@ -79,6 +83,7 @@ class TermStats:
 
     @property
     def chunks(self) -> int:
+        """How many chunks the collection holds."""
         return len(self.chunk_terms)
 
     def df(self, term: str) -> int:
