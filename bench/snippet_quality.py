@@ -1,22 +1,33 @@
-"""Does the best-scored snippet hold the answer? DuReader questions from a corpus.
+"""Does the first snippet hold the answer? DuReader questions from a corpus.
 
     python bench/snippet_quality.py [CORPUS_DIR]
 
 CORPUS_DIR defaults to $EQS_CORPUS. The corpus is not part of the repository and nothing
 outside it is read unless named: with neither given, the script says so and measures nothing.
 
-For each question in ``qa/dureader_zh/*.json``: each document's paragraphs are joined with
-"\\n" and chunked with ``chunk_text``; every chunk of every document is scored against the
-question with ``score_chunks``; the best chunk across documents is the snippet.
+Each question's documents stand for the pages gathered for it (paragraphs joined with "\\n"),
+and go through the same two passes as the page chain:
+
+1. per page: ``chunk_text`` then ``score_with_stats`` against the question; the page keeps its
+   two best chunks scoring at least ``PAGE_MIN_SCORE`` (``analyse_page``);
+2. across pages: ``rerank`` scores the kept snippets again over the term statistics of every
+   chunk of every page; its order is the evidence order (``evidence[0]`` first).
 
 Hit rule. A snippet is a hit when
 - the question has entity answers: it contains any of them (NFKC + case-folded substring);
 - otherwise: for some reference answer, at least half of the distinct character bigrams of
   its first 80 characters (whitespace removed, folded) occur in the snippet.
 
-Baseline: the first paragraph of the first document, judged by the same rule. Also printed:
-top-2 (the pipeline keeps two snippets per page), the ceiling (some chunk of some document
-hits), and the best scores of hits and misses (to place ``MIN_SCORE``).
+Printed: top-1 / top-2 / top-3 of the final order; "all chunks" (every chunk of every page
+scored with the question's statistics, no per-page cut); the baseline (the first paragraph of
+the first document); the ceilings (some chunk hits; some kept snippet hits); and where scores
+fall — the best kept snippet of hits and misses, and each page's best chunk against its own
+question versus against the next three questions (to place ``PAGE_MIN_SCORE``).
+
+Then, for English and Chinese alike, a retrieval check of the same scorer on the corpus pages
+with a ground-truth body (``INDEX.json``): every page's body is chunked, and each page's title
+is scored as the query against all chunks of all pages of its language; a hit is when the best
+chunk comes from the title's own page. (About a minute: each title re-cuts every chunk.)
 """
 
 from __future__ import annotations
@@ -30,11 +41,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from external_query_service.text.chunk import Chunk, chunk_text
-from external_query_service.text.score import MIN_SCORE, score_chunks
+from external_query_service.adapters.pages import PAGE_MIN_SCORE
+from external_query_service.text.chunk import chunk_text
+from external_query_service.text.rerank import Candidate, rerank
+from external_query_service.text.score import TermStats, score_chunks, score_with_stats
 
 ANSWER_PREFIX = 80
 BIGRAM_SHARE = 0.5
+SNIPPETS_PER_PAGE = 2
 
 
 def corpus_dir(argument: str | None) -> Path | None:
@@ -71,6 +85,26 @@ def make_judge(question: dict[str, object]):  # type: ignore[no-untyped-def]
     return hit, bool(entities)
 
 
+def pages_of(question: dict[str, object]) -> list[str]:
+    texts = []
+    for document in question["documents"]:  # type: ignore[union-attr]
+        paragraphs = [p for p in document["paragraphs"] if p.strip()]
+        if paragraphs:
+            texts.append("\n".join(paragraphs))
+    return texts
+
+
+def spread(label: str, values: list[int]) -> str:
+    if not values:
+        return f"{label}: none"
+    values = sorted(values)
+    tenth = values[len(values) // 10]
+    return (
+        f"{label}: n {len(values)}, min {values[0]}, 10th pct {tenth}, "
+        f"median {statistics.median(values):.0f}, max {values[-1]}"
+    )
+
+
 def main() -> int:
     root = corpus_dir(sys.argv[1] if len(sys.argv) > 1 else None)
     if root is None:
@@ -80,42 +114,97 @@ def main() -> int:
     if not files:
         print(f"no DuReader questions under {root} (set EQS_CORPUS or pass a path); nothing to do")
         return 0
-    ours = top2 = base = ceiling = entity_questions = 0
+    questions = [json.loads(path.read_text(encoding="utf-8")) for path in files]
+    top = [0, 0, 0]
+    whole = base = ceiling = kept_ceiling = entity_questions = 0
     hit_scores: list[int] = []
     miss_scores: list[int] = []
-    for path in files:
-        question = json.loads(path.read_text(encoding="utf-8"))
+    own_best: list[int] = []
+    other_best: list[int] = []
+    for number, question in enumerate(questions):
         hit, by_entity = make_judge(question)
         entity_questions += by_entity
-        chunks: list[Chunk] = []
-        first_paragraph = ""
-        for document in question["documents"]:
-            paragraphs = [p for p in document["paragraphs"] if p.strip()]
-            if not first_paragraph and paragraphs:
-                first_paragraph = paragraphs[0]
-            chunks += chunk_text("\n".join(paragraphs))
-        scored = score_chunks(chunks, question["question"])
-        best = scored[0] if scored else None
-        won = best is not None and hit(best.chunk.text)
-        ours += won
-        top2 += any(hit(item.chunk.text) for item in scored[:2])
-        base += hit(first_paragraph)
-        ceiling += any(hit(chunk.text) for chunk in chunks)
-        if best is not None:
-            (hit_scores if won else miss_scores).append(best.score)
-    n = len(files)
+        texts = pages_of(question)
+        base += bool(texts) and hit(texts[0].split("\n", 1)[0])
+        stats = TermStats()
+        kept: list[Candidate] = []
+        every_chunk = []
+        for text in texts:
+            chunks = chunk_text(text)
+            every_chunk += chunks
+            scored, page_stats = score_with_stats(chunks, question["question"])
+            stats += page_stats
+            if scored:
+                own_best.append(scored[0].score)
+            picked = [s for s in scored if s.score >= PAGE_MIN_SCORE][:SNIPPETS_PER_PAGE]
+            kept += [Candidate(s.chunk.text, question["question"]) for s in picked]
+        for step in (1, 2, 3):
+            unrelated = questions[(number + step) % len(questions)]["question"]
+            for text in texts:
+                scored = score_chunks(chunk_text(text), unrelated)
+                if scored:
+                    other_best.append(scored[0].score)
+        order = rerank(kept, stats)
+        firsts = [kept[item.index].text for item in order[:3]]
+        for k in range(3):
+            top[k] += any(hit(text) for text in firsts[: k + 1])
+        if order:
+            (hit_scores if hit(firsts[0]) else miss_scores).append(order[0].score)
+        overall = score_chunks(every_chunk, question["question"], stats=stats)
+        whole += bool(overall) and hit(overall[0].chunk.text)
+        ceiling += any(hit(chunk.text) for chunk in every_chunk)
+        kept_ceiling += any(hit(passage.text) for passage in kept)
+    n = len(questions)
     print(f"questions: {n} ({entity_questions} judged by entity answers, the rest by bigrams)")
-    print(f"best snippet (ours) hit rate:            {ours}/{n} = {ours / n:.0%}")
-    print(f"top-2 snippets (ours) hit rate:          {top2}/{n} = {top2 / n:.0%}")
-    print(f"baseline first paragraph hit rate:       {base}/{n} = {base / n:.0%}")
-    print(f"ceiling (some chunk hits):               {ceiling}/{n} = {ceiling / n:.0%}")
-    for label, values in (("hits", hit_scores), ("misses", miss_scores)):
-        if values:
-            print(
-                f"best score of {label}: min {min(values)}, "
-                f"median {statistics.median(values):.0f}, max {max(values)} (MIN_SCORE {MIN_SCORE})"
-            )
+    for k, label in enumerate(("evidence[0]", "evidence[:2]", "evidence[:3]")):
+        print(f"{label:<14} holds an answer:   {top[k]}/{n} = {top[k] / n:.0%}")
+    print(f"all chunks, best one:          {whole}/{n} = {whole / n:.0%}")
+    print(f"baseline first paragraph:      {base}/{n} = {base / n:.0%}")
+    print(f"ceiling (some kept snippet):   {kept_ceiling}/{n} = {kept_ceiling / n:.0%}")
+    print(f"ceiling (some chunk):          {ceiling}/{n} = {ceiling / n:.0%}")
+    print(spread("evidence[0] score when it hits", hit_scores))
+    print(spread("evidence[0] score when it misses", miss_scores))
+    print(spread(f"page's best chunk, own question (PAGE_MIN_SCORE {PAGE_MIN_SCORE})", own_best))
+    print(spread("page's best chunk, an unrelated question (the next three)", other_best))
+    below = sum(score < PAGE_MIN_SCORE for score in own_best)
+    above = sum(score >= PAGE_MIN_SCORE for score in other_best)
+    print(
+        f"at PAGE_MIN_SCORE: {below}/{len(own_best)} pages fall below against their own "
+        f"question, {above}/{len(other_best)} reach it against an unrelated one"
+    )
+    title_retrieval(root)
     return 0
+
+
+def title_retrieval(root: Path) -> None:
+    index = root / "INDEX.json"
+    if not index.is_file():
+        return
+    rows = json.loads(index.read_text(encoding="utf-8"))
+    for lang in ("en", "zh"):
+        chunks = []
+        owners: list[int] = []
+        titles: list[str] = []
+        for row in rows:
+            meta = json.loads((root / row["meta"]).read_text(encoding="utf-8"))
+            body, title = meta.get("body"), row["title"]
+            if row["lang"] != lang or not isinstance(body, str) or body in ("", "None"):
+                continue
+            if not title or title == "None":
+                continue
+            page_chunks = chunk_text(body)
+            chunks += page_chunks
+            owners += [len(titles)] * len(page_chunks)
+            titles.append(title)
+        owner_of = {id(chunk): owner for chunk, owner in zip(chunks, owners, strict=True)}
+        found = sum(
+            owner_of[id(score_chunks(chunks, title)[0].chunk)] == number
+            for number, title in enumerate(titles)
+        )
+        print(
+            f"{lang} pages, title -> best chunk on its own page: {found}/{len(titles)} = "
+            f"{found / len(titles):.0%} ({len(chunks)} chunks)"
+        )
 
 
 if __name__ == "__main__":

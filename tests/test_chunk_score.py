@@ -16,9 +16,13 @@ from external_query_service.text.chunk import Chunk, chunk_text
 from external_query_service.text.score import (
     MAX_QUERY_CHARS,
     MIN_SCORE,
+    TermStats,
     best_snippets,
     score_chunks,
+    score_with_stats,
+    term_stats,
 )
+from external_query_service.text.tokens import terms
 
 # Text drawn from pieces that exercise every splitting rule: CJK and Latin terminators,
 # closing quotes, commas, newlines and odd whitespace.
@@ -110,6 +114,30 @@ def test_a_sentence_without_any_break_is_hard_split() -> None:
     text = "x" * 100
     chunks = chunk_text(text, max_chars=40)
     assert [c.length for c in chunks] == [40, 40, 20]
+
+
+def test_a_short_title_takes_the_next_paragraphs_leading_sentences() -> None:
+    title = "湛江港吞吐量"
+    body = "湛江港今年货物吞吐量达到2.6亿吨。同比增长百分之八。集装箱航线继续增加。" * 2
+    chunks = chunk_text(f"{title}\n{body}", max_chars=60)
+    assert chunks[0].text.startswith(f"{title}\n湛江港今年货物吞吐量达到2.6亿吨。")
+    assert chunks[0].text.endswith("。")
+    assert len(chunks[0].text) > len(title) + 20
+
+
+def test_a_chunk_long_enough_does_not_borrow_from_a_paragraph_that_does_not_fit() -> None:
+    first = "甲" * 25 + "。"
+    second = "乙" * 15 + "。" + "丙" * 15 + "。"
+    chunks = chunk_text(f"{first}\n{second}", max_chars=40, min_chars=20)
+    assert [c.text for c in chunks] == [first, second]
+
+
+def test_a_long_paragraph_is_packed_into_chunks_that_end_at_sentence_ends() -> None:
+    text = "标题\n" + "第一句很短。第二句稍微长一点点！另一句的第一句。第三句？" * 6
+    chunks = chunk_text(text, max_chars=30)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.text[-1] in "。！？"
 
 
 def test_max_chars_must_be_positive() -> None:
@@ -205,6 +233,72 @@ def test_results_are_sorted_by_score_then_offset() -> None:
     scored = score_chunks(chunks, "湛江天气晴")
     assert [item.chunk.offset for item in scored[:2]] == [chunks[1].offset, chunks[3].offset]
     assert [item.score for item in scored] == sorted((item.score for item in scored), reverse=True)
+
+
+def test_a_rare_term_outranks_a_repeated_common_one() -> None:
+    # 湛江 is in every chunk; 吞吐量 in one. Repeating the common word earns nothing.
+    chunks = chunks_of(
+        "湛江新闻。湛江湛江湛江，湛江天气，湛江交通，湛江美食。",
+        "湛江港今年的吞吐量创下新高。",
+        "湛江市区今天多云。",
+        "湛江的夜市很热闹。",
+    )
+    scored = score_chunks(chunks, "湛江港吞吐量")
+    assert scored[0].chunk is chunks[1]
+    repeated = next(item for item in scored if item.chunk is chunks[0])
+    assert scored[0].score > repeated.score
+
+
+def test_term_weights_come_from_the_collection_not_from_the_chunk_alone() -> None:
+    chunk = chunks_of("北京明天多云。")[0]
+    common = chunks_of("北京今天晴。", "北京后天雨。", "上海明天晴。")
+    alone = score_chunks([chunk], "北京明天")[0].score
+    # 北京 is common and 明天 rare in the larger collection: the chunk holds both, so full
+    # marks either way; a chunk holding only the common word scores below one with the rare.
+    assert alone == 10000
+    scored = score_chunks([*common, chunk], "北京明天")
+    only_common = next(item for item in scored if item.chunk is common[0])
+    only_rare = next(item for item in scored if item.chunk is common[2])
+    assert only_rare.score > only_common.score
+
+
+def test_borrowed_stats_decide_rarity_and_count_a_term_they_never_saw() -> None:
+    chunk = chunks_of("北京明天多云。")[0]
+    stats = term_stats(terms(text) for text in ["北京今天晴。", "北京后天雨。", "上海晴。"])
+    scored = score_chunks([chunk], "北京明天", stats=stats)[0]
+    assert scored.query_score == 10000
+    # Against stats where 明天 is common and 北京 rare, naming 北京 is worth more.
+    everywhere = term_stats(terms(text) for text in ["明天晴。", "明天雨。", "北京"])
+    capital, tomorrow = chunks_of("北京多云。", "明天多云。")
+    scored = {
+        s.chunk.text: s.score
+        for s in score_chunks([capital, tomorrow], "北京明天", stats=everywhere)
+    }
+    assert scored["北京多云。"] > 5000 > scored["明天多云。"]
+
+
+def test_term_stats_add_up_to_the_stats_of_the_union() -> None:
+    a = [terms("北京明天多云。"), terms("上海晴。")]
+    b = [terms("北京后天雨。")]
+    assert term_stats(a) + term_stats(b) == term_stats(a + b)
+    assert term_stats(a) + TermStats() == term_stats(a)
+
+
+def test_score_with_stats_returns_the_stats_of_its_own_chunks() -> None:
+    chunks = chunks_of("北京明天多云。", "上海晴。")
+    scored, stats = score_with_stats(chunks, "北京天气")
+    assert scored == score_chunks(chunks, "北京天气")
+    assert stats == term_stats(terms(c.text) for c in chunks)
+
+
+def test_scoring_is_deterministic_whatever_the_input_order() -> None:
+    chunks = chunks_of(
+        "湛江港今年的吞吐量创下新高。", "湛江市区今天多云。", "湛江港吞吐量", "无关内容。"
+    )
+    first = score_chunks(chunks, "湛江港今年吞吐量", ["湛江"])
+    again = score_chunks(list(reversed(chunks)), "湛江港今年吞吐量", ["湛江"])
+    assert first == again
+    assert [(i.chunk.offset, i.score) for i in first] == [(i.chunk.offset, i.score) for i in again]
 
 
 def test_empty_query_without_targets_scores_zero() -> None:
@@ -359,6 +453,9 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._NEWLINES",
         "extract._SPACES",
         "local_docs._HEADING",
+        "tokens._COMPATIBILITY",
+        "tokens._HAN_RUN",
+        "tokens._OTHER_RUN",
     ]
 
 

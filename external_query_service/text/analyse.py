@@ -10,7 +10,7 @@ from .chunk import chunk_text
 from .dates import find_dates
 from .decode import decode_body
 from .extract import extract_page
-from .score import MIN_SCORE, ScoredChunk, best_snippets
+from .score import MIN_SCORE, ScoredChunk, TermStats, score_with_stats
 
 __all__ = ["PageAnalysis", "analyse_page"]
 
@@ -22,7 +22,8 @@ class PageAnalysis:
     ``text`` is the normalized main text (snippet offsets point into it); ``about_dates`` are
     the explicit dates written in the title and the chosen snippets, in that order (Chinese
     month-day dates without a year take theirs from ``published_at``);
-    ``snippets`` may be empty when no chunk reaches the score floor.
+    ``snippets`` may be empty when no chunk reaches the score floor; ``stats`` counts the terms
+    of all the page's chunks, for a second pass that weighs rarity across pages (``rerank``).
     """
 
     text: str
@@ -31,6 +32,7 @@ class PageAnalysis:
     about_dates: tuple[date, ...]
     snippets: tuple[ScoredChunk, ...]
     encoding: str
+    stats: TermStats
 
 
 def analyse_page(
@@ -48,11 +50,8 @@ def analyse_page(
     at least ``min_score``. Raises ``ExtractionFailed``."""
     decoded = decode_body(body, declared_charset, content_type=content_type)
     page = extract_page(decoded.text, url, content_type=content_type)
-    snippets = tuple(
-        best_snippets(
-            chunk_text(page.text), query, targets, limit=max_snippets, min_score=min_score
-        )
-    )
+    scored, stats = score_with_stats(chunk_text(page.text), query, targets)
+    snippets = tuple(item for item in scored if item.score >= min_score)[: max(max_snippets, 0)]
     dated = "\n".join([page.title, *(item.chunk.text for item in snippets)])
     return PageAnalysis(
         text=page.text,
@@ -61,4 +60,5 @@ def analyse_page(
         about_dates=find_dates(dated, reference=page.published_at),
         snippets=snippets,
         encoding=decoded.encoding,
+        stats=stats,
     )

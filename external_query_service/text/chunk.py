@@ -29,32 +29,48 @@ class Chunk:
     text: str
 
 
-def chunk_text(text: str, *, max_chars: int = 360) -> tuple[Chunk, ...]:
+def chunk_text(
+    text: str, *, max_chars: int = 360, min_chars: int | None = None
+) -> tuple[Chunk, ...]:
     """Split ``text`` into chunks of at most ``max_chars`` characters.
 
-    Paragraphs (lines) that fit are kept whole and consecutive short ones are merged; a
-    longer paragraph is split at sentence ends (。！？；!?; and ". "), and a single sentence
-    longer than ``max_chars`` is cut, preferably after a comma or at a space.
+    Paragraphs (lines) are kept whole when they fit, and consecutive ones are merged while the
+    merged span fits. A paragraph that does not fit is split at sentence ends (。！？；!?; and
+    ". "), and its sentences are packed the same way. A chunk shorter than ``min_chars``
+    (default ``max_chars // 3``) — a heading, a page title, a one-line question — takes the
+    next paragraph's leading sentences rather than stand alone, so a snippet reads as a
+    passage. Chunks end at sentence ends; only a single sentence longer than ``max_chars`` is
+    cut, preferably after a comma or at a space.
     """
     if max_chars < 1:
         raise ValueError("max_chars must be positive")
-    units: list[tuple[int, int]] = []
+    short = max_chars // 3 if min_chars is None else min_chars
+    packed: list[tuple[int, int]] = []
+
+    def add(start: int, end: int) -> None:
+        if packed and end - packed[-1][0] <= max_chars:
+            packed[-1] = (packed[-1][0], end)
+        else:
+            packed.append((start, end))
+
     for line in _LINE.finditer(text):
         span = _strip(text, line.start(), line.end())
         if span is None:
             continue
         start, end = span
-        if end - start <= max_chars:
-            units.append(span)
+        fits_alone = end - start <= max_chars
+        if fits_alone and (
+            not packed or end - packed[-1][0] <= max_chars or packed[-1][1] - packed[-1][0] >= short
+        ):
+            add(start, end)
             continue
         for sentence_start, sentence_end in _sentences(text, start, end):
             if sentence_end - sentence_start <= max_chars:
-                units.append((sentence_start, sentence_end))
+                add(sentence_start, sentence_end)
             else:
-                units.extend(_hard_split(text, sentence_start, sentence_end, max_chars))
-    return tuple(
-        Chunk(start, end - start, text[start:end]) for start, end in _pack(units, max_chars)
-    )
+                for piece in _hard_split(text, sentence_start, sentence_end, max_chars):
+                    add(*piece)
+    return tuple(Chunk(start, end - start, text[start:end]) for start, end in packed)
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -103,14 +119,3 @@ def _hard_split(text: str, start: int, end: int, max_chars: int) -> list[tuple[i
         start = rest[0]
     pieces.append((start, end))
     return pieces
-
-
-def _pack(units: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
-    """Merge consecutive units while the merged span (separators included) fits."""
-    packed: list[tuple[int, int]] = []
-    for start, end in units:
-        if packed and end - packed[-1][0] <= max_chars:
-            packed[-1] = (packed[-1][0], end)
-        else:
-            packed.append((start, end))
-    return packed

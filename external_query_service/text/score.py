@@ -1,32 +1,50 @@
-"""Chunks → scored chunks: lexical relevance to the query plus coverage of the plan targets.
+"""Chunks → scored chunks: rarity-weighted coverage of the query plus coverage of the targets.
 
-Scores are integer basis points (0..10000) so they can sit inside hashed records.
+Scores are integer basis points (0..10000) so they can sit inside hashed records; the same
+input always gives the same scores and order.
 
-Both sides are folded first (NFKC, case-folded, whitespace collapsed); the query is cut to
-``MAX_QUERY_CHARS`` because ``partial_ratio`` costs ``len(query) × len(chunk)``.
+Terms come from ``tokens.terms`` (chunks) and ``tokens.query_terms`` (the query, cut to
+``MAX_QUERY_CHARS`` first). Rarity is measured over a *collection* of chunks — the chunks
+being scored, or the ``TermStats`` of a larger set passed in (every chunk of every page of a
+question, for the second pass in ``rerank``):
 
-- ``query_score`` is the better of two rapidfuzz scores. ``partial_ratio`` finds the best
-  aligned stretch of the chunk and works on unsegmented Chinese; when the chunk is shorter
-  than the query it is scaled by ``len(chunk) / len(query)``, so a fragment that merely
-  occurs inside the query cannot score 100. ``token_set_ratio`` (with
-  ``utils.default_process``) ignores word order and extra words in Latin text.
-- A target is *hit* when it is fuzzily contained in the chunk: ``partial_ratio ≥ 90``
-  (for a two-character name that means an exact match).
-- ``score = query_score`` without targets; with targets
-  ``score = (6 × query_score + 4 × coverage) // 10`` where
-  ``coverage = 10000 × hits // distinct targets``.
+- each query term ``t`` weighs ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (BM25's
+  IDF; ``N`` chunks, ``df`` of them holding ``t``), so a term found in few chunks outweighs
+  one found in most of them;
+- a chunk earns a term's weight by mentioning it at least once. Repeats and chunk length do
+  not count (BM25 with ``b = 0`` and its term-frequency credit capped at one mention): a
+  passage that names the question's rare terms once beats a title that repeats its common
+  ones, and a readable passage is not penalised for being longer than a fragment;
+- ``coverage = Σ idf(t) over mentioned terms / Σ idf(t)`` over the query terms the collection
+  holds, and ``query_score = 10000 × coverage × found``, where ``found`` is the share of the
+  query's terms the collection holds at all (a page that never uses a query word cannot fully
+  answer it).
+
+The weighting is a few lines here rather than a BM25 library (bm25s): a sparse-matrix index
+pays off for a large corpus queried many times, while each question scores a few hundred
+chunks once, and it would bring numpy and scipy into every import.
+
+A target is *hit* when it is fuzzily contained in the chunk: rapidfuzz ``partial_ratio ≥ 90``
+(for a two-character name that means an exact match). ``score = query_score`` without
+targets; with targets ``score = (6 × query_score + 4 × target_coverage) // 10`` where
+``target_coverage = 10000 × hits // distinct targets``. Equal scores keep the earlier chunk
+first (and, in ``rerank``, the earlier page: the search engine's order).
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Final
 
-from rapidfuzz import fuzz, utils
+from rapidfuzz import fuzz
 
 from .chunk import Chunk
+from .tokens import query_terms, terms
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -35,17 +53,50 @@ __all__ = [
     "TARGET_HIT_RATIO",
     "TARGET_WEIGHT",
     "ScoredChunk",
+    "TermStats",
     "best_snippets",
     "score_chunks",
+    "score_with_stats",
+    "term_stats",
 ]
 
 MAX_QUERY_CHARS: Final = 64
 TARGET_HIT_RATIO: Final = 90
 QUERY_WEIGHT: Final = 6
 TARGET_WEIGHT: Final = 4
-#: Default floor for ``best_snippets``: about the rapidfuzz cutoff of 60 the docs suggest,
-#: tuned on the DuReader questions (see bench/snippet_quality.py).
+#: Default floor for ``best_snippets``: a chunk must cover about half of the query's
+#: rarity-weighted terms (see bench/snippet_quality.py for where relevant and unrelated
+#: chunks fall).
 MIN_SCORE: Final = 5000
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """The distinct terms of each chunk of a collection (treat the sets as read-only).
+
+    Document frequencies are counted when a query asks for them (``df``), for its few terms
+    only, rather than for every term of every page up front. ``a + b`` is the collection of
+    both.
+    """
+
+    chunk_terms: tuple[AbstractSet[str], ...] = ()
+
+    @property
+    def chunks(self) -> int:
+        """How many chunks the collection holds."""
+        return len(self.chunk_terms)
+
+    def df(self, term: str) -> int:
+        """In how many chunks ``term`` occurs."""
+        return sum(term in terms for terms in self.chunk_terms)
+
+    def __add__(self, other: TermStats) -> TermStats:
+        return TermStats(self.chunk_terms + other.chunk_terms)
+
+
+def term_stats(term_lists: Iterable[Collection[str]]) -> TermStats:
+    """The ``TermStats`` of chunks given as their terms (lists or sets)."""
+    return TermStats(tuple(t if isinstance(t, set | frozenset) else set(t) for t in term_lists))
 
 
 @dataclass(frozen=True)
@@ -63,20 +114,6 @@ def _fold(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def _points(ratio: float) -> int:
-    return max(0, min(10000, round(ratio * 100)))
-
-
-def _query_points(query: str, chunk: str) -> int:
-    if not query or not chunk:
-        return 0
-    partial = fuzz.partial_ratio(query, chunk)
-    if len(chunk) < len(query):
-        partial = partial * len(chunk) / len(query)
-    tokens = fuzz.token_set_ratio(query, chunk, processor=utils.default_process)
-    return _points(max(partial, tokens))
-
-
 def _contains(target: str, chunk: str) -> bool:
     if target in chunk:
         return True
@@ -85,31 +122,90 @@ def _contains(target: str, chunk: str) -> bool:
     return fuzz.partial_ratio(target, chunk, score_cutoff=TARGET_HIT_RATIO) > 0
 
 
+class _Query:
+    """A query's terms with their weights over one ``TermStats``, computed once per call."""
+
+    def __init__(self, query: str, stats: TermStats) -> None:
+        self.wanted = Counter(query_terms(query[:MAX_QUERY_CHARS]))
+        self.total = sum(self.wanted.values())
+        self.chunks = max(stats.chunks, 1)
+        # Terms the collection holds, with their weight (idf × times asked); the others.
+        frequencies = {term: stats.df(term) for term in self.wanted}
+        self.weights = {
+            term: self._idf(frequencies[term], times)
+            for term, times in self.wanted.items()
+            if frequencies[term]
+        }
+        self.unseen = {t: n for t, n in self.wanted.items() if t not in self.weights}
+        self.held = sum(self.wanted[term] for term in self.weights)
+        self.weight = sum(self.weights.values())
+
+    def _idf(self, df: int, times: int) -> float:
+        return times * math.log(1 + (self.chunks - df + 0.5) / (df + 0.5))
+
+    def points(self, present: set[str]) -> int:
+        if not self.total or not present:
+            return 0
+        credit = sum(weight for term, weight in self.weights.items() if term in present)
+        weight, held = self.weight, self.held
+        # A chunk scored against borrowed stats may hold a term they never counted.
+        for term, times in self.unseen.items():
+            if term in present:
+                extra = self._idf(1, times)
+                credit, weight, held = credit + extra, weight + extra, held + times
+        if not weight:
+            return 0
+        return max(0, min(10000, round(10000 * credit / weight * held / self.total)))
+
+
 def score_chunks(
-    chunks: Sequence[Chunk], query: str, targets: Sequence[str] = ()
+    chunks: Sequence[Chunk],
+    query: str,
+    targets: Sequence[str] = (),
+    *,
+    stats: TermStats | None = None,
 ) -> list[ScoredChunk]:
-    """Score every chunk; sorted by score (highest first), then by offset."""
-    folded_query = _fold(query)[:MAX_QUERY_CHARS]
-    wanted: dict[str, str] = {}  # folded target → the target as given (first spelling wins)
+    """Score every chunk; sorted by score (highest first), then by offset.
+
+    Rarity comes from ``stats`` when given, else from ``chunks`` themselves.
+    """
+    return score_with_stats(chunks, query, targets, stats=stats)[0]
+
+
+def score_with_stats(
+    chunks: Sequence[Chunk],
+    query: str,
+    targets: Sequence[str] = (),
+    *,
+    stats: TermStats | None = None,
+) -> tuple[list[ScoredChunk], TermStats]:
+    """``score_chunks`` and the ``TermStats`` of ``chunks`` (cut once for both), so a later
+    pass can weigh rarity over several pages without cutting their text again."""
+    folded_targets: dict[str, str] = {}  # folded target → the target as given (first wins)
     for target in targets:
         folded = _fold(target)[:MAX_QUERY_CHARS]
-        if folded and folded not in wanted:
-            wanted[folded] = target
+        if folded and folded not in folded_targets:
+            folded_targets[folded] = target
+    chunk_terms = [set(terms(chunk.text)) for chunk in chunks]  # presence is all that counts
+    own = term_stats(chunk_terms)
+    wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
-    for chunk in chunks:
-        folded_chunk = _fold(chunk.text)
-        query_score = _query_points(folded_query, folded_chunk)
-        hits = tuple(given for folded, given in wanted.items() if _contains(folded, folded_chunk))
-        if wanted:
-            coverage = 10000 * len(hits) // len(wanted)
+    for chunk, its_terms in zip(chunks, chunk_terms, strict=True):
+        query_score = wanted.points(its_terms)
+        if folded_targets:
+            folded_chunk = _fold(chunk.text)
+            hits = tuple(
+                given for folded, given in folded_targets.items() if _contains(folded, folded_chunk)
+            )
+            coverage = 10000 * len(hits) // len(folded_targets)
             score = (QUERY_WEIGHT * query_score + TARGET_WEIGHT * coverage) // (
                 QUERY_WEIGHT + TARGET_WEIGHT
             )
         else:
-            score = query_score
+            hits, score = (), query_score
         scored.append(ScoredChunk(chunk, score, query_score, hits))
     scored.sort(key=lambda item: (-item.score, item.chunk.offset))
-    return scored
+    return scored, own
 
 
 def best_snippets(
@@ -119,10 +215,10 @@ def best_snippets(
     *,
     limit: int = 2,
     min_score: int = MIN_SCORE,
+    stats: TermStats | None = None,
 ) -> list[ScoredChunk]:
     """The ``limit`` best chunks scoring at least ``min_score``, best first (maybe none)."""
     if limit < 1:
         return []
-    return [item for item in score_chunks(chunks, query, targets) if item.score >= min_score][
-        :limit
-    ]
+    scored = score_chunks(chunks, query, targets, stats=stats)
+    return [item for item in scored if item.score >= min_score][:limit]

@@ -1,0 +1,119 @@
+"""Text → index terms for lexical scoring, script by script.
+
+``terms(text)`` folds the text (NFKC, case) and takes its runs of letters and digits, cut
+where Han script meets any other, then
+
+- a Han run is segmented by rjieba (jieba's dictionary and HMM, compiled in Rust) in search
+  mode: a long word also yields the dictionary words inside it, so ``大结局`` in a question
+  still meets ``结局`` in a page and ``口腔溃疡`` meets ``溃疡``;
+- every other run goes through the Snowball English stemmer (PyStemmer), so ``released``
+  and ``release`` are one term; numbers and words of other alphabets have no English suffix
+  and come back whole.
+
+Punctuation and whitespace are never terms. ``query_terms(text)`` is the same cut for a
+question, less the words that only carry its grammar: jieba's part-of-speech tags mark
+pronouns, particles, prepositions, conjunctions and modal words (什么, 的, 跟, 和, 吗), and
+English has a short closed list of the same classes. Such words rarely occur in the pages
+that answer, so a rarity weight would otherwise take them for telling terms.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache
+from typing import TYPE_CHECKING, Final
+
+import Stemmer
+
+if TYPE_CHECKING:
+    from rjieba import Jieba
+
+__all__ = ["query_terms", "terms"]
+
+_HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Runs of Han characters, and runs of other letters and digits (any script): two scans.
+_HAN_RUN = re.compile(f"[{_HAN_CLASS}]+")
+_OTHER_RUN = re.compile(f"[^\\W_{_HAN_CLASS}]+")
+_COMPATIBILITY = re.compile("[\uf900-\ufaff]")
+
+#: jieba (ICTCLAS) tag initials of words that only carry a question's grammar: pronouns (r),
+#: particles (u), prepositions (p), conjunctions (c), modal particles (y), interjections (e),
+#: onomatopoeia (o). Nouns, verbs, adjectives, numbers and names stay.
+_FUNCTION_TAGS: Final = frozenset("rupcyeo")
+#: The English counterparts, as stems: interrogatives, auxiliaries, articles, pronouns,
+#: prepositions and conjunctions that questions are built from. Closed word classes, so a
+#: short list is complete in practice; content words are never on it.
+# fmt: off
+_FUNCTION_STEMS: Final = frozenset({
+    "what", "when", "where", "which", "who", "whom", "whose", "whi", "how",
+    "is", "are", "was", "were", "be", "been", "do", "doe", "did", "has", "have", "had",
+    "can", "could", "will", "would", "should", "shall", "might", "must",
+    "a", "an", "the", "this", "these", "those", "there", "that", "it",
+    "of", "to", "in", "on", "at", "for", "from", "by", "with", "about", "as",
+    "and", "or", "but", "if", "than",
+    "i", "me", "my", "we", "our", "you", "your", "he", "him", "his", "she", "her",
+    "they", "them", "their", "pleas",
+})
+# fmt: on
+
+
+@cache
+def _jieba() -> Jieba:
+    # Importing rjieba loads its dictionary (about 0.13 s): pay that when text is first cut,
+    # not whenever the package is imported (``--help``, settings checks, the MCP handshake).
+    import rjieba
+
+    return rjieba._DEFAULT_JIEBA  # the instance behind rjieba's module-level functions
+
+
+@cache
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def _runs(text: str) -> tuple[list[str], list[str]]:
+    """The Han runs and the other runs of ``text``, NFKC- and case-folded.
+
+    NFKC is applied to the runs, not the text: a page's full-width punctuation is no term, and
+    folding it away costs a fifth of the cutting. Han runs need it only for compatibility
+    ideographs.
+    """
+    if text.isascii():
+        return [], _OTHER_RUN.findall(text.lower())
+    folded = text.casefold()
+    han = _HAN_RUN.findall(folded)
+    if han and _COMPATIBILITY.search(folded):
+        han = _HAN_RUN.findall(unicodedata.normalize("NFKC", " ".join(han)))
+    others = _OTHER_RUN.findall(folded)
+    joined = " ".join(others)
+    if not joined.isascii():
+        others = _OTHER_RUN.findall(unicodedata.normalize("NFKC", joined).casefold())
+    return han, others
+
+
+def _stems(words: list[str]) -> list[str]:
+    # One call for all words: the stemmer's per-call cost dominates single words. Words with
+    # no English suffix (numbers, other alphabets) come back as they are.
+    return list(_stemmer().stemWords(words)) if words else []
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of ``text``, repeats kept; their order carries no meaning."""
+    han, others = _runs(text)
+    out = _stems(others)
+    if han:
+        # One call for the whole text: the separating space is never part of a word.
+        out.extend(word for word in _jieba().cut_for_search(" ".join(han)) if word != " ")
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """``terms(text)`` without a question's function words (see the module docstring)."""
+    han, others = _runs(text)
+    out = [stem for stem in _stems(others) if stem not in _FUNCTION_STEMS]
+    for run in han:
+        for word, tag in _jieba().tag(run):
+            if tag[:1] not in _FUNCTION_TAGS:
+                out.extend(_jieba().cut_for_search(word))
+    return out

@@ -1,0 +1,115 @@
+"""The second pass: snippets of several pages re-scored over all their chunks, best first;
+and end to end, evidence[0] is the answer-bearing passage wherever it sits."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from external_query_service import ExternalQueryService, fixed_clock
+from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.text.chunk import Chunk
+from external_query_service.text.rerank import Candidate, Reranked, rerank
+from external_query_service.text.score import TermStats, score_chunks, term_stats
+from external_query_service.text.tokens import terms
+
+QUESTION = "湛江港今年货物吞吐量是多少？"
+ANSWER = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
+#: A title-like line that repeats the question's common words and answers nothing.
+TITLE_LIKE = "湛江港吞吐量专题：湛江港、湛江港口、湛江港吞吐量排名"
+CST = timezone(timedelta(hours=8))
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=CST)
+
+
+def stats_of(*texts: str) -> TermStats:
+    return term_stats(terms(text) for text in texts)
+
+
+def test_snippets_of_several_pages_come_back_best_first() -> None:
+    passages = [Candidate(TITLE_LIKE, QUESTION), Candidate(ANSWER, QUESTION)]
+    ranked = rerank(passages, stats_of(TITLE_LIKE, ANSWER, "湛江港位于广东。"))
+    assert [item.index for item in ranked] == [1, 0]
+    assert ranked[0].score > ranked[1].score
+
+
+def test_equal_scores_keep_the_input_order() -> None:
+    passages = [
+        Candidate(ANSWER, QUESTION),
+        Candidate(ANSWER, QUESTION),
+        Candidate("无关", QUESTION),
+    ]
+    ranked = rerank(passages, stats_of(ANSWER, "无关"))
+    assert [item.index for item in ranked] == [0, 1, 2]
+    assert ranked[0].score == ranked[1].score
+
+
+def test_each_passage_is_scored_against_its_own_query_with_the_shared_stats() -> None:
+    stats = stats_of(ANSWER, "茂名港今年吞吐量下降。", "湛江今天多云。")
+    passages = [Candidate(ANSWER, QUESTION), Candidate("茂名港今年吞吐量下降。", "茂名港吞吐量")]
+    ranked = {item.index: item.score for item in rerank(passages, stats)}
+    for index, passage in enumerate(passages):
+        chunk = Chunk(0, len(passage.text), passage.text)
+        assert ranked[index] == score_chunks([chunk], passage.query, stats=stats)[0].score
+
+
+def test_the_same_input_always_gives_the_same_order_and_scores() -> None:
+    passages = [Candidate(text, QUESTION) for text in (TITLE_LIKE, ANSWER, "湛江今天多云。")]
+    stats = stats_of(TITLE_LIKE, ANSWER, "湛江今天多云。")
+    first = rerank(passages, stats, ["湛江"])
+    assert all(rerank(passages, stats, ["湛江"]) == first for _ in range(3))
+    assert all(isinstance(item, Reranked) and 0 <= item.score <= 10000 for item in first)
+
+
+def test_no_passages_rank_to_nothing() -> None:
+    assert rerank([], TermStats()) == []
+
+
+# -- end to end over loopback ---------------------------------------------------------------
+
+
+@pytest.fixture
+def world(loopback: LoopbackServer) -> World:
+    return World(loopback)
+
+
+def test_evidence_0_is_the_answer_from_the_second_page_not_the_first_pages_title(
+    world: World,
+) -> None:
+    # The first hit's page leads with a title-like line full of the question's common words;
+    # the second page answers. Per page both are "best snippets"; across pages the answer,
+    # which names the question's rarer terms (今年, 货物), must come first.
+    first = world.page(
+        "port-topics.test",
+        "/topic",
+        article(
+            "湛江港吞吐量专题",
+            [
+                TITLE_LIKE,
+                "专题汇集港口相关新闻、图片和视频，欢迎订阅本站的港口频道，获取最新资讯。",
+            ],
+            published="2026-11-28",
+        ),
+    )
+    second = world.page(
+        "port-news.test",
+        "/report",
+        article(
+            "港口生产快报",
+            [ANSWER, "港务集团表示，明年将继续扩建深水泊位。"],
+            published="2026-11-29",
+            site_name="港口新闻网",
+        ),
+    )
+    world.results(QUESTION, [hit(first, "湛江港吞吐量专题", "专题"), hit(second, "快报", "港口")])
+    with ExternalQueryService(world.settings(world.searxng()), clock=fixed_clock(NOW)) as service:
+        answer = service.answer(QUESTION)
+
+    assert answer.status == "answered"
+    assert {item.url for item in answer.evidence} >= {first, second}
+    assert answer.evidence[0].url == second
+    assert "2.6亿吨" in answer.evidence[0].snippet
+    scores = [item.score for item in answer.evidence]
+    assert scores == sorted(scores, reverse=True)
+    # The extractive answer quotes the best passage first.
+    assert answer.text.index("2.6亿吨") < answer.text.index("专题")

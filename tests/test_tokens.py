@@ -1,0 +1,53 @@
+"""Index terms: Chinese words from rjieba, English stems from Snowball, mixed text by script."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from external_query_service.text.tokens import query_terms, terms
+
+
+def test_chinese_text_is_cut_into_dictionary_words() -> None:
+    assert Counter(terms("成都二手房交易流程")) >= Counter(["成都", "二手房", "交易", "流程"])
+
+
+def test_a_long_chinese_word_also_yields_the_words_inside_it() -> None:
+    # Search mode: a question's 大结局 still meets a page's 结局.
+    assert {"大结局", "结局"} <= set(terms("兰陵王妃大结局"))
+    assert "结局" in terms("这本书的结局是")
+
+
+def test_english_words_are_case_folded_and_stemmed() -> None:
+    assert terms("Released, releases; RELEASE!") == ["releas"] * 3
+    assert set(terms("Kettles descale")) == set(terms("kettle descales"))
+
+
+def test_mixed_text_is_cut_where_the_script_changes() -> None:
+    assert Counter(terms("小米6防水等级")) == Counter(["小米", "6", "防水", "等级"])
+    assert Counter(terms("Rust 1.80版本发布")) == Counter(["rust", "1", "80", "版本", "发布"])
+
+
+def test_fullwidth_forms_fold_to_their_ascii_terms() -> None:
+    assert terms("ＩＢＭ　Ｓｈａｒｅｓ") == terms("IBM shares")
+
+
+def test_punctuation_and_whitespace_are_never_terms() -> None:
+    assert terms("。，、！？ -- ... \n\t「」") == []
+    assert terms("") == []
+
+
+def test_a_question_drops_its_chinese_function_words() -> None:
+    kept = query_terms("2017有什么好看的小说")
+    assert {"好看", "小说", "2017"} <= set(kept)
+    assert not {"什么", "的"} & set(kept)
+    assert not {"跟", "吗"} & set(query_terms("比熊跟泰迪能配吗"))
+
+
+def test_a_question_drops_its_english_function_words_but_keeps_content_and_numbers() -> None:
+    assert query_terms("When was Rust 1.80 released?") == ["rust", "1", "80", "releas"]
+    assert query_terms("What is the capital of France?") == ["capit", "franc"]
+
+
+def test_query_terms_match_the_terms_of_a_page_saying_the_same() -> None:
+    page = set(terms("湛江港今年前十个月货物吞吐量达到2.6亿吨"))
+    assert set(query_terms("湛江港今年货物吞吐量是多少？")) - page <= {"是", "多少"}
