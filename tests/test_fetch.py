@@ -361,7 +361,10 @@ def test_one_fetcher_works_across_consecutive_event_loops(loopback: LoopbackServ
     assert len(loopback.requests) == 3
 
 
-def test_one_host_gets_at_most_two_fetches_at_once(loopback: LoopbackServer) -> None:
+@pytest.mark.parametrize(("overrides", "cap"), [({}, 4), ({"max_connections_per_host": 2}, 2)])
+def test_one_host_gets_at_most_max_connections_per_host_fetches_at_once(
+    loopback: LoopbackServer, overrides: dict[str, int], cap: int
+) -> None:
     lock = threading.Lock()
     active = [0]
     peak = [0]
@@ -378,15 +381,66 @@ def test_one_host_gets_at_most_two_fetches_at_once(loopback: LoopbackServer) -> 
     loopback.route("/slow", slow)
 
     async def go() -> None:
-        fetcher = SafeFetcher(site_network())
+        fetcher = SafeFetcher(site_network(**overrides))
         try:
-            await asyncio.gather(*(fetcher.fetch(site_url(loopback, "/slow")) for _ in range(6)))
+            urls = [site_url(loopback, f"/slow?n={n}") for n in range(3 * cap)]
+            await asyncio.gather(*(fetcher.fetch(url) for url in urls))
         finally:
             await fetcher.aclose()
 
     asyncio.run(go())
-    assert peak[0] == 2
-    assert len(loopback.requests) == 6
+    assert peak[0] == cap
+    assert len(loopback.requests) == 3 * cap
+
+
+def test_all_hosts_together_get_at_most_max_connections_fetches_at_once(
+    loopback: LoopbackServer,
+) -> None:
+    lock = threading.Lock()
+    active = [0]
+    peak = [0]
+
+    def slow(_request: RecordedRequest) -> Reply:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.1)
+        with lock:
+            active[0] -= 1
+        return Reply(body="ok")
+
+    loopback.route("/slow", slow)
+    network = site_network(max_connections=3)
+
+    async def go() -> None:
+        fetcher = SafeFetcher(network)
+        try:
+            hosts = ("site-a.test", "site-b.test")
+            urls = [site_url(loopback, f"/slow?n={n}", host=h) for n in range(4) for h in hosts]
+            await asyncio.gather(*(fetcher.fetch(url) for url in urls))
+        finally:
+            await fetcher.aclose()
+
+    asyncio.run(go())
+    assert peak[0] == 3
+    assert len(loopback.requests) == 8
+
+
+def test_identical_fetches_in_flight_at_once_go_out_once(loopback: LoopbackServer) -> None:
+    loopback.route("/slow", Reply(body="shared", delay_s=0.2))
+
+    async def go() -> list[FetchedPage]:
+        fetcher = SafeFetcher(site_network())
+        try:
+            return await asyncio.gather(
+                *(fetcher.fetch(site_url(loopback, "/slow")) for _ in range(6))
+            )
+        finally:
+            await fetcher.aclose()
+
+    pages = asyncio.run(go())
+    assert {page.body for page in pages} == {b"shared"}
+    assert len(loopback.requests_to("/slow")) == 1
 
 
 def test_cancelled_fetches_leave_no_connection_behind(loopback: LoopbackServer) -> None:

@@ -128,7 +128,7 @@ async def _one(
         return _snippet_evidence(hit, plan, source, runtime, min_score=0), "source_policy"
     try:
         page = await runtime.fetcher.fetch(hit.url)
-        analysis = await asyncio.to_thread(
+        analysis = await runtime.analyses.run(
             analyse_page,
             page.body,
             url=page.final_url,
@@ -148,7 +148,7 @@ async def _one(
         analysis.text, source=page.final_url, metadata={"title": analysis.title or hit.title}
     )
     content_digest = sha256_digest(analysis.text)
-    accessed_at = runtime.clock().astimezone(UTC)
+    accessed_at = (page.fetched_at or runtime.clock()).astimezone(UTC)
     evidence = [
         Evidence(
             evidence_id=evidence_id(page.final_url, content_digest, scored.chunk.offset),
