@@ -361,10 +361,9 @@ def test_one_fetcher_works_across_consecutive_event_loops(loopback: LoopbackServ
     assert len(loopback.requests) == 3
 
 
-@pytest.mark.parametrize(("overrides", "cap"), [({}, 4), ({"max_connections_per_host": 2}, 2)])
-def test_one_host_gets_at_most_max_connections_per_host_fetches_at_once(
-    loopback: LoopbackServer, overrides: dict[str, int], cap: int
-) -> None:
+def counting_peak(server: LoopbackServer) -> list[int]:
+    """Route ``/slow`` (0.1 s) on ``server``; the returned list's one item is the most
+    requests it ever served at once."""
     lock = threading.Lock()
     active = [0]
     peak = [0]
@@ -378,17 +377,28 @@ def test_one_host_gets_at_most_max_connections_per_host_fetches_at_once(
             active[0] -= 1
         return Reply(body="ok")
 
-    loopback.route("/slow", slow)
+    server.route("/slow", slow)
+    return peak
 
+
+def fetch_all(network: NetworkSettings, urls: list[str]) -> None:
     async def go() -> None:
-        fetcher = SafeFetcher(site_network(**overrides))
+        fetcher = SafeFetcher(network)
         try:
-            urls = [site_url(loopback, f"/slow?n={n}") for n in range(3 * cap)]
             await asyncio.gather(*(fetcher.fetch(url) for url in urls))
         finally:
             await fetcher.aclose()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize(("overrides", "cap"), [({}, 4), ({"max_connections_per_host": 2}, 2)])
+def test_one_host_gets_at_most_max_connections_per_host_fetches_at_once(
+    loopback: LoopbackServer, overrides: dict[str, int], cap: int
+) -> None:
+    peak = counting_peak(loopback)
+    urls = [site_url(loopback, f"/slow?n={n}") for n in range(3 * cap)]
+    fetch_all(site_network(**overrides), urls)
     assert peak[0] == cap
     assert len(loopback.requests) == 3 * cap
 
@@ -396,32 +406,10 @@ def test_one_host_gets_at_most_max_connections_per_host_fetches_at_once(
 def test_all_hosts_together_get_at_most_max_connections_fetches_at_once(
     loopback: LoopbackServer,
 ) -> None:
-    lock = threading.Lock()
-    active = [0]
-    peak = [0]
-
-    def slow(_request: RecordedRequest) -> Reply:
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.1)
-        with lock:
-            active[0] -= 1
-        return Reply(body="ok")
-
-    loopback.route("/slow", slow)
-    network = site_network(max_connections=3)
-
-    async def go() -> None:
-        fetcher = SafeFetcher(network)
-        try:
-            hosts = ("site-a.test", "site-b.test")
-            urls = [site_url(loopback, f"/slow?n={n}", host=h) for n in range(4) for h in hosts]
-            await asyncio.gather(*(fetcher.fetch(url) for url in urls))
-        finally:
-            await fetcher.aclose()
-
-    asyncio.run(go())
+    peak = counting_peak(loopback)
+    hosts = ("site-a.test", "site-b.test")
+    urls = [site_url(loopback, f"/slow?n={n}", host=h) for n in range(4) for h in hosts]
+    fetch_all(site_network(max_connections=3), urls)
     assert peak[0] == 3
     assert len(loopback.requests) == 8
 

@@ -6,9 +6,8 @@ Time is an injected clock that tests move by hand: nothing here sleeps to let an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -19,7 +18,6 @@ from external_query_service.settings import CacheSettings, NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.testing.server import RecordedRequest, json_reply
 
-T = TypeVar("T")
 START = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
@@ -36,18 +34,6 @@ class Clock:
         self.now += timedelta(seconds=seconds)
 
 
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as server:
-        yield server
-
-
-@pytest.fixture
-def loopback(module_server: LoopbackServer) -> LoopbackServer:
-    module_server.requests.clear()
-    return module_server
-
-
 def network(**overrides: Any) -> NetworkSettings:
     values: dict[str, Any] = {
         "allowed_networks": ["127.0.0.1/32"],
@@ -60,10 +46,6 @@ def network(**overrides: Any) -> NetworkSettings:
 
 def url(server: LoopbackServer, path: str, host: str = "site-a.test") -> str:
     return f"http://{host}:{server.port}{path}"
-
-
-def run(make: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(make())  # type: ignore[arg-type]
 
 
 class Fetching:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,16 +18,10 @@ from external_query_service.models import ExternalAnswer
 from external_query_service.store import EvidenceEvicted
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 
+from .test_response_cache import START as NOW
+from .test_response_cache import Clock
+
 QUESTION = "2026年珠海航展有哪些新机型亮相？"
-NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def airshow(n: int) -> str:
@@ -182,3 +176,20 @@ def test_settings_without_a_cache_section_keep_their_admission_envelope() -> Non
     assert service_envelope(sized) == service_envelope(plain)
     assert service_envelope(capped) == service_envelope(plain)
     assert service_envelope(fresher)["cache"] == {"enabled": True, "default_ttl_ms": 5000}
+
+
+def test_a_search_snippet_from_a_kept_search_reply_keeps_that_replys_time() -> None:
+    clock = Clock()
+    with World() as world:
+        search = world.searxng()
+        gone = world.route("http://gone.test/a", Reply(status=404, body="gone"))
+        snippet = "珠海航展新机型亮相：新型无人运输机与舰载预警机首次公开亮相。"
+        world.results(QUESTION, [hit(gone, "珠海航展新机型", snippet)])
+        with ExternalQueryService(world.settings(search), clock=clock) as service:
+            service.answer(QUESTION)
+            clock.now = NOW + timedelta(minutes=3)
+            second = service.answer(QUESTION)
+        assert len(world.requests_to("/searx/search")) == 1
+        assert len(world.requests_to("/a", host="gone.test")) == 2  # a 404 is not kept
+    (evidence,) = [e for e in second.evidence if e.basis == "search_snippet"]
+    assert evidence.accessed_at == NOW

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from urllib.parse import urlsplit
 
 from ..adapters.base import AdapterRuntime, evidence_id
@@ -53,6 +53,8 @@ class SearchHit:
     query: str = ""
     #: Digest of the search response that listed the hit.
     response_digest: str = ""
+    #: When that response was really fetched, if it was replayed from the response cache.
+    accessed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ def _snippet_evidence(
             score=scored[0].score,
             published_at=hit.published_at,
             about_dates=find_dates(f"{hit.title}\n{text}", reference=hit.published_at),
-            accessed_at=runtime.clock().astimezone(UTC),
+            accessed_at=(hit.accessed_at or runtime.clock()).astimezone(UTC),
             content_digest=content_digest,
             raw_digest=hit.response_digest or content_digest,
             ref=ref,
