@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from e2e_latency import QUESTION, build
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
+from external_query_service.settings import CacheSettings
 from external_query_service.testing import World
 
 CLOCK = fixed_clock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
@@ -61,9 +62,7 @@ def main() -> None:
     with World() as world:
         settings = build(world, args.pages, args.search_ms, args.page_ms)
         if args.no_cache:
-            settings = settings.model_copy(
-                update={"cache": settings.cache.model_copy(update={"enabled": False})}
-            )
+            settings = settings.model_copy(update={"cache": CacheSettings(enabled=False)})
         warm_up(settings)
         singles, manys = [], []
         for _ in range(args.runs):
