@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .service import ExternalQueryService, Session
     from .settings import Settings
     from .storage.models import LedgerError, UnsoundLedger
-    from .store import EvidenceStore
+    from .store import EvidenceEvicted, EvidenceStore
     from .testing.plugin import CaseFailed
     from .testing.recorder import NothingAnswered
     from .toolkit.errors import (
@@ -90,6 +90,7 @@ _EXPORTS = {
     "DisplaySource": ".models",
     "Evidence": ".models",
     "EvidenceInputError": ".admission.errors",
+    "EvidenceEvicted": ".store",
     "EvidenceStore": ".store",
     "ExternalAnswer": ".models",
     "ExternalContextPacket": ".models",
@@ -148,6 +149,7 @@ __all__ = [
     "ContractRejected",
     "DisplaySource",
     "Evidence",
+    "EvidenceEvicted",
     "EvidenceInputError",
     "EvidenceStore",
     "ExternalAnswer",

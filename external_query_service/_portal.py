@@ -8,6 +8,7 @@ loop, so its clients live as long as the service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -51,8 +52,13 @@ class Portal:
             self._loop = self._thread = None
         if loop is None or thread is None:
             return
-        # Finish async generators (httpx streams) on their own loop before stopping it.
+        # Finish async generators (httpx streams) on their own loop before stopping it, and
+        # join the worker threads of its default executor (page analysis, DNS, the ledger):
+        # loop.close() alone would leave them alive.
         asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop).result(timeout=5)
+        workers = asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop)
+        with contextlib.suppress(TimeoutError):  # a worker still busy is left to finish alone
+            workers.result(timeout=5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
         loop.close()

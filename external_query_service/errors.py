@@ -26,6 +26,7 @@ ExternalQueryError
 ├── ExtractionFailed                    no usable main text (carries url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
+├── store.EvidenceEvicted              a stored text was evicted to keep the store bounded
 ├── admission.errors.ContractRejected   readable input the evidence contract refuses (exit 3)
 ├── storage.models.LedgerError          the ledger cannot be used (unavailable, busy, unmigrated)
 │   └── storage.models.UnsoundLedger   a ledger that does not verify where one must
@@ -43,7 +44,8 @@ ExternalQueryError
 A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
 every instance as a machine-readable snake_case string, for audits, attempt records and
 exit codes. The others (``InputError``, ``SettingsError``, ``UnknownAdapterKind``,
-``McpUnavailable``, ``ServiceClosed``, ``NothingAnswered``, ``CaseFailed``) are told apart
+``McpUnavailable``, ``ServiceClosed``, ``EvidenceEvicted``, ``NothingAnswered``,
+``CaseFailed``) are told apart
 by their type and carry what they are about as attributes. Nothing returns ``None`` to mean
 "it went wrong".
 """

@@ -22,6 +22,7 @@ digest; in it each evidence sits between markers carrying a per-request random t
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import unicodedata
@@ -94,6 +95,7 @@ _INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
 _KEPT_CONTROLS = frozenset("\n\r\t")
 
 
+@functools.lru_cache(maxsize=8192)  # per character: texts repeat theirs, and this runs per answer
 def _is_invisible(char: str) -> bool:
     point = ord(char)
     if any(low <= point <= high for low, high in _INVISIBLE_RANGES):

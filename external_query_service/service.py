@@ -13,7 +13,7 @@ from typing import Any, Self
 from pydantic import ValidationError
 
 from ._portal import Portal
-from .adapters.base import Adapter, AdapterRuntime
+from .adapters.base import Adapter, AdapterRuntime, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .audit import AuditLog
 from .clock import Clock, system_clock
@@ -30,6 +30,7 @@ from .models import (
     QuerySemantics,
     Readiness,
 )
+from .net.cache import response_cache
 from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
@@ -88,9 +89,20 @@ class ExternalQueryService:
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or system_clock
-        self.store = store if store is not None else EvidenceStore()
+        caching = self.settings.cache
+        self.store = (
+            store
+            if store is not None
+            else EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
+        )
         # ``http`` lets a caller wrap network access (recording a fixture world, say).
-        self._http = http if http is not None else HttpRuntime(self.settings.network)
+        self._http = (
+            http
+            if http is not None
+            else HttpRuntime(
+                self.settings.network, cache=response_cache(caching, self.clock), clock=self.clock
+            )
+        )
         runtime = AdapterRuntime(
             network=self.settings.network,
             fetcher=self._http.fetcher,
@@ -98,6 +110,7 @@ class ExternalQueryService:
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
+            analyses=analysis_memo(caching),
         )
         adapters: list[Adapter] = [
             adapter_class(config.kind)(config, runtime) for config in self.settings.adapters
@@ -134,7 +147,8 @@ class ExternalQueryService:
         self._check_open()
         question = _check_question(question)
         planned = await self.planner.plan(question, self._semantics(query_semantics))
-        return await self._run(question, planned)
+        with self.store.question():  # its captures stay readable while it is answered
+            return await self._run(question, planned)
 
     def answer(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``aanswer``; safe to call from inside a running event loop."""
@@ -147,7 +161,8 @@ class ExternalQueryService:
         self._check_open()
         question = _check_question(question)
         planned = self.planner.plan_follow_up(question, previous, self._semantics(query_semantics))
-        return await self._run(question, planned, follows=previous)
+        with self.store.question():
+            return await self._run(question, planned, follows=previous)
 
     def _semantics(self, value: SemanticsInput) -> QuerySemantics | None:
         semantics = coerce_semantics(value)

@@ -10,12 +10,22 @@ timeout_s = 10.0               # per request (connect/read/write/pool)
 deadline_s = 20.0              # per question, the whole gather
 max_page_bytes = 2000000       # raw and decoded
 max_pages = 5                  # pages fetched per search
+max_connections = 64           # fetches in flight at once (per event loop)
+max_connections_per_host = 4   # of those, to one host
 user_agent = "external-query-service/0.1 (evidence fetcher)"
 
 [[adapters]]
 kind = "searxng"
 id = "searx"
 base_url = "http://127.0.0.1:8888"   # the adapter's own keys, checked by its Options
+
+[cache]
+enabled = true                 # response cache and page-analysis memo
+default_ttl_s = 300            # freshness of replies that state none
+max_bytes = 268435456          # response cache bound (bodies, LRU)
+analysis_max_bytes = 67108864  # page-analysis memo bound (texts, LRU)
+store_max_bytes = 268435456    # evidence store bound (texts, LRU)
+store_hold_s = 600             # a returned answer's passages stay readable this long
 
 [sources]
 allow_domains = []
@@ -57,6 +67,7 @@ __all__ = [
     "LEDGER_URL_SCHEMES",
     "MAX_SETTINGS_BYTES",
     "AdapterSettings",
+    "CacheSettings",
     "GitHubSettings",
     "LLMSettings",
     "LedgerSettings",
@@ -93,6 +104,11 @@ class NetworkSettings(_Section):
     max_page_bytes: int = Field(default=2_000_000, gt=0)
     max_pages: int = Field(default=5, ge=1, le=50)
     max_redirects: int = Field(default=3, ge=0, le=10)
+    #: Fetches in flight at once per event loop (the sync API runs one loop), and per host
+    #: among them; a trusted endpoint opens at most ``max_connections_per_host`` as well.
+    #: Concurrency only: neither is part of the admission envelope.
+    max_connections: int = Field(default=64, ge=1, le=1024)
+    max_connections_per_host: int = Field(default=4, ge=1, le=256)
     user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
     #: ``"host:port" -> "host:port"``: open the connection to the right-hand side instead,
     #: like ``curl --connect-to``. URL, Host header, TLS name, sources and evidence ids keep
@@ -297,6 +313,27 @@ class GitHubSettings(_Section):
     raw_url: str = "https://raw.githubusercontent.com"
 
 
+class CacheSettings(_Section):
+    """What a service keeps between questions (``[cache]``).
+
+    ``enabled`` turns the response cache (search and fact-API replies, page bodies; HTTP
+    caching rules, ``default_ttl_s`` for replies that state no freshness, at most
+    ``max_bytes`` of bodies, least recently used first out) and the page-analysis memo
+    (``analysis_max_bytes``) on or off; identical requests in flight at the same moment
+    are shared either way. The evidence store is bounded whatever ``enabled`` says: at most
+    ``store_max_bytes`` of page texts, least recently used first out, except the texts of
+    answers still being worked on and, for ``store_hold_s`` after an answer is returned,
+    the texts it cites.
+    """
+
+    enabled: bool = True
+    default_ttl_s: float = Field(default=300.0, ge=0)
+    max_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
+    analysis_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    store_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    store_hold_s: float = Field(default=600.0, ge=0)
+
+
 class PresenterSettings(_Section):
     """How answers are written. ``language``: ``auto`` follows the plan's language (the
     host's tag, else the question's script; Chinese when it is neither Chinese nor English),
@@ -317,6 +354,7 @@ class Settings(_Section):
     llm: LLMSettings | None = None
     ledger: LedgerSettings = LedgerSettings()
     github: GitHubSettings = GitHubSettings()
+    cache: CacheSettings = CacheSettings()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:

@@ -165,6 +165,7 @@ WITHOUT_REASON = {
     "NothingAnswered",
     "CaseFailed",
     "IntegrationUnavailable",
+    "EvidenceEvicted",
     "_Stop",  # the delegation loop's private stop signal: its ``cause`` is a stop code
 }
 

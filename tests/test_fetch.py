@@ -354,7 +354,9 @@ def test_one_fetcher_works_across_consecutive_event_loops(loopback: LoopbackServ
     assert len(loopback.requests) == 3
 
 
-def test_one_host_gets_at_most_two_fetches_at_once(loopback: LoopbackServer) -> None:
+def counting_peak(server: LoopbackServer) -> list[int]:
+    """Route ``/slow`` (0.1 s) on ``server``; the returned list's one item is the most
+    requests it ever served at once."""
     lock = threading.Lock()
     active = [0]
     peak = [0]
@@ -368,18 +370,58 @@ def test_one_host_gets_at_most_two_fetches_at_once(loopback: LoopbackServer) -> 
             active[0] -= 1
         return Reply(body="ok")
 
-    loopback.route("/slow", slow)
+    server.route("/slow", slow)
+    return peak
 
+
+def fetch_all(network: NetworkSettings, urls: list[str]) -> None:
     async def go() -> None:
-        fetcher = SafeFetcher(site_network())
+        fetcher = SafeFetcher(network)
         try:
-            await asyncio.gather(*(fetcher.fetch(site_url(loopback, "/slow")) for _ in range(6)))
+            await asyncio.gather(*(fetcher.fetch(url) for url in urls))
         finally:
             await fetcher.aclose()
 
     asyncio.run(go())
-    assert peak[0] == 2
-    assert len(loopback.requests) == 6
+
+
+@pytest.mark.parametrize(("overrides", "cap"), [({}, 4), ({"max_connections_per_host": 2}, 2)])
+def test_one_host_gets_at_most_max_connections_per_host_fetches_at_once(
+    loopback: LoopbackServer, overrides: dict[str, int], cap: int
+) -> None:
+    peak = counting_peak(loopback)
+    urls = [site_url(loopback, f"/slow?n={n}") for n in range(3 * cap)]
+    fetch_all(site_network(**overrides), urls)
+    assert peak[0] == cap
+    assert len(loopback.requests) == 3 * cap
+
+
+def test_all_hosts_together_get_at_most_max_connections_fetches_at_once(
+    loopback: LoopbackServer,
+) -> None:
+    peak = counting_peak(loopback)
+    hosts = ("site-a.test", "site-b.test")
+    urls = [site_url(loopback, f"/slow?n={n}", host=h) for n in range(4) for h in hosts]
+    fetch_all(site_network(max_connections=3), urls)
+    assert peak[0] == 3
+    assert len(loopback.requests) == 8
+
+
+def test_identical_fetches_in_flight_at_once_go_out_once(loopback: LoopbackServer) -> None:
+    loopback.route("/slow", Reply(body="shared", delay_s=0.2))
+
+    async def go() -> list[FetchedPage]:
+        fetcher = SafeFetcher(site_network())
+        try:
+            return await asyncio.gather(
+                *(fetcher.fetch(site_url(loopback, "/slow")) for _ in range(6))
+            )
+        finally:
+            await fetcher.aclose()
+
+    pages = asyncio.run(go())
+    assert {page.body for page in pages} == {b"shared"}
+    assert len(loopback.requests_to("/slow")) == 1
 
 
 def test_cancelled_fetches_leave_no_connection_behind(loopback: LoopbackServer) -> None:

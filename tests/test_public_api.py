@@ -30,6 +30,7 @@ EXPECTED = [
     "ContractRejected",
     "DisplaySource",
     "Evidence",
+    "EvidenceEvicted",
     "EvidenceInputError",
     "EvidenceStore",
     "ExternalAnswer",

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextvars
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.digests import sha256_digest
-from external_query_service.store import MAX_READ_CHARS, PASSAGE_CHARS, EvidenceStore
+from external_query_service.store import (
+    MAX_READ_CHARS,
+    PASSAGE_CHARS,
+    EvidenceEvicted,
+    EvidenceStore,
+)
 from external_query_service.testing import LoopbackServer
 
 from .world import NOW, PORT_QUESTION, World, serve_port_news
@@ -122,3 +129,67 @@ def test_a_chain_snippets_ref_offset_and_length_reproduce_its_quote(
         assert store.quote(item.ref, item.offset, item.length) == item.snippet
         assert store.describe(item.ref).digest == item.content_digest
         assert store.describe(item.ref).source == item.url
+
+
+class Ticks:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def page_text(n: int) -> str:
+    return f"第{n}页：" + "航展新机型报道。" * 200  # about 3.2 KB as Python holds it
+
+
+def test_the_store_evicts_least_recently_used_texts_to_stay_under_its_bound() -> None:
+    store = EvidenceStore(20_000, hold_s=0)
+    refs = [store.put(page_text(n), source=f"s{n}") for n in range(3)]
+    store.read(refs[0])  # used: now the second is the least recently used
+    for n in range(3, 40):
+        store.put(page_text(n), source=f"s{n}")
+        assert store.size <= 20_000
+    assert len(store) < 10
+    with pytest.raises(EvidenceEvicted, match="was evicted"):
+        store.read(refs[1])
+    with pytest.raises(KeyError, match="unknown evidence reference"):
+        store.read("ev:" + "0" * 64)
+
+
+def test_a_question_in_progress_keeps_its_texts_while_others_flood_the_store() -> None:
+    ticks = Ticks()
+    store = EvidenceStore(20_000, hold_s=600, clock=ticks)
+    with store.question():
+        mine = store.put(page_text(0), source="mine")
+        elsewhere = contextvars.Context()  # another caller, outside this question
+        for n in range(1, 40):
+            elsewhere.run(store.put, page_text(n), f"other {n}")
+            assert store.read(mine).startswith("第0页")
+            assert store.size <= 20_000
+    ticks.now += 599
+    for n in range(40, 60):
+        store.put(page_text(n), source=f"later {n}")
+    assert store.read(mine).startswith("第0页")  # held for 600 s after its answer
+    ticks.now += 2
+    for n in range(60, 80):
+        store.put(page_text(n), source=f"later {n}")
+    with pytest.raises(EvidenceEvicted):
+        store.read(mine)
+    assert store.size <= 20_000
+
+
+def test_a_text_shared_by_two_questions_is_kept_until_both_are_done() -> None:
+    ticks = Ticks()
+    store = EvidenceStore(8_000, hold_s=0, clock=ticks)
+    with store.question():
+        with store.question():
+            shared = store.put(page_text(0), source="shared")
+        for n in range(1, 10):
+            store.put(page_text(n), source=f"other {n}")
+        assert store.read(shared).startswith("第0页")
+    store.put(page_text(10), source="after")
+    with pytest.raises(EvidenceEvicted):
+        store.read(shared)

@@ -8,10 +8,11 @@ built-ins (``register_adapter`` or the ``external_query_service.adapters`` entry
 from __future__ import annotations
 
 import hashlib
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar, Protocol
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ from pydantic import JsonValue
 
 from ..clock import Clock
 from ..digests import sha256_digest
+from ..memo import ThreadMemo
 from ..models import (
     AdapterCapability,
     AdapterOutcome,
@@ -29,7 +31,7 @@ from ..models import (
     ProviderType,
     Readiness,
 )
-from ..settings import AdapterSettings, NetworkSettings, SourceSettings
+from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
 from ..sites import url_host
 from ..store import EvidenceStore
 from .options import AdapterOptions
@@ -45,6 +47,7 @@ __all__ = [
     "EndpointFactory",
     "FactLine",
     "PageFetcher",
+    "analysis_memo",
     "decimal_text",
     "evidence_id",
     "fact_evidence",
@@ -91,6 +94,21 @@ class AdapterRuntime:
     clock: Clock
     #: Source policy, so search adapters do not fetch hosts the verifier would reject.
     sources: SourceSettings = field(default_factory=SourceSettings)
+    #: Runs pure page work (decode, extract, score) in a thread, once per distinct input:
+    #: identical work in flight is shared, and results are kept when the service caches.
+    analyses: ThreadMemo = field(default_factory=ThreadMemo)
+
+
+def analysis_memo(cache: CacheSettings) -> ThreadMemo:
+    """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
+    ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on."""
+    return ThreadMemo(cache.analysis_max_bytes if cache.enabled else 0, size=_analysis_size)
+
+
+def _analysis_size(analysis: object) -> int:
+    text = getattr(analysis, "text", "")
+    snippets = getattr(analysis, "snippets", ())
+    return sys.getsizeof(text) + sum(sys.getsizeof(s.chunk.text) for s in snippets) + 1024
 
 
 class Adapter(ABC):
@@ -176,18 +194,21 @@ def fact_evidence(
     *,
     url: str,
     raw_digest: str,
+    accessed_at: datetime | None = None,
     title: str,
     gathered_for: str | None,
     aliases: tuple[str, ...],
     metadata: Mapping[str, str],
 ) -> tuple[Evidence, ...]:
     """Evidence for a fact-API reply: one stored text with a line per fact, and one evidence
-    per line pointing at it (``store.quote(ref, offset, length) == snippet``)."""
+    per line pointing at it (``store.quote(ref, offset, length) == snippet``).
+    ``accessed_at``: when the reply came from the provider (a kept reply keeps the time of
+    its real call); the clock's now when not given."""
     text = "\n".join(line.snippet for line in lines)
     store = adapter.runtime.store
     ref = store.put(text, source=url, metadata={"adapter_id": adapter.adapter_id, **metadata})
     content_digest = sha256_digest(text)
-    accessed_at = adapter.runtime.clock().astimezone(UTC)
+    accessed_at = (accessed_at or adapter.runtime.clock()).astimezone(UTC)
     site = urlsplit(url).hostname or url
     evidence = []
     offset = 0

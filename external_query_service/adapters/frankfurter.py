@@ -207,6 +207,7 @@ class FrankfurterAdapter(Adapter):
             lines,
             url=url,
             raw_digest=reply.raw_digest,
+            accessed_at=reply.fetched_at,
             title=f"Frankfurter 欧洲央行参考汇率：{pair}",
             gathered_for=pair,
             aliases=(base, quote, pair),

@@ -359,6 +359,7 @@ class OpenMeteoAdapter(Adapter):
             rows,
             url=url,
             raw_digest=reply.raw_digest,
+            accessed_at=reply.fetched_at,
             title=f"Open-Meteo 天气预报：{place.candidate.name}",
             gathered_for=plan.location,
             aliases=(place.candidate.name,),

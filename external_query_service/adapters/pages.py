@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from urllib.parse import urlsplit
 
 from ..adapters.base import AdapterRuntime, evidence_id
@@ -66,6 +66,8 @@ class SearchHit:
     query: str = ""
     #: Digest of the search response that listed the hit.
     response_digest: str = ""
+    #: When that response was really fetched, if it was replayed from the response cache.
+    accessed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ async def _one(
         return found, "source_policy", TermStats()
     try:
         page = await runtime.fetcher.fetch(hit.url)
-        analysis = await asyncio.to_thread(
+        analysis = await runtime.analyses.run(
             analyse_page,
             page.body,
             url=page.final_url,
@@ -185,7 +187,7 @@ async def _one(
         analysis.text, source=page.final_url, metadata={"title": analysis.title or hit.title}
     )
     content_digest = sha256_digest(analysis.text)
-    accessed_at = runtime.clock().astimezone(UTC)
+    accessed_at = (page.fetched_at or runtime.clock()).astimezone(UTC)
     evidence = [
         Evidence(
             evidence_id=evidence_id(page.final_url, content_digest, scored.chunk.offset),
@@ -244,7 +246,7 @@ def _snippet_evidence(
             score=scored[0].score,
             published_at=hit.published_at,
             about_dates=find_dates(f"{hit.title}\n{text}", reference=hit.published_at),
-            accessed_at=runtime.clock().astimezone(UTC),
+            accessed_at=(hit.accessed_at or runtime.clock()).astimezone(UTC),
             content_digest=content_digest,
             raw_digest=hit.response_digest or content_digest,
             ref=ref,

@@ -119,7 +119,7 @@ class SearxngAdapter(Adapter):
                     failure=status_failure_class(exc.status),
                 )
             data = response.data if isinstance(response.data, dict) else {}
-            hits = _hits(data.get("results"), query, response.raw_digest)
+            hits = _hits(data.get("results"), query, response.raw_digest, response.fetched_at)
             per_query.append(hits)
             unresponsive.extend(_unresponsive(data.get("unresponsive_engines")))
 
@@ -156,7 +156,9 @@ class SearxngAdapter(Adapter):
         )
 
 
-def _hits(results: JsonValue, query: str, digest: str) -> list[SearchHit]:
+def _hits(
+    results: JsonValue, query: str, digest: str, fetched_at: datetime | None = None
+) -> list[SearchHit]:
     if not isinstance(results, list):
         return []
     hits = []
@@ -176,6 +178,7 @@ def _hits(results: JsonValue, query: str, digest: str) -> list[SearchHit]:
                 published_at=_published(item.get("publishedDate")),
                 query=query,
                 response_digest=digest,
+                accessed_at=fetched_at,
             )
         )
     return hits

@@ -82,9 +82,12 @@ def check_hashable(value: object, *, where: str = "$", depth: int = 0) -> None:
     raise EvidenceInputError("invalid_json", f"{type(value).__name__} at {where} is not JSON")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _check_text(text: str, where: str) -> None:
     # json.loads turns "\ud800" into a lone surrogate; a valid pair arrives already joined.
-    if any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+    if not text.isascii() and _SURROGATE.search(text):
         raise EvidenceInputError(
             "lone_surrogate", f"lone UTF-16 surrogate in the string at {where}"
         )

@@ -25,7 +25,7 @@ from ..models import (
     RankedAdapter,
     VerifierResult,
 )
-from ..settings import Settings
+from ..settings import CacheSettings, Settings
 from .admit import decide
 from .models import (
     PROTOCOL,
@@ -167,9 +167,11 @@ def _milliseconds(seconds: float) -> int:
 
 def service_envelope(settings: Settings) -> dict[str, JsonValue]:
     """Network policy, budgets and adapter settings of a service, hashable (durations in
-    integer milliseconds, never floats)."""
+    integer milliseconds, never floats). How fresh a kept reply may be is added only when
+    ``[cache]`` changes it from the defaults, so envelopes of settings without one stay as
+    they were; sizes, caps and concurrency never enter."""
     network = settings.network
-    return {
+    envelope: dict[str, JsonValue] = {
         "network": {
             "allowed_networks": _json_safe(sorted(str(item) for item in network.allowed_networks)),
             "resolve": _json_safe(network.resolve),
@@ -188,6 +190,13 @@ def service_envelope(settings: Settings) -> dict[str, JsonValue]:
         },
         "adapters": {adapter.id: _json_safe(adapter.envelope()) for adapter in settings.adapters},
     }
+    cache, default = settings.cache, CacheSettings()
+    if (cache.enabled, cache.default_ttl_s) != (default.enabled, default.default_ttl_s):
+        envelope["cache"] = {
+            "enabled": cache.enabled,
+            "default_ttl_ms": _milliseconds(cache.default_ttl_s),
+        }
+    return envelope
 
 
 def _query(plan: ExternalQueryPlan) -> dict[str, JsonValue]:

@@ -30,12 +30,14 @@ COMPACT_CHARS = 600
 def compact(text: str, limit: int = COMPACT_CHARS) -> str:
     """One line: control and format characters dropped, whitespace collapsed, cut at
     ``limit`` characters with an ellipsis."""
-    kept = "".join(
-        " " if char.isspace() else char
-        for char in text
-        if char.isspace() or unicodedata.category(char) not in ("Cc", "Cf")
-    )
-    line = " ".join(kept.split())
+    line = " ".join(text.split())
+    if not line.isprintable():  # only then can a control or format character be left
+        kept = "".join(
+            " " if char.isspace() else char
+            for char in text
+            if char.isspace() or unicodedata.category(char) not in ("Cc", "Cf")
+        )
+        line = " ".join(kept.split())
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 

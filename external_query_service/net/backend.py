@@ -24,7 +24,7 @@ from ..errors import BlockedDestination, FetchError, UnsafeURL
 from ..settings import NetworkSettings
 from .policy import PUBLIC_PORTS, IPNetwork, Resolver, in_networks, ip_allowed, normalize_host
 
-__all__ = ["GuardedBackend", "guarded_client", "system_resolver"]
+__all__ = ["GuardedBackend", "guarded_backend", "guarded_client", "system_resolver"]
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
@@ -106,14 +106,10 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             if port not in PUBLIC_PORTS:
                 raise UnsafeURL(where, f"port {port} is not allowed for public address {ip}")
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    async def admit(self, host: str, port: int) -> tuple[str, int, list[str]]:
+        """What ``connect_tcp`` checks before it connects: the destination (after
+        ``connect_to``) and its addresses, each one allowed; raises as ``connect_tcp`` does.
+        A cached reply is used only after the same check passes for its origin now."""
         trusted = (normalize_host(host), port) in self._trusted
         host, port = self._connect_to.get((normalize_host(host), port), (host, port))
         if not trusted and port not in PUBLIC_PORTS and not self._allowed:
@@ -123,6 +119,17 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             raise FetchError(f"{host}:{port}", "no addresses", reason="resolve_failed")
         if not trusted:
             self.check(host, port, addresses)
+        return host, port, addresses
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        host, port, addresses = await self.admit(host, port)
         # Every address was checked above; try them in the resolver's order, so a name with
         # an unreachable first answer (an AAAA record on an IPv4-only host) still connects.
         failure: Exception | None = None
@@ -157,6 +164,22 @@ def _split_host_port(text: str) -> tuple[str, int]:
     return normalize_host(host), int(port)
 
 
+def guarded_backend(
+    network: NetworkSettings,
+    *,
+    resolver: Resolver | None = None,
+    trusted_origins: Iterable[tuple[str, int]] = (),
+) -> GuardedBackend:
+    """The guard for ``network``'s policy (what ``guarded_client`` connects through)."""
+    return GuardedBackend(
+        allowed_networks=network.allowed_networks,
+        resolve=network.resolve,
+        resolver=resolver,
+        trusted_origins=trusted_origins,
+        connect_to=network.connect_to,
+    )
+
+
 def guarded_client(
     network: NetworkSettings,
     *,
@@ -179,13 +202,7 @@ def guarded_client(
     """
     context = ssl_context or httpx.create_ssl_context(verify=True, trust_env=False)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=0)
-    backend = GuardedBackend(
-        allowed_networks=network.allowed_networks,
-        resolve=network.resolve,
-        resolver=resolver,
-        trusted_origins=trusted_origins,
-        connect_to=network.connect_to,
-    )
+    backend = guarded_backend(network, resolver=resolver, trusted_origins=trusted_origins)
     transport = httpx.AsyncHTTPTransport(
         verify=context, trust_env=False, http1=True, http2=False, limits=limits
     )

@@ -1,9 +1,13 @@
 """The safe fetcher: the one way any URL that comes from outside is fetched.
 
 ``SafeFetcher`` fetches pages named by search results (and their redirects) under the
-network policy of ``network.py``; ``TrustedEndpoint`` calls one adapter's configured API
+network policy of ``policy.py``; ``TrustedEndpoint`` calls one adapter's configured API
 origin and nothing else; ``HttpRuntime`` owns both for a service. Bodies are bounded
 (raw and decoded), every fetch has a total deadline, and only ``FetchError``s escape.
+
+Both share work: identical requests in flight at once go out once (``SingleFlight``), and
+with a ``ResponseCache`` replies are kept between questions (``cache.py``). A kept page is
+used only after the policy allows its origin now, exactly as a connection would be.
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ import contextlib
 import json
 import ssl
 import string
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 import httpx
 from pydantic import JsonValue
 
+from ..clock import Clock, system_clock
 from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
+    ContentTooLarge,
     FetchDeadlineExceeded,
     FetchError,
     TooManyRedirects,
@@ -30,10 +37,12 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
+from ..memo import SingleFlight
 from ..settings import NetworkSettings
-from .backend import guarded_client
+from .backend import guarded_backend, guarded_client
 from .body import media_type, read_body
 from .breaker import CircuitBreaker
+from .cache import HttpExchange, ResponseCache
 from .policy import Resolver, normalize_host
 
 __all__ = [
@@ -41,10 +50,8 @@ __all__ = [
     "ACCEPT_LANGUAGE",
     "API_ACCEPT",
     "DEFAULT_ACCEPT_TYPES",
-    "GLOBAL_FETCHES",
     "MAX_URL_LENGTH",
     "PAGE_ACCEPT",
-    "PER_HOST_FETCHES",
     "ApiResponse",
     "FetchedPage",
     "HttpRuntime",
@@ -68,6 +75,10 @@ class FetchedPage:
     raw_digest: str  # "sha256:<hex>" of ``body``
     redirects: tuple[str, ...] = ()  # every hop's URL, in order
     connected_address: str | None = None
+    #: For a page replayed from the response cache, when it was really fetched (or last
+    #: confirmed by the origin); None for a page fetched just now (the caller's clock
+    #: says when).
+    fetched_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +92,9 @@ class ApiResponse:
     #: The bytes ``data`` was parsed from (what ``raw_digest`` digests), so a recorder can
     #: keep them exactly; empty when a double built the response without them.
     body: bytes = field(default=b"", repr=False)
+    #: For a reply replayed from the response cache, when it was really fetched; None for
+    #: one fetched just now.
+    fetched_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +107,7 @@ class RawResponse:
     charset: str | None
     body: bytes
     raw_digest: str  # "sha256:<hex>" of ``body``
+    fetched_at: datetime | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -101,9 +116,6 @@ class RawResponse:
 
 #: Longer URLs are refused before parsing; real pages stay far below this.
 MAX_URL_LENGTH = 2048
-#: Fetches in flight per event loop, and per host among them.
-GLOBAL_FETCHES = 8
-PER_HOST_FETCHES = 2
 
 
 PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
@@ -286,11 +298,18 @@ class SafeFetcher:
     """The one way a URL that came from outside (search results, redirects) is fetched.
 
     Every URL and redirect hop passes the URL gate and, at connect time, the address
-    policy (``network.py``). Redirects are followed by hand, at most
+    policy (``policy.py``). Redirects are followed by hand, at most
     ``network.max_redirects`` hops. Bodies: only ``accept_types``, at most
     ``network.max_page_bytes`` raw and decoded, within ``network.timeout_s`` in total.
     A non-2xx final answer raises ``UpstreamStatus``. A host that keeps failing is left
     alone for a while (``CircuitBreaker``). Only ``FetchError``s escape.
+
+    At most ``network.max_connections`` fetches run at once per event loop, and
+    ``network.max_connections_per_host`` to one host. Fetches of the same URL in flight
+    at once share one (unless the caller brings its own redirect rule). With ``cache``,
+    each hop's reply is kept under HTTP's caching rules and replayed while fresh, after
+    the URL gate, the caller's redirect rule and the address policy have allowed it again;
+    the page then carries the ``fetched_at`` of the real fetch. ``clock`` stamps replies.
 
     Safe to use from several event loops one after another (one client per loop);
     ``aclose()`` closes the client of the running loop.
@@ -303,11 +322,17 @@ class SafeFetcher:
         resolver: Resolver | None = None,
         accept_types: frozenset[str] = DEFAULT_ACCEPT_TYPES,
         breaker: CircuitBreaker | None = None,
+        cache: ResponseCache | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         self._network = network
         self._resolver = resolver
         self._accept_types = frozenset(item.lower() for item in accept_types)
         self._breaker = breaker or CircuitBreaker()
+        self._cache = cache
+        self._clock = clock
+        self._guard = guarded_backend(network, resolver=resolver)
+        self._flights = SingleFlight()
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
 
@@ -317,11 +342,13 @@ class SafeFetcher:
             self._network,
             headers=_headers(self._network, PAGE_ACCEPT),
             resolver=self._resolver,
-            max_connections=2 * GLOBAL_FETCHES,
+            max_connections=self._network.max_connections,
             ssl_context=self._ssl_context,
         )
         return _FetchLoopState(
-            client, asyncio.Semaphore(GLOBAL_FETCHES), _HostSlots(PER_HOST_FETCHES)
+            client,
+            asyncio.Semaphore(self._network.max_connections),
+            _HostSlots(self._network.max_connections_per_host),
         )
 
     async def fetch(
@@ -331,68 +358,144 @@ class SafeFetcher:
         after the URL gate and before the hop is requested; ``False`` stops the fetch with
         ``UnsafeURL`` (detail "redirect to <hop> refused by the caller")."""
         start = check_url(url)
+        if self._cache is not None:
+            # Every hop kept and fresh: no slot, no connection, the policy checked per hop.
+            kept = await self._follow(url, start, allow_redirect, self._kept_hop)
+            if kept is not None:
+                return kept
+        if allow_redirect is not None:
+            return await self._fetch(url, start, allow_redirect)
+        return await self._flights.run(url, lambda: self._fetch(url, start, None))
+
+    async def _fetch(
+        self, url: str, start: httpx.URL, allow_redirect: Callable[[str], bool] | None
+    ) -> FetchedPage:
         host = _origin(start)[1]
         state = self._loops.get()
+
+        async def hop(target: httpx.URL) -> HttpExchange:
+            return await self._hop(state.client, target, url)
+
         # The deadline starts once a slot is held: waiting for one is not the page's fault.
         async with state.slots, state.hosts.hold(host):
             with self._breaker.guard(host, url):
                 async with _deadline(url, self._network.timeout_s):
-                    return await self._follow(state.client, url, start, allow_redirect)
+                    page = await self._follow(url, start, allow_redirect, hop)
+        assert page is not None  # a network hop never comes back empty
+        return page
 
     async def _follow(
         self,
-        client: httpx.AsyncClient,
         url: str,
         start: httpx.URL,
-        allow_redirect: Callable[[str], bool] | None = None,
-    ) -> FetchedPage:
+        allow_redirect: Callable[[str], bool] | None,
+        get_hop: Callable[[httpx.URL], Awaitable[HttpExchange | None]],
+    ) -> FetchedPage | None:
+        """Walk the redirect chain from ``start``, each reply from ``get_hop``; None as soon
+        as ``get_hop`` has none (a hop not kept, when walking the cache only)."""
         current = start
         redirects: list[str] = []
         while True:
             with _mapped_errors(url, str(current) if redirects else None):
-                async with client.stream("GET", current) as response:
-                    if response.status_code in _REDIRECT_STATUSES:
-                        location = response.headers.get("location")
-                        if not location:
-                            raise UpstreamStatus(
-                                url, response.status_code, "redirect without Location"
-                            )
-                        if len(redirects) >= self._network.max_redirects:
-                            raise TooManyRedirects(
-                                url, f"more than {self._network.max_redirects} redirects"
-                            )
-                        try:
-                            target = current.join(location)
-                        except httpx.InvalidURL as exc:
-                            raise UnsafeURL(url, f"bad redirect {location!r}: {exc}") from None
-                        try:
-                            current = check_url(str(target))
-                        except UnsafeURL as exc:
-                            raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
-                        if allow_redirect is not None and not allow_redirect(str(current)):
-                            raise UnsafeURL(url, f"redirect to {current} refused by the caller")
-                        redirects.append(str(current))
-                        continue
-                    return await self._page(response, url, redirects)
+                hop = await get_hop(current)
+                if hop is None:
+                    return None
+                if hop.status not in _REDIRECT_STATUSES:
+                    return self._page(hop, url, redirects)
+                if not hop.location:
+                    raise UpstreamStatus(url, hop.status, "redirect without Location")
+                if len(redirects) >= self._network.max_redirects:
+                    raise TooManyRedirects(
+                        url, f"more than {self._network.max_redirects} redirects"
+                    )
+                try:
+                    target = current.join(hop.location)
+                except httpx.InvalidURL as exc:
+                    raise UnsafeURL(url, f"bad redirect {hop.location!r}: {exc}") from None
+                try:
+                    current = check_url(str(target))
+                except UnsafeURL as exc:
+                    raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
+                if allow_redirect is not None and not allow_redirect(str(current)):
+                    raise UnsafeURL(url, f"redirect to {current} refused by the caller")
+                redirects.append(str(current))
 
-    async def _page(self, response: httpx.Response, url: str, redirects: list[str]) -> FetchedPage:
-        if not 200 <= response.status_code < 300:
-            raise UpstreamStatus(url, response.status_code)
+    async def _kept_hop(self, target: httpx.URL) -> HttpExchange | None:
+        """The fresh kept reply for ``target``, once the policy allows its origin now."""
+        kept = self._cache.fresh(_page_key(target)) if self._cache is not None else None
+        if kept is not None:
+            _, host, port = _origin(target)
+            await self._guard.admit(host, port)
+        return kept
+
+    async def _hop(self, client: httpx.AsyncClient, target: httpx.URL, url: str) -> HttpExchange:
+        """One request: a fresh kept reply, else the network (revalidating a stale one)."""
+        kept_reply = await self._kept_hop(target)
+        if kept_reply is not None:
+            return kept_reply
+        key = _page_key(target)
+        stale = self._cache.lookup(key) if self._cache is not None else None
+        requested = self._clock().timestamp()
+        validators = stale.validators() if stale is not None else None
+        async with client.stream("GET", target, headers=validators) as response:
+            if response.status_code == 304 and stale is not None and self._cache is not None:
+                return self._cache.revalidated(key, stale, response.headers)
+            exchange = await self._exchange(response, url)
+        if self._cache is not None:
+            self._cache.store(key, exchange, response.headers, requested_at=requested)
+        return exchange
+
+    async def _exchange(self, response: httpx.Response, url: str) -> HttpExchange:
+        """A reply as kept: a redirect's Location, or a page body that passed the checks
+        (status, type, size) before it was read."""
+        status = response.status_code
         content_type, charset = media_type(response)
-        if content_type not in self._accept_types:
-            raise UnsupportedContent(url, f"content type {content_type or '(none)'!r}")
+        if status in _REDIRECT_STATUSES:
+            return HttpExchange(
+                url=str(response.url),
+                status=status,
+                content_type=content_type,
+                charset=charset,
+                body=b"",
+                fetched_at=self._clock(),
+                location=response.headers.get("location"),
+            )
+        self._check(status, content_type, url)
         connected = _connected_address(response)  # before the body: the socket closes after it
         body = await read_body(response, url, self._network.max_page_bytes)
-        return FetchedPage(
-            url=url,
-            final_url=str(response.url),
-            status=response.status_code,
+        return HttpExchange(
+            url=str(response.url),
+            status=status,
             content_type=content_type,
             charset=charset,
             body=body,
-            raw_digest=sha256_digest(body),
-            redirects=tuple(redirects),
+            fetched_at=self._clock(),
             connected_address=connected,
+        )
+
+    def _check(self, status: int, content_type: str, url: str) -> None:
+        if not 200 <= status < 300:
+            raise UpstreamStatus(url, status)
+        if content_type not in self._accept_types:
+            raise UnsupportedContent(url, f"content type {content_type or '(none)'!r}")
+
+    def _page(self, hop: HttpExchange, url: str, redirects: list[str]) -> FetchedPage:
+        # Checked again for a kept reply: another fetcher (other types, a smaller cap) may
+        # have kept it.
+        self._check(hop.status, hop.content_type, url)
+        if len(hop.body) > self._network.max_page_bytes:
+            raise ContentTooLarge(url, f"more than {self._network.max_page_bytes} bytes")
+        return FetchedPage(
+            url=url,
+            final_url=hop.url,
+            status=hop.status,
+            content_type=hop.content_type,
+            charset=hop.charset,
+            body=hop.body,
+            raw_digest=sha256_digest(hop.body),
+            redirects=tuple(redirects),
+            connected_address=hop.connected_address,
+            fetched_at=hop.fetched_at if hop.kept else None,
         )
 
     async def aclose(self) -> None:
@@ -400,6 +503,10 @@ class SafeFetcher:
         state = self._loops.pop_current()
         if state is not None:
             await state.client.aclose()
+
+
+def _page_key(target: httpx.URL) -> tuple[str, str, str]:
+    return ("page", "GET", str(target))
 
 
 class TrustedEndpoint:
@@ -412,6 +519,10 @@ class TrustedEndpoint:
     a body that is not UTF-8 JSON → ``FetchError(reason="invalid_json")``. Bodies are
     bounded and the deadline is the fetcher's. After repeated failures the origin's circuit
     opens (``CircuitBreaker``): calls then fail at once, so failover is quick.
+
+    Identical calls in flight at once go out once; with ``cache``, replies are kept under
+    HTTP's caching rules and replayed while fresh (with the ``fetched_at`` of the real
+    call). At most ``network.max_connections_per_host`` connections at once.
     """
 
     def __init__(
@@ -421,6 +532,8 @@ class TrustedEndpoint:
         *,
         resolver: Resolver | None = None,
         breaker: CircuitBreaker | None = None,
+        cache: ResponseCache | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         base = check_url(base_url)
         self._breaker = breaker or CircuitBreaker()
@@ -429,6 +542,9 @@ class TrustedEndpoint:
         self._origin = _origin(base)
         self._network = network
         self._resolver = resolver
+        self._cache = cache
+        self._clock = clock
+        self._flights = SingleFlight()
         self._ssl_context: ssl.SSLContext | None = None
         self._loops: _PerLoop[httpx.AsyncClient] = _PerLoop(self._new_client)
 
@@ -445,7 +561,7 @@ class TrustedEndpoint:
             headers=_headers(self._network, API_ACCEPT),
             resolver=self._resolver,
             trusted_origins=[(host, port)],
-            max_connections=4,
+            max_connections=self._network.max_connections_per_host,
             ssl_context=self._ssl_context,
         )
 
@@ -484,29 +600,15 @@ class TrustedEndpoint:
         """GET ``path`` (with ``params``) under the base URL and parse the body as JSON,
         within the network timeout and the host's circuit breaker; failures are
         ``FetchError``s."""
-        target = self._target(path, params)
-        url = str(target)
-        client = self._loops.get()
-        with self._breaker.guard(self._origin[1], url):
-            async with _deadline(url, self._network.timeout_s):
-                response, body = await self._get(client, target, url)
+        reply = await self._call(self._target(path, params))
         return ApiResponse(
-            url=url,
-            status=response.status_code,
-            data=_parse_json(url, body),
-            raw_digest=sha256_digest(body),
-            body=body,
+            url=reply.url,
+            status=reply.status,
+            data=_parse_json(reply.url, reply.body),
+            raw_digest=sha256_digest(reply.body),
+            body=reply.body,
+            fetched_at=reply.fetched_at if reply.kept else None,
         )
-
-    async def _get(
-        self, client: httpx.AsyncClient, target: httpx.URL, url: str
-    ) -> tuple[httpx.Response, bytes]:
-        with _mapped_errors(url):
-            async with client.stream("GET", target) as response:
-                if not 200 <= response.status_code < 300:
-                    raise UpstreamStatus(url, response.status_code)
-                body = await read_body(response, url, self._network.max_page_bytes)
-        return response, body
 
     async def get_bytes(
         self, path: str, params: Mapping[str, str | int] | None = None
@@ -514,30 +616,62 @@ class TrustedEndpoint:
         """Like ``get_json`` but the body comes back as bytes, whatever its type: same
         origin rule, no redirects (3xx → ``UpstreamStatus``), same bound and deadline.
         Anonymous: no Cookie header is sent, even if an earlier answer set one."""
-        target = self._target(path, params)
+        reply = await self._call(self._target(path, params))
+        return RawResponse(
+            url=reply.url,
+            status=reply.status,
+            content_type=reply.content_type,
+            charset=reply.charset,
+            body=reply.body,
+            raw_digest=sha256_digest(reply.body),
+            fetched_at=reply.fetched_at if reply.kept else None,
+        )
+
+    async def _call(self, target: httpx.URL) -> HttpExchange:
+        """A GET of ``target`` (already on this origin): kept and fresh, else shared with
+        identical calls in flight, else sent."""
         url = str(target)
+        key = ("api", "GET", url)
+        if self._cache is not None:
+            kept = self._cache.fresh(key)
+            if kept is not None:
+                return kept
+        return await self._flights.run(url, lambda: self._send(target, key))
+
+    async def _send(self, target: httpx.URL, key: tuple[str, str, str]) -> HttpExchange:
+        url = key[2]
         client = self._loops.get()
+        stale = self._cache.lookup(key) if self._cache is not None else None
+        requested = self._clock().timestamp()
         with self._breaker.guard(self._origin[1], url):
             async with _deadline(url, self._network.timeout_s):
                 with _mapped_errors(url):
-                    request = client.build_request("GET", target)
+                    request = client.build_request(
+                        "GET", target, headers=stale.validators() if stale is not None else None
+                    )
                     request.headers.pop("cookie", None)
                     response = await client.send(request, stream=True)
                     try:
+                        if response.status_code == 304 and stale is not None:
+                            assert self._cache is not None
+                            return self._cache.revalidated(key, stale, response.headers)
                         if not 200 <= response.status_code < 300:
                             raise UpstreamStatus(url, response.status_code)
                         content_type, charset = media_type(response)
                         body = await read_body(response, url, self._network.max_page_bytes)
                     finally:
                         await response.aclose()
-        return RawResponse(
+        reply = HttpExchange(
             url=url,
             status=response.status_code,
             content_type=content_type,
             charset=charset,
             body=body,
-            raw_digest=sha256_digest(body),
+            fetched_at=self._clock(),
         )
+        if self._cache is not None:
+            self._cache.store(key, reply, response.headers, requested_at=requested)
+        return reply
 
     async def aclose(self) -> None:
         """Close the client the current event loop uses."""
@@ -560,21 +694,38 @@ def _parse_json(url: str, body: bytes) -> JsonValue:
 
 class HttpRuntime:
     """What a service holds for HTTP: one ``SafeFetcher`` and one ``TrustedEndpoint`` per
-    configured base URL (created on first use, then reused). ``endpoint`` fits the
-    adapters' ``EndpointFactory``; ``aclose()`` closes everything of the running loop.
+    configured base URL (created on first use, then reused), all sharing ``cache`` (None:
+    nothing kept between questions) and stamping replies with ``clock``. ``endpoint``
+    fits the adapters' ``EndpointFactory``; ``aclose()`` closes everything of the running
+    loop.
     """
 
-    def __init__(self, network: NetworkSettings, *, resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        network: NetworkSettings,
+        *,
+        resolver: Resolver | None = None,
+        cache: ResponseCache | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
         self._network = network
         self._resolver = resolver
-        self.fetcher = SafeFetcher(network, resolver=resolver)
+        self.cache = cache
+        self._clock = clock
+        self.fetcher = SafeFetcher(network, resolver=resolver, cache=cache, clock=clock)
         self._endpoints: dict[str, TrustedEndpoint] = {}
 
     def endpoint(self, base_url: str) -> TrustedEndpoint:
         """The trusted endpoint for ``base_url``, made once and reused."""
         endpoint = self._endpoints.get(base_url)
         if endpoint is None:
-            endpoint = TrustedEndpoint(base_url, self._network, resolver=self._resolver)
+            endpoint = TrustedEndpoint(
+                base_url,
+                self._network,
+                resolver=self._resolver,
+                cache=self.cache,
+                clock=self._clock,
+            )
             self._endpoints[base_url] = endpoint
         return endpoint
 

@@ -1,0 +1,312 @@
+"""The response cache: replies kept between questions, under HTTP's caching rules.
+
+A subset of RFC 9111 for a cache that only ever sends anonymous GETs with a fixed set of
+request headers per kind of caller (pages, API calls):
+
+- not stored: ``no-store``, ``Vary: *``, statuses other than 200/203 and redirects,
+  302/303/307 without explicit freshness, bodies a fetch refused (wrong type, too large);
+- freshness lifetime: ``s-maxage`` (the cache is shared by every question of a service),
+  else ``max-age``, else ``Expires`` − ``Date`` (− the time received when there is no
+  valid ``Date``), else ``[cache] default_ttl_s`` (200, 203, 301 and 308 only); the first
+  of repeated directives counts, and an unreadable one makes the reply stale at once;
+- age: the ``Age`` header plus the request's round trip plus the time held here. ``Date``
+  is not compared with our clock (origins' clocks drift, and tests fix ours), so a reply
+  that sat in an upstream cache without an ``Age`` header looks younger than it is;
+- ``private`` replies are stored: our requests carry no cookies or credentials, so a
+  "private" answer is the one any of them would get;
+- ``no-cache`` (with or without field names): stored only with a validator and revalidated
+  before every use; a stale entry with ``ETag`` / ``Last-Modified`` is revalidated with
+  ``If-None-Match`` / ``If-Modified-Since``, and a 304 refreshes it (headers merged as
+  RFC 9111 §4.3.4 says) and reuses the stored body.
+
+An entry is replayed as it was received: same body, digest and ``fetched_at`` (when it came
+from the origin, or when the origin last confirmed it with a 304). The cache never judges
+the network policy: callers check the policy before they use an entry (``fetch.py``).
+Bounded by ``[cache] max_bytes`` (bodies plus a small overhead each), least recently used
+out. Thread-safe; one cache may serve several runtimes, each checking its own policy.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import httpx
+
+from ..clock import Clock, system_clock
+from ..memo import SizedLRU
+from ..settings import CacheSettings
+
+__all__ = [
+    "ENTRY_OVERHEAD",
+    "CachedResponse",
+    "HttpExchange",
+    "ResponseCache",
+    "cache_rules",
+    "response_cache",
+]
+
+#: Bytes counted for an entry besides its body (URL, headers, bookkeeping).
+ENTRY_OVERHEAD = 512
+
+#: Replies kept when they state a freshness of their own (RFC 9111 §3).
+_STORABLE = frozenset({200, 203, 301, 302, 303, 307, 308})
+#: Those a default lifetime may be given to (heuristically cacheable, RFC 9110 §15.1).
+_DEFAULT_FRESH = frozenset({200, 203, 301, 308})
+#: The response headers an entry keeps, to recompute freshness after a 304.
+_KEPT_HEADERS = ("cache-control", "expires", "date", "age", "etag", "last-modified", "vary")
+
+
+@dataclass(frozen=True, slots=True)
+class HttpExchange:
+    """One HTTP response as a fetch keeps it: enough to replay it, nothing more."""
+
+    url: str
+    status: int
+    content_type: str  # media type only, lower case
+    charset: str | None
+    body: bytes  # Content-Encoding undone; empty for a redirect
+    fetched_at: datetime  # when it came from the origin (the service clock)
+    location: str | None = None  # a redirect's Location, as sent
+    connected_address: str | None = None
+    #: True when this is a kept reply used again (not one that came in just now).
+    kept: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """What a reply's headers say about keeping it."""
+
+    storable: bool
+    lifetime: float  # seconds of freshness from its generation
+    age: float  # the Age header (0 when absent or unreadable)
+    no_cache: bool  # must be revalidated before every use
+    etag: str | None
+    last_modified: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CachedResponse:
+    """A kept reply and what is needed to judge and revalidate it."""
+
+    exchange: HttpExchange
+    headers: tuple[tuple[str, str], ...]  # the caching headers, lower-case names
+    received: float  # seconds on the cache's clock when it arrived (or was confirmed)
+    initial_age: float  # Age + round trip, when it arrived
+    lifetime: float
+    no_cache: bool
+    etag: str | None
+    last_modified: str | None
+
+    def age(self, now: float) -> float:
+        """Seconds since the response was generated, by the cache's clock (RFC 9111 age)."""
+        return self.initial_age + max(0.0, now - self.received)
+
+    def fresh(self, now: float) -> bool:
+        """True while the response may be reused without asking the origin."""
+        return not self.no_cache and self.lifetime > self.age(now)
+
+    def validators(self) -> dict[str, str]:
+        """Conditional request headers; empty when the reply had no validator."""
+        headers = {}
+        if self.etag is not None:
+            headers["If-None-Match"] = self.etag
+        if self.last_modified is not None:
+            headers["If-Modified-Since"] = self.last_modified
+        return headers
+
+
+def _directives(values: list[str]) -> dict[str, str | None]:
+    """Cache-Control directives, names lower case, first occurrence kept."""
+    found: dict[str, str | None] = {}
+    for value in values:
+        for part in value.split(","):
+            name, sep, argument = part.strip().partition("=")
+            name = name.strip().lower()
+            if name and name not in found:
+                found[name] = argument.strip().strip('"') if sep else None
+    return found
+
+
+def _seconds(value: str | None) -> float | None:
+    """A delta-seconds value; None when unreadable."""
+    if value is None or not value.isdigit():
+        return None
+    return float(value)
+
+
+def _http_date(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.timestamp()
+
+
+def cache_rules(
+    status: int, headers: Mapping[str, str] | httpx.Headers, *, received: float, default_ttl: float
+) -> _Rules:
+    """What RFC 9111 (our subset, see the module docstring) says about keeping a reply."""
+    if isinstance(headers, httpx.Headers):
+        control = headers.get_list("cache-control")
+    else:
+        control = [headers["cache-control"]] if "cache-control" in headers else []
+    directives = _directives(control)
+    etag = headers.get("etag") or None
+    last_modified = headers.get("last-modified") or None
+    age = _seconds((headers.get("age") or "").strip()) or 0.0
+    no_cache = "no-cache" in directives
+    vary = {item.strip() for item in (headers.get("vary") or "").split(",")}
+    storable = status in _STORABLE and "no-store" not in directives and "*" not in vary
+
+    lifetime: float | None
+    if "s-maxage" in directives:
+        lifetime = _seconds(directives["s-maxage"]) or 0.0
+    elif "max-age" in directives:
+        lifetime = _seconds(directives["max-age"]) or 0.0
+    elif headers.get("expires") is not None:
+        expires = _http_date(headers.get("expires"))
+        date = _http_date(headers.get("date"))
+        lifetime = 0.0 if expires is None else max(0.0, expires - (date or received))
+    elif status in _DEFAULT_FRESH:
+        lifetime = default_ttl
+    else:
+        lifetime = None  # a 302/303/307 that says nothing: not kept
+    if lifetime is None:
+        storable = False
+    lifetime = lifetime or 0.0
+    has_validator = etag is not None or last_modified is not None
+    if not has_validator and (no_cache or lifetime <= age):
+        storable = False  # it could never be used
+    return _Rules(storable, lifetime, age, no_cache, etag, last_modified)
+
+
+def _kept(headers: Mapping[str, str] | httpx.Headers) -> tuple[tuple[str, str], ...]:
+    if isinstance(headers, httpx.Headers):
+        return tuple(
+            (name, ", ".join(headers.get_list(name))) for name in _KEPT_HEADERS if name in headers
+        )
+    return tuple((name, headers[name]) for name in _KEPT_HEADERS if name in headers)
+
+
+class ResponseCache:
+    """Replies kept by (caller kind, method, URL), under HTTP's caching rules.
+
+    ``clock`` is the service's: entries age by it, and ``fetched_at`` is read from it.
+    """
+
+    def __init__(self, settings: CacheSettings | None = None, *, clock: Clock = system_clock):
+        self.settings = settings or CacheSettings()
+        self._clock = clock
+        self._entries: SizedLRU[tuple[str, str, str], CachedResponse] = SizedLRU(
+            self.settings.max_bytes, lambda entry: len(entry.exchange.body) + ENTRY_OVERHEAD
+        )
+        #: Counters since the cache was made (reads served fresh, revalidated, stored).
+        self.hits = 0
+        self.revalidations = 0
+        self.stored = 0
+
+    def now(self) -> datetime:
+        """The cache's clock, in seconds."""
+        return self._clock()
+
+    @property
+    def size(self) -> int:
+        """Bytes held (bodies plus the per-entry overhead)."""
+        return self._entries.total
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, key: tuple[str, str, str]) -> CachedResponse | None:
+        """The entry for ``key`` if it is fresh or can be revalidated; a stale entry without
+        a validator is dropped."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry.fresh(self._clock().timestamp()) or entry.validators():
+            return entry
+        self._entries.pop(key)
+        return None
+
+    def fresh(self, key: tuple[str, str, str]) -> HttpExchange | None:
+        """The kept reply for ``key`` when it may be used without asking the origin."""
+        entry = self.lookup(key)
+        if entry is None or not entry.fresh(self._clock().timestamp()):
+            return None
+        self.hits += 1
+        return replace(entry.exchange, kept=True)
+
+    def store(
+        self,
+        key: tuple[str, str, str],
+        exchange: HttpExchange,
+        headers: httpx.Headers,
+        *,
+        requested_at: float,
+    ) -> None:
+        """Keep ``exchange`` if its headers allow it (``requested_at``: when it was asked
+        for, on the cache clock, for the round trip RFC 9111 adds to its age)."""
+        received = exchange.fetched_at.timestamp()
+        rules = cache_rules(
+            exchange.status, headers, received=received, default_ttl=self.settings.default_ttl_s
+        )
+        if not rules.storable:
+            self._entries.pop(key)  # a newer reply that may not be kept replaces the old one
+            return
+        entry = CachedResponse(
+            exchange=exchange,
+            headers=_kept(headers),
+            received=received,
+            initial_age=rules.age + max(0.0, received - requested_at),
+            lifetime=rules.lifetime,
+            no_cache=rules.no_cache,
+            etag=rules.etag,
+            last_modified=rules.last_modified,
+        )
+        if self._entries.put(key, entry):
+            self.stored += 1
+
+    def revalidated(
+        self, key: tuple[str, str, str], entry: CachedResponse, headers: httpx.Headers
+    ) -> HttpExchange:
+        """A 304 answered ``entry``'s conditional request: the stored body stands, confirmed
+        now; its caching headers are updated from the 304's (RFC 9111 §4.3.4)."""
+        self.revalidations += 1
+        now = self._clock()
+        merged = dict(entry.headers)
+        merged.update(_kept(headers))
+        exchange = replace(entry.exchange, fetched_at=now)
+        rules = cache_rules(
+            exchange.status,
+            merged,
+            received=now.timestamp(),
+            default_ttl=self.settings.default_ttl_s,
+        )
+        if not rules.storable:
+            self._entries.pop(key)
+            return exchange
+        refreshed = replace(
+            entry,
+            exchange=exchange,
+            headers=tuple(merged.items()),
+            received=now.timestamp(),
+            initial_age=rules.age,
+            lifetime=rules.lifetime,
+            no_cache=rules.no_cache,
+            etag=rules.etag,
+            last_modified=rules.last_modified,
+        )
+        self._entries.put(key, refreshed)
+        return exchange
+
+
+def response_cache(settings: CacheSettings, clock: Clock = system_clock) -> ResponseCache | None:
+    """The cache ``[cache]`` asks for: None when caching is off."""
+    return ResponseCache(settings, clock=clock) if settings.enabled else None
