@@ -1,0 +1,129 @@
+"""Running the app under uvicorn: ``serve`` in the foreground (the CLI: SIGINT and SIGTERM
+stop it gracefully) and ``ServerThread`` on a thread (tests, benchmarks, a host's process).
+
+Both listen on a socket bound here first, so a port in use is an ``InputError`` (one line)
+and port 0 picks a free port that ``ServerThread.url`` names.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Self
+
+import uvicorn
+
+from ..errors import InputError
+from ..service import ExternalQueryService
+from ..settings import Settings
+from .app import create_app
+
+__all__ = ["ServerThread", "listen", "serve"]
+
+#: Loggers that would print request lines (a fetched URL, the question in its query) at INFO.
+QUIET_LOGGERS = ("httpx", "httpcore")
+_START_TIMEOUT_S = 30.0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (IPv4 or IPv6); an address that cannot be bound (in
+    use, not this machine's) is an ``InputError``."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _uvicorn(service: ExternalQueryService, *, close_service: bool, quiet: bool) -> uvicorn.Server:
+    grace = service.settings.server.shutdown_grace_s
+    config = uvicorn.Config(
+        create_app(service, close_service=close_service),
+        lifespan="on",
+        ws="none",  # no websocket routes: nothing to import for them
+        # uvicorn types it as int; asyncio.wait_for takes the float as it is.
+        timeout_graceful_shutdown=grace,  # type: ignore[arg-type]
+        server_header=False,
+        log_config=None if quiet else uvicorn.config.LOGGING_CONFIG,
+        log_level="warning" if quiet else "info",
+        access_log=not quiet,
+    )
+    return uvicorn.Server(config)
+
+
+def serve(settings: Settings, *, host: str, port: int) -> None:
+    """Serve a service on ``settings`` until SIGINT or SIGTERM; then in-flight questions get
+    ``[server] shutdown_grace_s`` to finish, the rest are cancelled, and the service is
+    closed. The address is bound before the service is built."""
+    sock = listen(host, port)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    service = ExternalQueryService(settings)
+    _uvicorn(service, close_service=True, quiet=False).run(sockets=[sock])
+
+
+class ServerThread:
+    """``with ServerThread(service) as server: httpx.get(server.url + "/healthz")``.
+
+    uvicorn on a thread of its own (its own event loop); ``stop()`` shuts it down as a
+    signal would, closes the service (unless ``close_service`` is False) and joins the thread.
+    """
+
+    def __init__(
+        self,
+        service: ExternalQueryService,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        close_service: bool = True,
+        quiet: bool = True,
+    ) -> None:
+        self.service = service
+        self.host = host
+        self._socket = listen(host, port)
+        self.port: int = self._socket.getsockname()[1]
+        self.server = _uvicorn(service, close_service=close_service, quiet=quiet)
+        self._thread = threading.Thread(
+            target=self.server.run,
+            kwargs={"sockets": [self._socket]},
+            name="external-query-serve",
+            daemon=True,
+        )
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> Self:
+        self._thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self._socket.close()
+                raise RuntimeError("the HTTP server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Shut down gracefully and wait for the thread (at most ``timeout_s`` seconds)."""
+        self.server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            raise RuntimeError("the HTTP server did not stop in time")
+        self._socket.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
