@@ -60,12 +60,13 @@ class _InFlight:
 
     async def drain(self, grace_s: float) -> None:
         """Wait up to ``grace_s`` for in-flight questions, then cancel the rest and wait for
-        them to unwind (their clients see the connection close)."""
+        them to unwind (their clients get a 503 ``shutting_down``)."""
         pending = set(self._tasks)
         if pending:
             _, pending = await asyncio.wait(pending, timeout=grace_s)
         for task in pending:
-            task.cancel()
+            if not task.cancelling():  # the server may have cancelled it already
+                task.cancel()
         if pending:
             await asyncio.wait(pending)
 
@@ -116,6 +117,16 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
                 504,
                 "deadline_exceeded",
                 f"no answer within the request deadline of {limits.request_deadline_s:g} s",
+            ) from None
+        except asyncio.CancelledError:
+            # Shutdown cancels the questions still running when its grace runs out (uvicorn
+            # does, and so does the lifespan's drain): their clients get a retryable 503, not
+            # a bare 500 or a dropped connection.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            raise ApiError(
+                503, "shutting_down", "the service stopped before the answer was ready"
             ) from None
         metrics.answered(found, route, time.perf_counter() - started)
         return found

@@ -7,14 +7,18 @@ and port 0 picks a free port that ``ServerThread.url`` names.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Self
 
 import uvicorn
+from fastapi import FastAPI
 
 from ..errors import InputError
 from ..service import ExternalQueryService
@@ -26,6 +30,7 @@ __all__ = ["ServerThread", "listen", "serve"]
 #: Loggers that would print request lines (a fetched URL, the question in its query) at INFO.
 QUIET_LOGGERS = ("httpx", "httpcore")
 _START_TIMEOUT_S = 30.0
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -38,10 +43,27 @@ def listen(host: str, port: int) -> socket.socket:
         raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def _uvicorn(service: ExternalQueryService, *, close_service: bool, quiet: bool) -> uvicorn.Server:
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that a stopping signal ends a graceful shutdown there: uvicorn
+    raises the signal again afterwards so the process dies by it, where the CLI exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread receives signals; a thread is stopped by stop()
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in _STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _uvicorn(app: FastAPI, service: ExternalQueryService, *, quiet: bool) -> uvicorn.Server:
     grace = service.settings.server.shutdown_grace_s
     config = uvicorn.Config(
-        create_app(service, close_service=close_service),
+        app,
         lifespan="on",
         ws="none",  # no websocket routes: nothing to import for them
         # uvicorn types it as int; asyncio.wait_for takes the float as it is.
@@ -51,7 +73,7 @@ def _uvicorn(service: ExternalQueryService, *, close_service: bool, quiet: bool)
         log_level="warning" if quiet else "info",
         access_log=not quiet,
     )
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 def serve(settings: Settings, *, host: str, port: int) -> None:
@@ -62,7 +84,13 @@ def serve(settings: Settings, *, host: str, port: int) -> None:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     service = ExternalQueryService(settings)
-    _uvicorn(service, close_service=True, quiet=False).run(sockets=[sock])
+    server = _uvicorn(create_app(service), service, quiet=False)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    logging.getLogger("uvicorn.error").info(
+        "Serving on http://%s:%d (SIGINT or SIGTERM stops)", shown, bound_port
+    )
+    server.run(sockets=[sock])
 
 
 class ServerThread:
@@ -85,7 +113,9 @@ class ServerThread:
         self.host = host
         self._socket = listen(host, port)
         self.port: int = self._socket.getsockname()[1]
-        self.server = _uvicorn(service, close_service=close_service, quiet=quiet)
+        #: The app served (``app.state.metrics``, ``app.state.sessions``).
+        self.app = create_app(service, close_service=close_service)
+        self.server = _uvicorn(self.app, service, quiet=quiet)
         self._thread = threading.Thread(
             target=self.server.run,
             kwargs={"sockets": [self._socket]},
