@@ -4,6 +4,7 @@ a local docs folder or a slow loopback world behind it."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("prometheus_client")
 
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from external_query_service.server import ServerThread
@@ -170,6 +172,35 @@ def test_the_openapi_document_names_every_route(client: httpx.Client) -> None:
     answer = document["paths"]["/v1/answer"]["post"]
     assert {"200", "400", "413", "422"} <= set(answer["responses"])
     assert "session_id" in document["components"]["schemas"]["ServedAnswer"]["properties"]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_readme_http_examples_run_as_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)  # the embedding example names docs/architecture
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## HTTP service\n", 1)[1].split("\n## ", 1)[0]
+    calling, embedding = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    service = ExternalQueryService(Settings().with_docs(ROOT / "docs" / "architecture"))
+    with ServerThread(service) as server:
+        backend: dict[str, Any] = {}
+        exec(calling.replace("http://127.0.0.1:8080", server.url), backend)
+        backend["client"].close()
+    assert backend["found"]["status"] == "answered"
+    assert backend["follow"]["plan"]["planner_source"] == "follow_up"
+    assert capsys.readouterr().out.startswith("answered False ")
+    host: dict[str, Any] = {}
+    exec(embedding, host)
+    with TestClient(host["app"]) as client:  # runs the example's lifespan
+        reply = client.post("/chat", params={"question": "What does the verifier check?"})
+        service = host["app"].state.external
+    assert reply.status_code == 200
+    assert reply.json()["status"] == "answered"
+    with pytest.raises(ServiceClosed):  # the lifespan closed it
+        service.answer("again?")
 
 
 # -- bad input: always a 4xx JSON error, never a 5xx ---------------------------------------
