@@ -53,6 +53,8 @@ if TYPE_CHECKING:
         TimeRange,
         VerifierResult,
     )
+    from .server import ServerUnavailable
+    from .server.errors import ApiError
     from .service import ExternalQueryService, Session
     from .settings import Settings
     from .storage.models import LedgerError, UnsoundLedger
@@ -76,6 +78,7 @@ _EXPORTS = {
     "AdapterError": ".errors",
     "AdapterOutcome": ".adapters.base",
     "AdapterRuntime": ".adapters.base",
+    "ApiError": ".server.errors",
     "AdmissionSummary": ".models",
     "AnswerRejected": ".llm.presenter",
     "AuditEvent": ".audit",
@@ -108,6 +111,7 @@ _EXPORTS = {
     "McpUnavailable": ".mcp_server",
     "NothingAnswered": ".testing.recorder",
     "QuerySemantics": ".models",
+    "ServerUnavailable": ".server",
     "ServiceClosed": ".errors",
     "Session": ".service",
     "Settings": ".settings",
@@ -138,6 +142,7 @@ __all__ = [
     "AdapterRuntime",
     "AdmissionSummary",
     "AnswerRejected",
+    "ApiError",
     "AuditEvent",
     "AuditTrace",
     "BlockedDestination",
@@ -168,6 +173,7 @@ __all__ = [
     "McpUnavailable",
     "NothingAnswered",
     "QuerySemantics",
+    "ServerUnavailable",
     "ServiceClosed",
     "Session",
     "Settings",

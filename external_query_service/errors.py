@@ -14,7 +14,8 @@ ExternalQueryError
 │   │                                   evidence-contract input that cannot be read (exit 2)
 │   ├── integrations.common.IntegrationUnavailable
 │   │                                   an integration's framework is not installed
-│   └── mcp_server.McpUnavailable       the optional mcp package is not installed
+│   ├── mcp_server.McpUnavailable       the optional mcp package is not installed
+│   └── server.ServerUnavailable        the optional server extra is not installed
 ├── FetchError                          a URL could not be fetched safely (carries url + reason)
 │   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
 │   ├── BlockedDestination              the resolved address is outside the network policy
@@ -26,6 +27,7 @@ ExternalQueryError
 ├── ExtractionFailed                    no usable main text (carries url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
+├── server.errors.ApiError             an HTTP error answer of the server, with its reason
 ├── store.EvidenceEvicted              a stored text was evicted to keep the store bounded
 ├── admission.errors.ContractRejected   readable input the evidence contract refuses (exit 3)
 ├── storage.models.LedgerError          the ledger cannot be used (unavailable, busy, unmigrated)
@@ -44,9 +46,9 @@ ExternalQueryError
 A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
 every instance as a machine-readable snake_case string, for audits, attempt records and
 exit codes. The others (``InputError``, ``SettingsError``, ``UnknownAdapterKind``,
-``McpUnavailable``, ``ServiceClosed``, ``EvidenceEvicted``, ``NothingAnswered``,
-``CaseFailed``) are told apart
-by their type and carry what they are about as attributes. Nothing returns ``None`` to mean
+``McpUnavailable``, ``ServerUnavailable``, ``ServiceClosed``, ``EvidenceEvicted``,
+``NothingAnswered``, ``CaseFailed``) are told apart by their type and carry what they are
+about as attributes. Nothing returns ``None`` to mean
 "it went wrong".
 """
 

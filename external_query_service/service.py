@@ -6,7 +6,9 @@ plan → gather → verify → packet → present, each stage a typed model, all
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Self
 
@@ -17,6 +19,7 @@ from .adapters.base import Adapter, AdapterRuntime, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .audit import AuditLog
 from .clock import Clock, system_clock
+from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
@@ -27,8 +30,12 @@ from .models import (
     ExternalAnswer,
     ExternalContextPacket,
     ExternalQueryPlan,
+    GatherResult,
+    Presentation,
     QuerySemantics,
     Readiness,
+    VerifierOutcome,
+    VerifierResult,
 )
 from .net.cache import response_cache
 from .net.fetch import HttpRuntime
@@ -76,6 +83,11 @@ class ExternalQueryService:
     every time check; ``planner`` is an optional structured planner hook; ``store`` keeps
     the text of every page read; ``http`` replaces the network runtime (it must offer
     ``fetcher``, ``endpoint(base_url)`` and ``aclose()``).
+
+    One service serves many callers at once: ``[network] max_concurrent_questions`` bounds
+    the questions it works on together (``questions`` counts them); the rest wait in line up
+    to ``queue_timeout_s``, then end as ``insufficient_evidence`` with the retryable reason
+    ``overloaded``, without any planner model, adapter or ledger work.
     """
 
     def __init__(
@@ -133,6 +145,8 @@ class ExternalQueryService:
         )
         self._envelope = service_envelope(self.settings)
         self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
+        #: The questions worked on now and waiting in line (shared by every event loop).
+        self.questions = QuestionGate(self.settings.network.max_concurrent_questions)
         self._portal = Portal()
         self._closed = False
 
@@ -146,9 +160,17 @@ class ExternalQueryService:
         an ``ExternalAnswer``."""
         self._check_open()
         question = _check_question(question)
-        planned = await self.planner.plan(question, self._semantics(query_semantics))
-        with self.store.question():  # its captures stay readable while it is answered
-            return await self._run(question, planned)
+        semantics = self._semantics(query_semantics)
+        started = time.monotonic()
+        async with self._admission() as admitted:
+            if not admitted:
+                # The structured planner (a model, perhaps) is work to shed: plan from the
+                # host's fields only.
+                shed = await ExternalQueryPlanner().plan(question, semantics)
+                return await self._overloaded(question, shed.plan, waited_from=started)
+            planned = await self.planner.plan(question, semantics)
+            with self.store.question():  # its captures stay readable while it is answered
+                return await self._run(question, planned)
 
     def answer(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``aanswer``; safe to call from inside a running event loop."""
@@ -161,8 +183,17 @@ class ExternalQueryService:
         self._check_open()
         question = _check_question(question)
         planned = self.planner.plan_follow_up(question, previous, self._semantics(query_semantics))
-        with self.store.question():
-            return await self._run(question, planned, follows=previous)
+        started = time.monotonic()
+        async with self._admission() as admitted:
+            if not admitted:
+                return await self._overloaded(
+                    question, planned.plan, follows=previous, waited_from=started
+                )
+            with self.store.question():
+                return await self._run(question, planned, follows=previous)
+
+    def _admission(self) -> AbstractAsyncContextManager[bool]:
+        return self.questions.enter(self.settings.network.queue_timeout_s)
 
     def _semantics(self, value: SemanticsInput) -> QuerySemantics | None:
         semantics = coerce_semantics(value)
@@ -177,17 +208,8 @@ class ExternalQueryService:
     async def _run(
         self, question: str, planned: PlannerResult, *, follows: ExternalQueryPlan | None = None
     ) -> ExternalAnswer:
-        audit = AuditLog()
-        audit.record("service", "question", question=question, route_mode="external")
+        audit = _started_audit(question, planned, follows)
         plan = planned.plan
-        audit.record(
-            "planner",
-            "plan",
-            source=plan.planner_source,
-            fallback_reason=planned.fallback_reason,
-            follows=follows.question if follows else None,
-            plan=plan.model_dump(mode="json"),
-        )
         gathered = await self.gateway.gather(plan, audit)
         outcome = self.verifier.verify(gathered, now=self.clock())
         result = outcome.result
@@ -202,18 +224,53 @@ class ExternalQueryService:
             rejected={item.evidence_id: item.reason for item in result.rejected},
             missing_targets=list(result.missing_targets),
         )
-        packet = ExternalContextPacket(
-            question=question,
-            plan=plan,
-            adapter_attempts=gathered.attempts,
-            verified_evidence=outcome.admitted,
-            verifier=result,
-            uncertainties=outcome.uncertainties,
-        )
+        packet = _packet(question, gathered, outcome)
         if self._llm_presenter is not None:
             shown = await self._llm_presenter.present(packet)
         else:
             shown = self.presenter.present(packet)
+        return await self._conclude(question, gathered, outcome, shown, audit)
+
+    async def _overloaded(
+        self,
+        question: str,
+        plan: ExternalQueryPlan,
+        *,
+        waited_from: float,
+        follows: ExternalQueryPlan | None = None,
+    ) -> ExternalAnswer:
+        """The answer to a question that found no free slot in time: a real answer with its
+        plan, audit and admission ids, but no adapter, verifier, model or ledger work."""
+        audit = _started_audit(
+            question, PlannerResult(plan=plan, fallback_reason="overloaded"), follows
+        )
+        network = self.settings.network
+        audit.record(
+            "service",
+            "overloaded",
+            max_concurrent_questions=network.max_concurrent_questions,
+            queue_timeout_s=network.queue_timeout_s,
+            waited_ms=round((time.monotonic() - waited_from) * 1000),
+            waiting=self.questions.waiting,
+        )
+        gathered = GatherResult(plan=plan, ranking=(), attempts=(), gathered=())
+        verdict = VerifierResult(status="insufficient_evidence", reason="overloaded")
+        outcome = VerifierOutcome(result=verdict, admitted=(), uncertainties=())
+        shown = self.presenter.present(_packet(question, gathered, outcome))
+        return await self._conclude(question, gathered, outcome, shown, audit, persist=False)
+
+    async def _conclude(
+        self,
+        question: str,
+        gathered: GatherResult,
+        outcome: VerifierOutcome,
+        shown: Presentation,
+        audit: AuditLog,
+        *,
+        persist: bool = True,
+    ) -> ExternalAnswer:
+        """Bind the answer to the admission chain, persist it, and build the answer."""
+        plan, result = gathered.plan, outcome.result
         audit.record(
             "presenter",
             "render",
@@ -233,7 +290,7 @@ class ExternalQueryService:
             presented_urls=[source.url for source in shown.sources],
             decided_at=self.clock(),
         )
-        persisted = await self._persist(chain, audit)
+        persisted = await self._persist(chain, audit) if persist else False
         audit.record("service", "admission", persisted=persisted, **chain.audit_detail())
         return ExternalAnswer(
             status=result.status,
@@ -272,9 +329,10 @@ class ExternalQueryService:
         return True
 
     # -- sessions and discovery -----------------------------------------------------------
-    def session(self) -> Session:
-        """A conversation whose follow-ups continue verifying on the external chain."""
-        return Session(self)
+    def session(self, *, history_limit: int | None = None) -> Session:
+        """A conversation whose follow-ups continue verifying on the external chain
+        (``history_limit``: see ``Session``)."""
+        return Session(self, history_limit=history_limit)
 
     async def aprobe(self) -> dict[str, Readiness]:
         """Each adapter's real, bounded readiness probe."""
@@ -332,23 +390,66 @@ class ExternalQueryService:
             raise ServiceClosed()
 
 
-class Session:
-    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external)."""
+def _started_audit(
+    question: str, planned: PlannerResult, follows: ExternalQueryPlan | None
+) -> AuditLog:
+    audit = AuditLog()
+    audit.record("service", "question", question=question, route_mode="external")
+    plan = planned.plan
+    audit.record(
+        "planner",
+        "plan",
+        source=plan.planner_source,
+        fallback_reason=planned.fallback_reason,
+        follows=follows.question if follows else None,
+        plan=plan.model_dump(mode="json"),
+    )
+    return audit
 
-    def __init__(self, service: ExternalQueryService) -> None:
+
+def _packet(
+    question: str, gathered: GatherResult, outcome: VerifierOutcome
+) -> ExternalContextPacket:
+    return ExternalContextPacket(
+        question=question,
+        plan=gathered.plan,
+        adapter_attempts=gathered.attempts,
+        verified_evidence=outcome.admitted,
+        verifier=outcome.result,
+        uncertainties=outcome.uncertainties,
+    )
+
+
+class Session:
+    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external).
+
+    ``history`` holds the answers, only the latest ``history_limit`` of them when a limit is
+    given (0 keeps none: a long-lived server needs the last plan, not every answer).
+    """
+
+    def __init__(self, service: ExternalQueryService, *, history_limit: int | None = None) -> None:
+        if history_limit is not None and history_limit < 0:
+            raise ValueError("history_limit must not be negative")
         self._service = service
+        self._history_limit = history_limit
+        self._last_plan: ExternalQueryPlan | None = None
         self.history: list[ExternalAnswer] = []
 
     @property
     def last_plan(self) -> ExternalQueryPlan | None:
         """The plan of the session's last question (None before the first)."""
-        return self.history[-1].plan if self.history else None
+        return self._last_plan
+
+    def _keep(self, answer: ExternalAnswer) -> ExternalAnswer:
+        self._last_plan = answer.plan
+        self.history.append(answer)
+        if self._history_limit is not None:
+            del self.history[: len(self.history) - self._history_limit]
+        return answer
 
     async def aask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Ask a new question in this session; it becomes the plan follow-ups continue from."""
-        answer = await self._service.aanswer(question, query_semantics)
-        self.history.append(answer)
-        return answer
+        return self._keep(await self._service.aanswer(question, query_semantics))
 
     def ask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``aask``."""
@@ -362,9 +463,7 @@ class Session:
         previous = self.last_plan
         if previous is None:
             return await self.aask(question, query_semantics)
-        answer = await self._service._follow_up(question, previous, query_semantics)
-        self.history.append(answer)
-        return answer
+        return self._keep(await self._service._follow_up(question, previous, query_semantics))
 
     def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``afollow_up``."""

@@ -12,6 +12,8 @@ max_page_bytes = 2000000       # raw and decoded
 max_pages = 5                  # pages fetched per search
 max_connections = 64           # fetches in flight at once (per event loop)
 max_connections_per_host = 4   # of those, to one host
+max_concurrent_questions = 64  # questions worked on at once; the rest wait in line
+queue_timeout_s = 10.0         # the longest wait in line, then the answer is `overloaded`
 user_agent = "external-query-service/0.1 (evidence fetcher)"
 
 [[adapters]]
@@ -36,6 +38,13 @@ min_sources_direct_fact = 1
 min_sources_summary = 1
 min_sources_per_compare_target = 1
 max_age_days = 14
+
+[server]                       # `external-query serve` only
+request_deadline_s = 60.0
+max_request_bytes = 1048576
+max_sessions = 10000
+session_idle_s = 1800.0
+shutdown_grace_s = 10.0
 ```
 """
 
@@ -73,6 +82,7 @@ __all__ = [
     "LedgerSettings",
     "NetworkSettings",
     "PresenterSettings",
+    "ServerSettings",
     "Settings",
     "SourceSettings",
     "VerifierSettings",
@@ -118,6 +128,11 @@ class NetworkSettings(_Section):
     #: Extra CA certificates (a PEM file) trusted besides certifi's roots, for the fetcher
     #: and trusted endpoints alike (a test world's local CA, a corporate CA).
     ca_bundle: Path | None = None
+    #: Questions one service works on at once (every event loop and thread together); the
+    #: rest wait in line up to ``queue_timeout_s`` seconds (0: no wait), then end as
+    #: ``insufficient_evidence`` with the retryable reason ``overloaded``.
+    max_concurrent_questions: int = Field(default=64, ge=1)
+    queue_timeout_s: float = Field(default=10.0, ge=0)
 
     @field_validator("allowed_networks", mode="before")
     @classmethod
@@ -342,6 +357,21 @@ class PresenterSettings(_Section):
     language: LanguageSetting = "auto"
 
 
+class ServerSettings(_Section):
+    """``external-query serve``: per-request bounds and the follow-up sessions it keeps."""
+
+    #: The longest one request may take, waiting in line included; then 504.
+    request_deadline_s: float = Field(default=60.0, gt=0)
+    #: The largest request body accepted; larger ones are refused with 413 unread.
+    max_request_bytes: int = Field(default=1024 * 1024, gt=0)
+    #: Follow-up sessions kept in memory; beyond it the least recently used is dropped.
+    max_sessions: int = Field(default=10_000, ge=1)
+    #: A session unused for this long is dropped.
+    session_idle_s: float = Field(default=1800.0, gt=0)
+    #: On shutdown, in-flight requests get this long to finish before they are cancelled.
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
+
+
 class Settings(_Section):
     """Everything a service is configured with, loaded from TOML or a mapping; any problem is
     a ``SettingsError`` naming the origin."""
@@ -355,6 +385,7 @@ class Settings(_Section):
     ledger: LedgerSettings = LedgerSettings()
     github: GitHubSettings = GitHubSettings()
     cache: CacheSettings = CacheSettings()
+    server: ServerSettings = ServerSettings()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:

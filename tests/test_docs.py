@@ -13,6 +13,7 @@ from external_query_service.cli import build_parser
 from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
     NetworkSettings,
+    ServerSettings,
     SourceSettings,
     VerifierSettings,
 )
@@ -46,7 +47,9 @@ def test_every_builtin_adapter_option_is_documented_in_the_readme(kind: str) -> 
     assert [name for name in options if f"{name} =" not in sample] == []
 
 
-@pytest.mark.parametrize("section", [NetworkSettings, SourceSettings, VerifierSettings])
+@pytest.mark.parametrize(
+    "section", [NetworkSettings, SourceSettings, VerifierSettings, ServerSettings]
+)
 def test_every_settings_field_is_documented_in_the_readme(section: type) -> None:
     sample = next(block for block in fenced("toml") if "[network]" in block)
     undocumented = [name for name in section.model_fields if f"{name} =" not in sample]

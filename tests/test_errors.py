@@ -23,6 +23,7 @@ from external_query_service.errors import ExternalQueryError
 from external_query_service.ledger import LedgerError
 from external_query_service.llm.client import LLMError
 from external_query_service.llm.presenter import AnswerRejected
+from external_query_service.server.errors import ApiError
 from external_query_service.storage.models import LedgerVerification, UnsoundLedger
 from external_query_service.toolkit.delegate import _Refused
 from external_query_service.toolkit.errors import (
@@ -165,6 +166,7 @@ WITHOUT_REASON = {
     "NothingAnswered",
     "CaseFailed",
     "IntegrationUnavailable",
+    "ServerUnavailable",
     "EvidenceEvicted",
     "_Stop",  # the delegation loop's private stop signal: its ``cause`` is a stop code
 }
@@ -195,6 +197,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     ],
     "ContractRejected": [(lambda: ContractRejected("unknown_source", "s1"), "unknown_source")],
     "LedgerError": [(lambda: LedgerError("ledger_busy", "locked"), "ledger_busy")],
+    "ApiError": [(lambda: ApiError(404, "unknown_ref", "unknown"), "unknown_ref")],
     "UnsoundLedger": [
         (
             lambda: UnsoundLedger(

@@ -1,0 +1,172 @@
+"""``external-query serve`` under many clients at once, beside the same load in-process.
+
+The world is ``e2e_latency.py``'s: a search engine that answers after ``--search-ms`` and
+``--pages`` pages on sites of their own, each after ``--page-ms``. The server runs in a child
+process (its own interpreter, as in production) on 127.0.0.1; ``--clients`` async httpx
+clients on one connection pool send ``--questions`` questions in all, each client one after
+another, within ``--limit-s`` seconds. The same questions are then run in this process with
+``service.aanswer`` by as many concurrent tasks. Printed for each: errors (HTTP status other
+than 200, transport errors, exceptions), throughput, p50/p95/max latency and the outcomes.
+
+    python bench/serve_load.py [--clients 50] [--questions 400] [--limit-s 120]
+        [--search-ms 200] [--page-ms 300] [--pages 3] [--max-concurrent 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from multiprocessing.connection import Connection
+from typing import Any
+
+import httpx
+from e2e_latency import QUESTION, build
+
+from external_query_service import ExternalQueryService, Settings, fixed_clock
+from external_query_service.testing import World
+
+NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+
+
+@dataclass
+class Run:
+    latencies: list[float] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    wall: float = 0.0
+
+    def report(self, title: str) -> None:
+        done = len(self.latencies)
+        ordered = sorted(self.latencies)
+        p95 = ordered[max(0, round(0.95 * len(ordered)) - 1)] if ordered else 0.0
+        print(f"{title}:")
+        print(
+            f"  {done} answered in {self.wall:.1f} s: {done / self.wall:.1f} questions/s; "
+            f"errors: {sum(self.errors.values())} {dict(self.errors) or ''}"
+        )
+        if ordered:
+            print(
+                f"  latency p50 {statistics.median(ordered) * 1000:.0f} ms, "
+                f"p95 {p95 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
+            )
+        print(f"  outcomes: {dict(self.outcomes)}")
+
+
+Ask = Callable[[str], Awaitable[str]]
+
+
+async def drive(ask: Ask, clients: int, questions: int, limit_s: float) -> Run:
+    """``clients`` workers share ``questions`` questions, each asking one after another."""
+    run = Run()
+    numbers = iter(range(questions))
+    stop_at = time.monotonic() + limit_s
+
+    async def worker() -> None:
+        for number in numbers:
+            if time.monotonic() > stop_at:
+                return
+            started = time.perf_counter()
+            try:
+                outcome = await ask(f"{QUESTION}（{number}）")
+            except Exception as exc:  # counted, never fatal: the figure is the error count
+                run.errors[type(exc).__name__] += 1
+                continue
+            if outcome.startswith("HTTP "):
+                run.errors[outcome] += 1
+                continue
+            run.latencies.append(time.perf_counter() - started)
+            run.outcomes[outcome] += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    run.wall = time.perf_counter() - started
+    return run
+
+
+def _serve_child(settings: dict[str, Any], pipe: Connection) -> None:
+    """The server process: serve until the parent says stop, then shut down gracefully."""
+    from external_query_service.server import ServerThread
+
+    service = ExternalQueryService(Settings.from_mapping(settings), clock=fixed_clock(NOW))
+    with ServerThread(service) as server:
+        pipe.send(server.url)
+        pipe.recv()
+
+
+async def over_http(url: str, args: argparse.Namespace) -> Run:
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+        async def ask(question: str) -> str:
+            reply = await client.post("/v1/answer", json={"question": question})
+            if reply.status_code != 200:
+                return f"HTTP {reply.status_code}"
+            body = reply.json()
+            return str(body["status"] + (f" ({body['reason']})" if body["reason"] else ""))
+
+        await ask(QUESTION)  # warm-up: imports, OpenCC tables, trafilatura, connections
+        return await drive(ask, args.clients, args.questions, args.limit_s)
+
+
+async def in_process(settings: Settings, args: argparse.Namespace) -> Run:
+    async with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+
+        async def ask(question: str) -> str:
+            answer = await service.aanswer(question)
+            return answer.status + (f" ({answer.reason})" if answer.reason else "")
+
+        await ask(QUESTION)
+        return await drive(ask, args.clients, args.questions, args.limit_s)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--questions", type=int, default=400)
+    parser.add_argument("--limit-s", type=float, default=120.0)
+    parser.add_argument("--search-ms", type=int, default=200)
+    parser.add_argument("--page-ms", type=int, default=300)
+    parser.add_argument("--pages", type=int, default=3)
+    parser.add_argument("--max-concurrent", type=int, default=64)
+    args = parser.parse_args()
+
+    with World() as world:
+        settings = build(world, args.pages, args.search_ms, args.page_ms)
+        network = settings.network.model_copy(
+            update={"max_concurrent_questions": args.max_concurrent}
+        )
+        settings = settings.model_copy(update={"network": network})
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        server = context.Process(
+            target=_serve_child, args=(settings.model_dump(mode="json"), child)
+        )
+        server.start()
+        try:
+            url = parent.recv()
+            served = asyncio.run(over_http(url, args))
+        finally:
+            parent.send("stop")
+            server.join(60)
+        direct = asyncio.run(in_process(settings, args))
+
+    critical = (args.search_ms + args.page_ms) / 1000
+    print(
+        f"{args.clients} clients, {args.questions} questions; world: search {args.search_ms} ms "
+        f"+ {args.pages} pages at {args.page_ms} ms (critical path {critical * 1000:.0f} ms); "
+        f"max_concurrent_questions {args.max_concurrent}"
+    )
+    served.report("serve (HTTP, server in a child process)")
+    direct.report("in-process (service.aanswer, same questions)")
+    print(f"server exit code: {server.exitcode}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""``external-query serve``: the answer chain as an HTTP service (``server/``).
+
+Exit codes: 0 when stopped by SIGINT or SIGTERM (in-flight questions get ``[server]
+shutdown_grace_s`` to finish); 2 bad input: settings, flags, an address that cannot be
+bound, or the ``[server]`` extra missing (one line with the install command).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import InputError
+from ._help import Subparsers, add_command
+from ._model import add_model_flags
+from .ask import _settings as settings_from_flags
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "register"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+_DESCRIPTION = """\
+Serve the answer chain over HTTP: one long-lived service for many callers at once.
+
+  POST /v1/answer                         {"question": ..., "semantics": {...}?}
+  POST /v1/sessions/{session_id}/follow-up
+  GET  /v1/evidence/{ref}?offset=&limit=  GET /healthz  GET /readyz  GET /metrics
+  GET  /openapi.json
+
+Limits come from --config: [network] max_concurrent_questions and queue_timeout_s,
+[server] request_deadline_s, max_request_bytes, max_sessions, session_idle_s and
+shutdown_grace_s. Needs the extra: pip install 'external_query_service[server]'."""
+
+
+def register(commands: Subparsers) -> None:
+    """Add the ``serve`` command to ``commands``."""
+    serve = add_command(
+        commands,
+        "serve",
+        summary="serve the answer chain over HTTP (FastAPI under uvicorn)",
+        description=_DESCRIPTION,
+        exit_codes=[
+            (0, "stopped by SIGINT or SIGTERM, in-flight questions finished or cancelled"),
+            (
+                2,
+                "bad input: settings, a flag, an address that cannot be bound, or the\n"
+                "[server] extra not installed (one line on stderr)",
+            ),
+            (1, "an internal failure"),
+        ],
+        examples=[
+            "external-query serve --docs docs/architecture --port 8080",
+            "external-query serve --config external-query.toml --host 0.0.0.0 --port 9000",
+        ],
+    )
+    serve.add_argument("--config", metavar="FILE", type=Path, help="settings file (TOML)")
+    serve.add_argument("--docs", metavar="DIR", type=Path, help="add a local_docs adapter over DIR")
+    serve.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}; 0.0.0.0 for every interface)",
+    )
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    add_model_flags(serve)
+    serve.set_defaults(handler=_run)
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (0-65535): {value!r}")
+    return int(value)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Checked before anything else, so a missing extra fails fast with the install hint.
+    from ..server import require_server_extra
+
+    require_server_extra()
+    from ..server.run import serve
+
+    settings = settings_from_flags(args)
+    if not any(adapter.enabled for adapter in settings.adapters):
+        raise InputError(
+            "no data source is configured: pass --config FILE with [[adapters]], "
+            "or --docs DIR for a local folder"
+        )
+    serve(settings, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,64 @@
+"""The HTTP service: one long-lived ``ExternalQueryService`` behind an ASGI app.
+
+``external-query serve`` runs ``create_app`` under uvicorn (``run.serve``). Routes:
+``POST /v1/answer`` and ``POST /v1/sessions/{session_id}/follow-up`` (the ``ask --format
+json`` answer plus a ``session_id``), ``GET /v1/evidence/{ref}`` (bounded reads of stored
+captures), ``GET /healthz``, ``GET /readyz`` (the adapters' probes; 503 when none is ready),
+``GET /metrics`` (Prometheus text) and ``GET /openapi.json``. Bad input of any shape is a 4xx
+with ``{"error": {"reason": ..., "message": ...}}``.
+
+FastAPI, uvicorn and prometheus_client are the optional ``[server]`` extra: they are imported
+only when an app is built, and a missing extra is a ``ServerUnavailable`` error naming the
+install command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from .app import create_app
+    from .metrics import ServerMetrics
+    from .run import ServerThread, serve
+
+__all__ = [
+    "INSTALL_HINT",
+    "ServerMetrics",
+    "ServerThread",
+    "ServerUnavailable",
+    "create_app",
+    "require_server_extra",
+    "serve",
+]
+
+INSTALL_HINT = "pip install 'external_query_service[server]'"
+#: The import names the ``[server]`` extra provides.
+_EXTRA = ("fastapi", "uvicorn", "prometheus_client")
+
+
+class ServerUnavailable(InputError):
+    """The optional ``[server]`` extra (FastAPI, uvicorn, prometheus_client) is missing."""
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(f"the HTTP server needs the optional {missing!r} package: {INSTALL_HINT}")
+
+
+def require_server_extra() -> None:
+    """Raise ``ServerUnavailable`` unless every package of the extra is importable."""
+    for name in _EXTRA:
+        if importlib.util.find_spec(name) is None:
+            raise ServerUnavailable(name)
+
+
+_EXPORTS = {
+    "ServerMetrics": ".metrics",
+    "ServerThread": ".run",
+    "create_app": ".app",
+    "serve": ".run",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,218 @@
+"""``create_app``: the routes over one ``ExternalQueryService`` (see the package docstring).
+
+FastAPI rather than bare Starlette: the request and answer models are pydantic already, so
+FastAPI validates bodies and parameters with them and writes the OpenAPI document from the
+same models, with no second description to keep in step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Path, Query
+from fastapi.responses import JSONResponse, Response
+
+from .._version import __version__
+from ..models import ExternalAnswer
+from ..service import ExternalQueryService
+from ..store import MAX_READ_CHARS, ReadWindow
+from .errors import ApiError, install_error_handlers
+from .limits import BodyLimit
+from .metrics import CONTENT_TYPE_LATEST, ServerMetrics
+from .schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
+from .sessions import SessionTable
+
+__all__ = ["create_app"]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": meaning}
+    for code, meaning in {
+        400: "The body is not JSON.",
+        413: "The body is too large.",
+        422: "The question, the semantics or a field is not acceptable (see reason).",
+        503: "The service is shutting down.",
+        504: "The question ran past the request deadline.",
+    }.items()
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "No such session or reference."}
+}
+
+
+class _InFlight:
+    """The requests working on a question, so shutdown can let them finish first."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def run(self, call: Awaitable[ExternalAnswer]) -> ExternalAnswer:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            return await call
+        finally:
+            self._tasks.discard(task)
+
+    async def drain(self, grace_s: float) -> None:
+        """Wait up to ``grace_s`` for in-flight questions, then cancel the rest and wait for
+        them to unwind (their clients get a 503 ``shutting_down``)."""
+        pending = set(self._tasks)
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=grace_s)
+        for task in pending:
+            if not task.cancelling():  # the server may have cancelled it already
+                task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+
+def create_app(service: ExternalQueryService, *, close_service: bool = True) -> FastAPI:
+    """The ASGI app over ``service``, bounded by ``service.settings.server``. On shutdown
+    (the ASGI lifespan) in-flight questions get ``shutdown_grace_s`` to finish and are then
+    cancelled; the service is closed unless ``close_service`` is False."""
+    limits = service.settings.server
+    metrics = ServerMetrics(service)
+    sessions = SessionTable(max_sessions=limits.max_sessions, idle_s=limits.session_idle_s)
+    in_flight = _InFlight()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await in_flight.drain(limits.shutdown_grace_s)
+            if close_service:
+                await service.aclose()
+
+    app = FastAPI(
+        title="external-query",
+        version=__version__,
+        summary="Answers questions only from external evidence.",
+        lifespan=lifespan,
+        # The contract is /openapi.json; the HTML pages would load their scripts from a CDN.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
+    install_error_handlers(app, metrics.error)
+    app.state.service = service
+    app.state.metrics = metrics
+    app.state.sessions = sessions
+
+    async def answered(route: str, call: Callable[[], Awaitable[ExternalAnswer]]) -> ExternalAnswer:
+        started = time.perf_counter()
+        deadline = asyncio.timeout(limits.request_deadline_s)
+        try:
+            async with deadline:
+                found = await in_flight.run(call())
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise ApiError(
+                504,
+                "deadline_exceeded",
+                f"no answer within the request deadline of {limits.request_deadline_s:g} s",
+            ) from None
+        except asyncio.CancelledError:
+            # Shutdown cancels the questions still running when its grace runs out (uvicorn
+            # does, and so does the lifespan's drain): their clients get a retryable 503, not
+            # a bare 500 or a dropped connection.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            raise ApiError(
+                503, "shutting_down", "the service stopped before the answer was ready"
+            ) from None
+        metrics.answered(found, route, time.perf_counter() - started)
+        return found
+
+    @app.post(
+        "/v1/answer",
+        response_model=ServedAnswer,
+        responses=_ERRORS,
+        summary="Answer a question from external evidence",
+    )
+    async def answer(request: AnswerRequest) -> Response:
+        session = service.session(history_limit=0)
+        found = await answered("answer", lambda: session.aask(request.question, request.semantics))
+        return _served(found, sessions.add(session))
+
+    @app.post(
+        "/v1/sessions/{session_id}/follow-up",
+        response_model=ServedAnswer,
+        responses={**_ERRORS, **_NOT_FOUND},
+        summary="Ask a follow-up that continues a session's plan",
+    )
+    async def follow_up(
+        session_id: Annotated[str, Path(description="From an earlier answer.")],
+        request: AnswerRequest,
+    ) -> Response:
+        try:
+            session = sessions.get(session_id)
+        except KeyError:
+            raise ApiError(
+                404, "unknown_session", "unknown session (it may have expired)"
+            ) from None
+        found = await answered(
+            "follow_up", lambda: session.afollow_up(request.question, request.semantics)
+        )
+        return _served(found, session_id)
+
+    @app.get(
+        "/v1/evidence/{ref}",
+        response_model=ReadWindow,
+        responses=_NOT_FOUND,
+        summary=f"Read at most {MAX_READ_CHARS:,} characters of a stored capture",
+    )
+    async def evidence(
+        ref: Annotated[str, Path(description="An evidence item's ref (ev:...).")],
+        offset: Annotated[int, Query(ge=0, description="Where to start, in characters.")] = 0,
+        limit: Annotated[
+            int, Query(ge=1, le=MAX_READ_CHARS, description="The most characters to return.")
+        ] = MAX_READ_CHARS,
+    ) -> ReadWindow:
+        try:
+            return service.store.window(ref, offset, limit)
+        except KeyError:
+            raise ApiError(404, "unknown_ref", f"unknown evidence reference: {ref}") from None
+
+    @app.get("/healthz", response_model=Health, summary="The process answers")
+    async def healthz() -> Health:
+        gate = service.questions
+        return Health(questions_active=gate.active, questions_waiting=gate.waiting)
+
+    @app.get(
+        "/readyz",
+        response_model=ReadinessReport,
+        responses={503: {"model": ReadinessReport, "description": "No adapter is ready."}},
+        summary="Whether any adapter is ready (each adapter's probe)",
+    )
+    async def readyz() -> Response:
+        probes = await service.aprobe()
+        report = ReadinessReport(ready=any(item.ready for item in probes.values()), adapters=probes)
+        return JSONResponse(
+            report.model_dump(mode="json"), status_code=200 if report.ready else 503
+        )
+
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+        summary="Prometheus metrics",
+    )
+    async def prometheus() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def _served(found: ExternalAnswer, session_id: str) -> Response:
+    """The answer as ``ask --format json`` prints it, plus ``session_id``."""
+    body = found.model_dump(mode="json")
+    body["session_id"] = session_id
+    return JSONResponse(body)

@@ -1,0 +1,125 @@
+"""Prometheus metrics for one app, in a registry of its own (two apps in one process, as in
+tests, never collide in the global one).
+
+- ``external_query_questions_total{status, reason}``: answers given
+- ``external_query_question_seconds{route}``: time to answer (histogram)
+- ``external_query_adapter_attempts_total{adapter, status}``: adapter attempts
+- ``external_query_adapter_attempt_seconds{adapter}``: attempt time (histogram)
+- ``external_query_fetched_pages_total{adapter}``: pages fetched
+- ``external_query_cache_hits_total{kind}``: response cache hits
+- ``external_query_request_errors_total{reason}``: error answers
+- ``external_query_questions_active``, ``external_query_questions_waiting``: the gate now
+
+Fetch volume is counted in pages, not bytes: an attempt records how many pages it fetched,
+not their size. ``cache_hits`` is for a response cache to increment (``cache_hit(kind)``);
+nothing increments it yet.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from ..models import ExternalAnswer
+from ..service import ExternalQueryService
+
+__all__ = ["CONTENT_TYPE_LATEST", "ServerMetrics"]
+
+#: Seconds; a question's whole budget (queue wait and gather deadline) reaches tens of seconds.
+_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
+
+
+class ServerMetrics:
+    """The server's Prometheus metrics: questions, attempts, pages, cache hits, latency."""
+
+    def __init__(self, service: ExternalQueryService) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+        self.questions = Counter(
+            "external_query_questions",
+            "Answers given, by status and reason (reason 'none' when answered).",
+            ["status", "reason"],
+            registry=registry,
+        )
+        self.question_seconds = Histogram(
+            "external_query_question_seconds",
+            "Seconds from request to answer, waiting in line included.",
+            ["route"],
+            buckets=_SECONDS,
+            registry=registry,
+        )
+        self.attempts = Counter(
+            "external_query_adapter_attempts",
+            "Adapter attempts, by adapter and status (ok, empty, failed, timeout, skipped).",
+            ["adapter", "status"],
+            registry=registry,
+        )
+        self.attempt_seconds = Histogram(
+            "external_query_adapter_attempt_seconds",
+            "Seconds one adapter attempt took.",
+            ["adapter"],
+            buckets=_SECONDS,
+            registry=registry,
+        )
+        self.fetched_pages = Counter(
+            "external_query_fetched_pages",
+            "Pages fetched by adapters (a page count: attempts do not record bytes).",
+            ["adapter"],
+            registry=registry,
+        )
+        self.cache_hits = Counter(
+            "external_query_cache_hits",
+            "Response cache hits, by kind.",
+            ["kind"],
+            registry=registry,
+        )
+        self.request_errors = Counter(
+            "external_query_request_errors",
+            "Error answers, by reason (malformed_json, invalid_question, ...).",
+            ["reason"],
+            registry=registry,
+        )
+        gate = service.questions
+        active = Gauge(
+            "external_query_questions_active",
+            "Questions being worked on now.",
+            registry=registry,
+        )
+        active.set_function(lambda: gate.active)
+        waiting = Gauge(
+            "external_query_questions_waiting",
+            "Questions waiting in line for a slot now.",
+            registry=registry,
+        )
+        waiting.set_function(lambda: gate.waiting)
+
+    def answered(self, answer: ExternalAnswer, route: str, seconds: float) -> None:
+        """Count one answer, its attempts and its time."""
+        self.questions.labels(status=answer.status, reason=answer.reason or "none").inc()
+        self.question_seconds.labels(route=route).observe(seconds)
+        for attempt in answer.attempts:
+            self.attempts.labels(adapter=attempt.adapter_id, status=attempt.status).inc()
+            if attempt.status != "skipped":
+                self.attempt_seconds.labels(adapter=attempt.adapter_id).observe(
+                    attempt.duration_ms / 1000
+                )
+            if attempt.pages_fetched:
+                self.fetched_pages.labels(adapter=attempt.adapter_id).inc(attempt.pages_fetched)
+
+    def cache_hit(self, kind: str) -> None:
+        """Count one cache hit of ``kind`` (search, api, page, analysis)."""
+        self.cache_hits.labels(kind=kind).inc()
+
+    def error(self, reason: str) -> None:
+        """Count one error answer with its HTTP status and reason."""
+        self.request_errors.labels(reason=reason).inc()
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

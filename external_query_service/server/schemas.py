@@ -1,0 +1,69 @@
+"""What the HTTP routes take and give, as models (they are the OpenAPI document too)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import ExternalAnswer, QuerySemantics, Readiness
+
+__all__ = [
+    "AnswerRequest",
+    "ErrorBody",
+    "ErrorDetail",
+    "Health",
+    "ReadinessReport",
+    "ServedAnswer",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AnswerRequest(_Body):
+    """A question and, optionally, what the host already knows about it. The question's
+    own rules (not empty, at most 20,000 characters) are the service's."""
+
+    question: str = Field(description="The question, as the user asked it.")
+    semantics: QuerySemantics | None = Field(
+        default=None,
+        description="Optional: what the host already knows (query_kind, location, entities, "
+        "time_range ...). Each field given fixes that part of the plan.",
+    )
+
+
+class ServedAnswer(ExternalAnswer):
+    """The answer exactly as ``external-query ask --format json`` prints it, plus the
+    session a follow-up continues."""
+
+    session_id: str = Field(
+        description="Pass to POST /v1/sessions/{session_id}/follow-up to continue."
+    )
+
+
+class ErrorDetail(_Body):
+    """Why a request failed: a reason code and one line for a reader."""
+
+    reason: str = Field(description="A stable code: invalid_question, malformed_json ...")
+    message: str = Field(description="One line for a person.")
+
+
+class ErrorBody(_Body):
+    """Every 4xx and 5xx the service itself answers."""
+
+    error: ErrorDetail
+
+
+class ReadinessReport(_Body):
+    """Ready when at least one adapter is."""
+
+    ready: bool
+    adapters: dict[str, Readiness]
+
+
+class Health(_Body):
+    """The process answers; how many questions it works on and holds in line."""
+
+    status: str = "ok"
+    questions_active: int
+    questions_waiting: int
