@@ -44,6 +44,8 @@ __all__ = [
     "EndpointClient",
     "FactLine",
     "PageFetcher",
+    "ToolCall",
+    "ToolObserver",
     "decimal_text",
     "evidence_id",
     "fact_evidence",
@@ -63,12 +65,39 @@ class EndpointClient(Protocol):
     def base_url(self) -> str: ...
 
     async def get_json(
-        self, path: str, params: Mapping[str, str | int] | None = None
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse: ...
+
+    async def post_json(
+        self, path: str, body: JsonValue, *, headers: Mapping[str, str] | None = None
     ) -> ApiResponse: ...
 
 
 class EndpointFactory(Protocol):
     def __call__(self, base_url: str) -> EndpointClient: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call an adapter made to a tool server outside HTTP (an MCP server over stdio):
+    what it asked and what came back (the result as JSON, or the failure's reason)."""
+
+    adapter_id: str
+    tool: str
+    arguments: Mapping[str, JsonValue]
+    result: JsonValue = None
+    #: Why the call failed (``deadline_exceeded``, ``server_closed`` ...); None on success.
+    failure: str | None = None
+
+
+class ToolObserver(Protocol):
+    """Told of every ``ToolCall`` (a recording keeps them, to replay the server later)."""
+
+    def __call__(self, call: ToolCall) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +111,8 @@ class AdapterRuntime:
     clock: Clock
     #: Source policy, so search adapters do not fetch hosts the verifier would reject.
     sources: SourceSettings = field(default_factory=SourceSettings)
+    #: Told of every call to a tool server outside HTTP; None: nobody listens.
+    tool_observer: ToolObserver | None = None
 
 
 class Adapter(ABC):
@@ -141,6 +172,10 @@ class Adapter(ABC):
     @abstractmethod
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
         """Collect evidence for ``plan``. Report what was found; never judge it."""
+
+    async def aclose(self) -> None:  # noqa: B027 (optional hook: most adapters hold nothing)
+        """Release what the adapter holds on the running event loop (a server process it
+        started). Called when the service closes; default: nothing to release."""
 
 
 def evidence_id(url: str, content_digest: str, offset: int) -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import json
 import ssl
 import string
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -273,6 +275,37 @@ async def _deadline(url: str, seconds: float) -> AsyncIterator[None]:
         raise
 
 
+@contextlib.asynccontextmanager
+async def _sent(client: httpx.AsyncClient, request: httpx.Request) -> AsyncIterator[httpx.Response]:
+    """``request`` sent with its body streamed back, closed when the block ends."""
+    response = await client.send(request, stream=True)
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+#: The longest wait a Retry-After header is taken at its word for (a day); more is noise.
+_MAX_RETRY_AFTER_S = 86_400.0
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds the server asked to wait (``Retry-After``: seconds or an HTTP date), if any."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return min(float(value), _MAX_RETRY_AFTER_S)
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    wait = (moment - datetime.now(UTC)).total_seconds()
+    return min(max(wait, 0.0), _MAX_RETRY_AFTER_S)
+
+
 class SafeFetcher:
     """The one way a URL that came from outside (search results, redirects) is fetched.
 
@@ -469,14 +502,53 @@ class TrustedEndpoint:
         return target
 
     async def get_json(
-        self, path: str, params: Mapping[str, str | int] | None = None
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse:
+        """GET ``path`` (with ``params``) and parse the JSON answer. ``headers`` are added to
+        this request only (an API key header, say); they are never logged or kept."""
+        return await self._json("GET", path, params, headers=headers)
+
+    async def post_json(
+        self,
+        path: str,
+        body: JsonValue,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse:
+        """POST ``body`` as JSON to ``path`` and parse the JSON answer: same origin rule,
+        bound, deadline and errors as ``get_json``."""
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        return await self._json("POST", path, None, headers=sent, content=content)
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        *,
+        headers: Mapping[str, str] | None,
+        content: bytes | None = None,
     ) -> ApiResponse:
         target = self._target(path, params)
         url = str(target)
         client = self._loops.get()
         with self._breaker.guard(self._origin[1], url):
             async with _deadline(url, self._network.timeout_s):
-                response, body = await self._get(client, target, url)
+                with _mapped_errors(url):
+                    request = client.build_request(
+                        method, target, headers=dict(headers or {}), content=content
+                    )
+                    async with _sent(client, request) as response:
+                        if not 200 <= response.status_code < 300:
+                            raise UpstreamStatus(
+                                url, response.status_code, retry_after=_retry_after(response)
+                            )
+                        body = await read_body(response, url, self._network.max_page_bytes)
         return ApiResponse(
             url=url,
             status=response.status_code,
@@ -484,16 +556,6 @@ class TrustedEndpoint:
             raw_digest=sha256_digest(body),
             body=body,
         )
-
-    async def _get(
-        self, client: httpx.AsyncClient, target: httpx.URL, url: str
-    ) -> tuple[httpx.Response, bytes]:
-        with _mapped_errors(url):
-            async with client.stream("GET", target) as response:
-                if not 200 <= response.status_code < 300:
-                    raise UpstreamStatus(url, response.status_code)
-                body = await read_body(response, url, self._network.max_page_bytes)
-        return response, body
 
     async def get_bytes(
         self, path: str, params: Mapping[str, str | int] | None = None
