@@ -352,9 +352,12 @@ class McpDocsAdapter(Adapter):
             state = self._loops[loop] = _LoopState()
         return state
 
-    def _timeout(self) -> float:
-        """Seconds a call may take: the option (or the network timeout), within the deadline."""
-        limit = self.options.timeout_s or self.runtime.network.timeout_s
+    def _timeout(self, *, starting: bool = False) -> float:
+        """Seconds a call may take: the option (or the network timeout), within the deadline.
+        Starting a server (a process, an interpreter) gets the network timeout."""
+        limit = self.runtime.network.timeout_s
+        if not starting and self.options.timeout_s is not None:
+            limit = self.options.timeout_s
         deadline = gather_deadline.get()
         if deadline is not None:
             left = deadline - asyncio.get_running_loop().time() - DEADLINE_MARGIN_S
@@ -375,7 +378,7 @@ class McpDocsAdapter(Adapter):
                 cwd=self.options.cwd,
             )
             try:
-                client = await server.start(self._timeout())
+                client = await server.start(self._timeout(starting=True))
             except McpFailure:
                 raise
             except Exception as exc:  # spawn refused, handshake broken: never a crash
