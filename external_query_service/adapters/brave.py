@@ -69,6 +69,7 @@ class BraveAdapter(KeyedSearchAdapter):
         api_key_env: str = Field(default="BRAVE_API_KEY", min_length=1)
         #: ``country`` when the plan's language names no region (``ALL``: no country).
         country: str | None = Field(default=None, pattern=r"^[A-Za-z]{2,3}$")
+        replayed: ClassVar[tuple[str, ...]] = ("count", "country")
 
     options: Options
 

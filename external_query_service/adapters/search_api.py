@@ -123,8 +123,13 @@ class KeyedSearchAdapter(Adapter):
         #: Results asked for per query (the provider's own cap applies).
         count: int = Field(default=10, ge=1, le=20)
 
+        #: Options that shape the request, so a replay asks exactly what was recorded.
+        replayed: ClassVar[tuple[str, ...]] = ("count",)
+
         def endpoints(self) -> Endpoints:
-            return Endpoints({"base_url": self.base_url}, key_env="api_key_env")
+            return Endpoints(
+                {"base_url": self.base_url}, keep=self.replayed, key_env="api_key_env"
+            )
 
     options: Options
 

@@ -44,6 +44,7 @@ class TavilyAdapter(KeyedSearchAdapter):
         use_provider_content: bool = False
         #: Tavily's ``country`` (a full English name, ``china``), general topic only.
         country: str | None = Field(default=None, min_length=2, max_length=60)
+        replayed: ClassVar[tuple[str, ...]] = ("count", "country", "use_provider_content")
 
     options: Options
 
