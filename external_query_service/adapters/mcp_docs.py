@@ -36,7 +36,6 @@ import importlib.util
 import json
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +67,6 @@ QUERY_FIELD = "{query}"
 MAX_LIST_PAGES = 20
 #: Text items kept per call, in the server's order.
 MAX_ITEMS = 50
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class McpFailure(Exception):
@@ -200,7 +198,7 @@ class McpDocsAdapter(Adapter):
         @field_validator("env")
         @classmethod
         def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-            bad = [name for name in value if not _ENV_NAME.match(name)]
+            bad = [name for name in value if not (name.isascii() and name.isidentifier())]
             if bad:
                 raise ValueError(f"env lists variable names, not {bad[0]!r}")
             return value
@@ -354,10 +352,11 @@ class McpDocsAdapter(Adapter):
 
     def _timeout(self, *, starting: bool = False) -> float:
         """Seconds a call may take: the option (or the network timeout), within the deadline.
-        Starting a server (a process, an interpreter) gets the network timeout."""
-        limit = self.runtime.network.timeout_s
-        if not starting and self.options.timeout_s is not None:
-            limit = self.options.timeout_s
+        Starting a server (a process, an interpreter and its SDK: seconds on a busy machine)
+        may take the whole question's deadline: it happens once per service."""
+        limit = self.options.timeout_s or self.runtime.network.timeout_s
+        if starting:
+            limit = self.runtime.network.deadline_s
         deadline = gather_deadline.get()
         if deadline is not None:
             left = deadline - asyncio.get_running_loop().time() - DEADLINE_MARGIN_S

@@ -127,9 +127,7 @@ class KeyedSearchAdapter(Adapter):
         replayed: ClassVar[tuple[str, ...]] = ("count",)
 
         def endpoints(self) -> Endpoints:
-            return Endpoints(
-                {"base_url": self.base_url}, keep=self.replayed, key_env="api_key_env"
-            )
+            return Endpoints({"base_url": self.base_url}, keep=self.replayed, key_env="api_key_env")
 
     options: Options
 
