@@ -21,7 +21,7 @@ from ..models import ExternalQueryPlan
 from ..net.fetch import ApiResponse
 from .base import EndpointClient
 from .pages import SearchHit
-from .search_api import Found, KeyedSearchAdapter, published_date, region_of
+from .search_api import Found, KeyedSearchAdapter, published_date, region_of, web_results
 from .searxng import time_range_bucket
 
 __all__ = ["BraveAdapter", "brave_freshness", "brave_language"]
@@ -94,12 +94,7 @@ class BraveAdapter(KeyedSearchAdapter):
         web = data.get("web")
         results: JsonValue = web.get("results") if isinstance(web, dict) else None
         found = []
-        for item in results if isinstance(results, list) else ():
-            if not isinstance(item, dict):
-                continue
-            url = item.get("url")
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                continue
+        for item, url in web_results(results):
             hit = SearchHit(
                 url=url,
                 title=_plain(item.get("title")),

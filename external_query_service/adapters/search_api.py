@@ -16,7 +16,7 @@ import asyncio
 import email.utils
 import os
 from abc import abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import partial
@@ -39,6 +39,7 @@ __all__ = [
     "interleave",
     "published_date",
     "region_of",
+    "web_results",
 ]
 
 #: Searches per question (one per planned query, compare targets first).
@@ -76,6 +77,16 @@ def region_of(language: str) -> str | None:
         if len(part) == 2 and part.isalpha():
             return part.upper()
     return None
+
+
+def web_results(results: JsonValue) -> Iterator[tuple[dict[str, JsonValue], str]]:
+    """Each result object of a provider's list with its http(s) ``url``; anything else (a
+    non-object, a missing or non-web URL) is skipped."""
+    for item in results if isinstance(results, list) else ():
+        if isinstance(item, dict):
+            url = item.get("url")
+            if isinstance(url, str) and url.startswith(("http://", "https://")):
+                yield item, url
 
 
 def interleave(groups: Sequence[Sequence[SearchHit]]) -> list[SearchHit]:

@@ -24,7 +24,7 @@ from ..net.fetch import ApiResponse
 from ..sites import url_host
 from .base import EndpointClient
 from .pages import PAGE_MIN_SCORE, SearchHit
-from .search_api import Found, KeyedSearchAdapter, published_date
+from .search_api import Found, KeyedSearchAdapter, published_date, web_results
 from .searxng import time_range_bucket
 from .text_evidence import TextItem, text_evidence
 
@@ -71,14 +71,8 @@ class TavilyAdapter(KeyedSearchAdapter):
 
     def read(self, response: ApiResponse, query: str, plan: ExternalQueryPlan) -> list[Found]:
         data = response.data if isinstance(response.data, dict) else {}
-        results = data.get("results")
         found = []
-        for item in results if isinstance(results, list) else ():
-            if not isinstance(item, dict):
-                continue
-            url = item.get("url")
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                continue
+        for item, url in web_results(data.get("results")):
             title, content = item.get("title"), item.get("content")
             hit = SearchHit(
                 url=url,
