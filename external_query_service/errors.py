@@ -156,12 +156,16 @@ class UnsupportedContent(FetchError):
 
 
 class UpstreamStatus(FetchError):
-    """The server answered with a non-success HTTP ``status``."""
+    """The server answered with a non-success HTTP ``status``; ``retry_after``: the seconds
+    a 429 or 503 answer asked the caller to wait, if it said."""
 
     reason = "upstream_status"
 
-    def __init__(self, url: str, status: int, detail: str = "") -> None:
+    def __init__(
+        self, url: str, status: int, detail: str = "", *, retry_after: float | None = None
+    ) -> None:
         self.status = status
+        self.retry_after = retry_after
         super().__init__(url, detail or f"HTTP {status}")
 
 

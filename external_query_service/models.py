@@ -59,7 +59,12 @@ AnswerContract = Literal["direct_fact", "summary_with_sources", "compare_with_so
 ProviderType = Literal["fact_api", "live_search", "doc_search"]
 PlannerSource = Literal["structured", "upstream_semantics", "fallback", "follow_up"]
 AttemptStatus = Literal["ok", "empty", "failed", "timeout", "skipped"]
-EvidenceBasis = Literal["page_body", "search_snippet", "fact_api"]
+#: What an evidence's text is: ``page_body`` (main text of a page this service read),
+#: ``search_snippet`` (a search result's snippet; the page could not be read), ``fact_api``
+#: (a value a fact API stated), ``doc_body`` (text a documentation server handed over as a
+#: document, under a ``docs://`` reference), ``provider_text`` (page text as a search
+#: provider extracted it; this service did not read the page itself).
+EvidenceBasis = Literal["page_body", "search_snippet", "fact_api", "doc_body", "provider_text"]
 AnswerStatus = Literal["answered", "insufficient_evidence", "clarify"]
 #: Who wrote the answer text: our templates (``extractive``) or a configured model (``llm``).
 Renderer = Literal["extractive", "llm"]

@@ -15,7 +15,7 @@ from typing import Any, Self
 from pydantic import ValidationError
 
 from ._portal import Portal
-from .adapters.base import Adapter, AdapterRuntime, analysis_memo
+from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .audit import AuditLog
 from .clock import Clock, system_clock
@@ -82,7 +82,8 @@ class ExternalQueryService:
     ``settings`` says which adapters exist (none by default); ``clock`` is the "now" for
     every time check; ``planner`` is an optional structured planner hook; ``store`` keeps
     the text of every page read; ``http`` replaces the network runtime (it must offer
-    ``fetcher``, ``endpoint(base_url)`` and ``aclose()``).
+    ``fetcher``, ``endpoint(base_url)`` and ``aclose()``); ``tool_observer`` is told of every
+    call an adapter makes to a tool server outside HTTP (a recording keeps them).
 
     One service serves many callers at once: ``[network] max_concurrent_questions`` bounds
     the questions it works on together (``questions`` counts them); the rest wait in line up
@@ -98,6 +99,7 @@ class ExternalQueryService:
         planner: StructuredPlanner | None = None,
         store: EvidenceStore | None = None,
         http: HttpRuntime | None = None,
+        tool_observer: ToolObserver | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or system_clock
@@ -123,6 +125,7 @@ class ExternalQueryService:
             clock=self.clock,
             sources=self.settings.sources,
             analyses=analysis_memo(caching),
+            tool_observer=tool_observer,
         )
         adapters: list[Adapter] = [
             adapter_class(config.kind)(config, runtime) for config in self.settings.adapters
@@ -346,12 +349,13 @@ class ExternalQueryService:
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        """Close HTTP clients and the private loop. Idempotent."""
+        """Close HTTP clients, stop what adapters started (tool server processes), and end
+        the private loop. Idempotent."""
         if self._closed:
             return
         self._closed = True
         if self._portal.running:
-            self._portal.call(self._http.aclose())
+            self._portal.call(self._release())
         self._portal.stop()
         if self._ledger is not None:
             self._ledger.close()
@@ -360,8 +364,14 @@ class ExternalQueryService:
         """Close this loop's HTTP clients, then everything else."""
         if self._closed:
             return
-        await self._http.aclose()
+        await self._release()
         self.close()
+
+    async def _release(self) -> None:
+        """Everything held on the running loop: adapters' processes, then HTTP clients."""
+        for adapter in self.gateway.adapters.values():
+            await adapter.aclose()
+        await self._http.aclose()
 
     def __enter__(self) -> Self:
         return self

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from external_query_service.settings import LLMSettings
@@ -109,7 +107,6 @@ class ChatServer(LoopbackServer):
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.script: list[Step] = []
-        self._current = threading.local()
         super().__init__()
         self.route(CHAT_PATH, self._answer)
 
@@ -136,26 +133,11 @@ class ChatServer(LoopbackServer):
         """The messages of the ``index``-th request received."""
         return list(self.bodies[index]["messages"])
 
-    def _answer(self, _request: RecordedRequest) -> Reply:
-        body: dict[str, Any] = self._current.body
+    def _answer(self, request: RecordedRequest) -> Reply:
+        body: dict[str, Any] = json.loads(request.body.decode("utf-8")) if request.body else {}
         with self._lock:
+            self.bodies.append(body)
             step = self.script.pop(0) if self.script else None
         if step is None:
             return api_error(500, "the test script has no reply left", "api_error")
         return step(body) if callable(step) else step
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        base: Any = super()._handler_class()
-        server = self
-
-        class _ReadsBodies(base):  # type: ignore[misc,valid-type]
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                body = json.loads(raw.decode("utf-8")) if raw else {}
-                with server._lock:
-                    server.bodies.append(body)
-                server._current.body = body
-                super().do_POST()
-
-        return _ReadsBodies

@@ -438,6 +438,7 @@ PATTERNS = _module_patterns()
 def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> None:
     # A new pattern must be added here, and so pass the two checks below.
     assert sorted(PATTERNS) == [
+        "brave._TAG",
         "chunk._LINE",
         "chunk._SENTENCE_END",
         "dates._DATE",

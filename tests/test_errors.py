@@ -14,6 +14,7 @@ import pytest
 
 import external_query_service as eqs
 from external_query_service import errors
+from external_query_service.adapters.mcp_docs import _McpFailure
 from external_query_service.admission.errors import (
     INPUT_ERROR_REASONS,
     ContractRejected,
@@ -179,6 +180,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
         (lambda: errors.InvalidQuery("empty", reason="empty_question"), "empty_question")
     ],
     "_Refused": [(lambda: _Refused("not_offered", "web.open"), "not_offered")],
+    "_McpFailure": [(lambda: _McpFailure("tool_error", "transient"), "tool_error")],
     "FetchError": [
         (lambda: errors.FetchError(URL), "fetch_failed"),
         (lambda: errors.FetchError(URL, "refused", reason="connect_failed"), "connect_failed"),

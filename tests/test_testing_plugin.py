@@ -19,8 +19,8 @@ from .test_testing_cases import EXAMPLES, support_an_answer
 
 pytest_plugins = ["pytester"]
 
-ALL_CASES = 7
-ENGLISH_CASES = 4
+ALL_CASES = 10
+ENGLISH_CASES = 5
 
 
 @pytest.fixture

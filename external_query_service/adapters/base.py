@@ -47,6 +47,8 @@ __all__ = [
     "EndpointFactory",
     "FactLine",
     "PageFetcher",
+    "ToolCall",
+    "ToolObserver",
     "analysis_memo",
     "decimal_text",
     "evidence_id",
@@ -71,9 +73,19 @@ class EndpointClient(Protocol):
         ...
 
     async def get_json(
-        self, path: str, params: Mapping[str, str | int] | None = None
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> ApiResponse:
         """GET ``path`` (relative to the root) with ``params``; the reply's JSON, bounded."""
+        ...
+
+    async def post_json(
+        self, path: str, body: JsonValue, *, headers: Mapping[str, str] | None = None
+    ) -> ApiResponse:
+        """POST ``body`` as JSON to ``path``; the reply's JSON, bounded."""
         ...
 
 
@@ -81,6 +93,25 @@ class EndpointFactory(Protocol):
     """Builds the trusted client of a configured API root (the adapter's own origin only)."""
 
     def __call__(self, base_url: str) -> EndpointClient: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call an adapter made to a tool server outside HTTP (an MCP server over stdio):
+    what it asked and what came back (the result as JSON, or the failure's reason)."""
+
+    adapter_id: str
+    tool: str
+    arguments: Mapping[str, JsonValue]
+    result: JsonValue = None
+    #: Why the call failed (``deadline_exceeded``, ``server_closed`` ...); None on success.
+    failure: str | None = None
+
+
+class ToolObserver(Protocol):
+    """Told of every ``ToolCall`` (a recording keeps them, to replay the server later)."""
+
+    def __call__(self, call: ToolCall) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -97,6 +128,9 @@ class AdapterRuntime:
     #: Runs pure page work (decode, extract, score) in a thread, once per distinct input:
     #: identical work in flight is shared, and results are kept when the service caches.
     analyses: ThreadMemo = field(default_factory=ThreadMemo)
+
+    #: Told of every call to a tool server outside HTTP; None: nobody listens.
+    tool_observer: ToolObserver | None = None
 
 
 def analysis_memo(cache: CacheSettings) -> ThreadMemo:
@@ -170,6 +204,10 @@ class Adapter(ABC):
     @abstractmethod
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
         """Collect evidence for ``plan``. Report what was found; never judge it."""
+
+    async def aclose(self) -> None:  # noqa: B027 (optional hook: most adapters hold nothing)
+        """Release what the adapter holds on the running event loop (a server process it
+        started). Called when the service closes; default: nothing to release."""
 
 
 def evidence_id(url: str, content_digest: str, offset: int) -> str:

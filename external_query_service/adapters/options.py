@@ -32,6 +32,16 @@ class Endpoints:
     #: what it answered as ``[[search]]``. When the option is unset a world places the
     #: engine at a host of its own.
     search: str | None = None
+    #: The option holding the command of an MCP server the adapter starts over stdio: a
+    #: world replaces it with its own tool server, which plays the ``[[tools]]`` calls it
+    #: holds, and a recording files every call the adapter made as ``[[tools]]``.
+    stdio: str | None = None
+    #: Options a recording keeps besides URLs, because a replay needs them (which tool to
+    #: call, how to fill its arguments). Never secrets, never machine paths.
+    keep: tuple[str, ...] = ()
+    #: The option naming the environment variable an API key is read from. A replayed
+    #: world points it at a placeholder variable of its own (replies ignore keys).
+    key_env: str | None = None
 
     @property
     def search_url(self) -> str | None:

@@ -19,6 +19,7 @@ from ..net.failures import status_failure_class
 from .base import Adapter, AdapterOutcome
 from .options import Endpoints
 from .pages import SearchHit, harvest_pages
+from .search_api import interleave
 
 __all__ = ["SearxngAdapter", "time_range_bucket"]
 
@@ -136,7 +137,7 @@ class SearxngAdapter(Adapter):
         if total == 0:
             return AdapterOutcome(status="empty", reason="no_results")
         harvest = await harvest_pages(
-            _interleave(per_query),
+            interleave(per_query),
             plan,
             adapter_id=self.adapter_id,
             provider_type=self.provider_type,
@@ -188,11 +189,3 @@ def _unresponsive(value: JsonValue) -> list[JsonValue]:
     if not isinstance(value, list):
         return []
     return [str(item[0]) for item in value if isinstance(item, list) and item]
-
-
-def _interleave(groups: list[list[SearchHit]]) -> list[SearchHit]:
-    """Round-robin across queries so every query (compare target) gets pages fetched."""
-    merged: list[SearchHit] = []
-    for position in range(max((len(group) for group in groups), default=0)):
-        merged.extend(group[position] for group in groups if position < len(group))
-    return merged

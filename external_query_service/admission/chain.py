@@ -67,6 +67,10 @@ _LIMITATION = {
     "and other pages of the site were not inspected.",
     "search_snippet": "Search result snippet only; the page body could not be read.",
     "fact_api": "Values as the provider reported them; not checked against another source.",
+    "doc_body": "Document text as the documentation server returned it; the original "
+    "document was not read independently.",
+    "provider_text": "Page text as the search provider extracted it; this service did not "
+    "read the page itself.",
 }
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import json
 import ssl
 import string
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -292,6 +293,37 @@ async def _deadline(url: str, seconds: float) -> AsyncIterator[None]:
         if scope.expired():
             raise FetchDeadlineExceeded(url, f"no complete response within {seconds}s") from None
         raise
+
+
+@contextlib.asynccontextmanager
+async def _sent(client: httpx.AsyncClient, request: httpx.Request) -> AsyncIterator[httpx.Response]:
+    """``request`` sent with its body streamed back, closed when the block ends."""
+    response = await client.send(request, stream=True)
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+#: The longest wait a Retry-After header is taken at its word for (a day); more is noise.
+_MAX_RETRY_AFTER_S = 86_400.0
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds the server asked to wait (``Retry-After``: seconds or an HTTP date), if any."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return min(float(value), _MAX_RETRY_AFTER_S)
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    wait = (moment - datetime.now(UTC)).total_seconds()
+    return min(max(wait, 0.0), _MAX_RETRY_AFTER_S)
 
 
 class SafeFetcher:
@@ -595,12 +627,42 @@ class TrustedEndpoint:
         return target
 
     async def get_json(
-        self, path: str, params: Mapping[str, str | int] | None = None
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> ApiResponse:
-        """GET ``path`` (with ``params``) under the base URL and parse the body as JSON,
-        within the network timeout and the host's circuit breaker; failures are
-        ``FetchError``s."""
-        reply = await self._call(self._target(path, params))
+        """GET ``path`` (with ``params``) and parse the JSON answer. ``headers`` are added to
+        this request only (an API key header, say); they are never logged or kept."""
+        return await self._json("GET", path, params, headers=headers)
+
+    async def post_json(
+        self,
+        path: str,
+        body: JsonValue,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse:
+        """POST ``body`` as JSON to ``path`` and parse the JSON answer: same origin rule,
+        bound, deadline and errors as ``get_json``."""
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        return await self._json("POST", path, None, headers=sent, content=content)
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        *,
+        headers: Mapping[str, str] | None,
+        content: bytes | None = None,
+    ) -> ApiResponse:
+        """``method`` on ``path`` (with ``params``) under the base URL, the body parsed as
+        JSON, within the network timeout and the host's circuit breaker; failures are
+        ``FetchError``s (a refusal carries its Retry-After)."""
+        reply = await self._call(self._target(path, params), method, headers, content)
         return ApiResponse(
             url=reply.url,
             status=reply.status,
@@ -627,36 +689,57 @@ class TrustedEndpoint:
             fetched_at=reply.fetched_at if reply.kept else None,
         )
 
-    async def _call(self, target: httpx.URL) -> HttpExchange:
-        """A GET of ``target`` (already on this origin): kept and fresh, else shared with
-        identical calls in flight, else sent."""
+    async def _call(
+        self,
+        target: httpx.URL,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> HttpExchange:
+        """``method`` on ``target`` (already on this origin). A GET is replayed when kept
+        and fresh; identical calls in flight at once (a POST: the same body too) go out
+        once; only GET replies are kept."""
         url = str(target)
-        key = ("api", "GET", url)
-        if self._cache is not None:
+        body_key = sha256_digest(content) if content is not None else ""
+        key = ("api", method, url if method == "GET" else f"{url} {body_key}")
+        if self._cache is not None and method == "GET":
             kept = self._cache.fresh(key)
             if kept is not None:
                 return kept
-        return await self._flights.run(url, lambda: self._send(target, key))
+        return await self._flights.run(
+            key[2], lambda: self._send(target, key, method, headers, content)
+        )
 
-    async def _send(self, target: httpx.URL, key: tuple[str, str, str]) -> HttpExchange:
-        url = key[2]
+    async def _send(
+        self,
+        target: httpx.URL,
+        key: tuple[str, str, str],
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> HttpExchange:
+        url = str(target)
         client = self._loops.get()
-        stale = self._cache.lookup(key) if self._cache is not None else None
+        cache = self._cache if method == "GET" else None
+        stale = cache.lookup(key) if cache is not None else None
         requested = self._clock().timestamp()
+        sent = {**(stale.validators() if stale is not None else {}), **(headers or {})}
         with self._breaker.guard(self._origin[1], url):
             async with _deadline(url, self._network.timeout_s):
                 with _mapped_errors(url):
                     request = client.build_request(
-                        "GET", target, headers=stale.validators() if stale is not None else None
+                        method, target, headers=sent or None, content=content
                     )
                     request.headers.pop("cookie", None)
                     response = await client.send(request, stream=True)
                     try:
                         if response.status_code == 304 and stale is not None:
-                            assert self._cache is not None
-                            return self._cache.revalidated(key, stale, response.headers)
+                            assert cache is not None
+                            return cache.revalidated(key, stale, response.headers)
                         if not 200 <= response.status_code < 300:
-                            raise UpstreamStatus(url, response.status_code)
+                            raise UpstreamStatus(
+                                url, response.status_code, retry_after=_retry_after(response)
+                            )
                         content_type, charset = media_type(response)
                         body = await read_body(response, url, self._network.max_page_bytes)
                     finally:
@@ -669,8 +752,8 @@ class TrustedEndpoint:
             body=body,
             fetched_at=self._clock(),
         )
-        if self._cache is not None:
-            self._cache.store(key, reply, response.headers, requested_at=requested)
+        if cache is not None:
+            cache.store(key, reply, response.headers, requested_at=requested)
         return reply
 
     async def aclose(self) -> None:

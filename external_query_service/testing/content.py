@@ -1,4 +1,5 @@
-"""Content for hand-made worlds: realistic article pages and SearXNG results."""
+"""Content for hand-made worlds: realistic article pages, and search answers in SearXNG's,
+Brave's and Tavily's formats (built from the same ``hit()`` results)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["article", "hit", "searx_body"]
+__all__ = ["article", "brave_body", "hit", "searx_body", "tavily_body"]
 
 
 def article(
@@ -68,3 +69,40 @@ def searx_body(query: str, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "suggestions": [],
         "unresponsive_engines": [],
     }
+
+
+def brave_body(query: str, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A Brave Web Search answer for ``query``: ``web.results[]`` with ``title``, ``url``,
+    ``description`` and, for dated hits, ``page_age``."""
+    items = []
+    for result in results:
+        item = {"title": result["title"], "url": result["url"], "description": result["content"]}
+        if result.get("publishedDate"):
+            item["page_age"] = f"{result['publishedDate']}T00:00:00"
+        items.append(item)
+    return {
+        "type": "search",
+        "query": {"original": query},
+        "web": {"type": "search", "results": items},
+    }
+
+
+def tavily_body(
+    query: str, results: Sequence[dict[str, Any]], *, raw: Sequence[str | None] = ()
+) -> dict[str, Any]:
+    """A Tavily search answer for ``query``: ``results[]`` with ``title``, ``url``,
+    ``content``, ``score`` and, when given (``raw``, by position), ``raw_content``."""
+    items = []
+    for position, result in enumerate(results):
+        item: dict[str, Any] = {
+            "title": result["title"],
+            "url": result["url"],
+            "content": result["content"],
+            "score": round(0.9 - 0.1 * position, 2),
+        }
+        if result.get("publishedDate"):
+            item["published_date"] = result["publishedDate"]
+        if position < len(raw) and raw[position] is not None:
+            item["raw_content"] = raw[position]
+        items.append(item)
+    return {"query": query, "results": items, "response_time": 0.5}

@@ -6,10 +6,13 @@ network caps, with digests), redirect hops, and failures as the fault that repla
 ``record_world`` runs one question that way, with a fixed clock, and writes the world —
 unless no provider answered at all (``NothingAnswered``): such a world would only replay
 the failures of one moment, so keeping it takes ``allow_failed=True``.
-Request headers, adapter options other than the endpoint URLs their ``Options.endpoints()``
-names, and the ``[llm]`` section never reach disk; see ``secrets.py`` for the rest. Which
-adapters are recorded, and which calls are searches, is asked of each adapter's options, so
-a third-party adapter takes part like a built-in one.
+Request headers (API keys travel there), adapter options other than the endpoint URLs and
+the replay settings their ``Options.endpoints()`` names, and the ``[llm]`` section never
+reach disk; see ``secrets.py`` for the rest. Which adapters are recorded, and which calls are
+searches, is asked of each adapter's options, so a third-party adapter takes part like a
+built-in one. A POST is filed with the JSON body fields it sent (``match``, secret-named
+fields left out), and every call an adapter made to an MCP server over stdio as
+``[[tools]]`` (its arguments and the result, or the fault that replays its failure).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, Literal
 
 import httpx
 
+from ..adapters.base import ToolCall
 from ..adapters.options import AdapterOptions, Endpoints
 from ..clock import fixed_clock
 from ..digests import sha256_digest
@@ -47,13 +51,14 @@ from ..net.policy import Resolver
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, NetworkSettings, Settings
 from .faults import ORIGIN_FAULTS, Fault
-from .secrets import assert_no_secrets, redact_url, scrub, secret_values
+from .secrets import assert_no_secrets, is_secret_name, redact_url, scrub, secret_values
 from .world_files import (
     MAX_WORLD_BYTES,
     ApiEntry,
     PageEntry,
     RecordedRun,
     SearchEntry,
+    ToolEntry,
     WorldInfo,
     WorldManifest,
     check_free_folder,
@@ -87,14 +92,46 @@ class Exchange:
     redirect_to: str | None = None
     fault: Fault | None = None
     note: str = ""
+    #: For a POST: the JSON body's top-level fields, secret-named ones left out.
+    match: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        """What tells two requests apart: the URL, and a POST's body fields."""
+        if self.match is None:
+            return self.url
+        return self.url + "\n" + json.dumps(self.match, sort_keys=True, ensure_ascii=False)
+
+    @property
+    def failed(self) -> bool:
+        """True when the exchange recorded a failure (a fault) rather than a reply."""
+        return self.fault is not None or self.status >= 400
+
+
+#: The fault that replays a tool call's failure (by the adapter's reason).
+_TOOL_FAULTS: dict[str, Literal["hang", "reset", "oversized"]] = {
+    "deadline_exceeded": "hang",
+    "server_closed": "reset",
+    "content_too_large": "oversized",
+}
+
+
+def _posted_fields(body: Any) -> dict[str, Any] | None:
+    """What of a POSTed JSON body a world matches on: its non-secret top-level fields."""
+    if not isinstance(body, Mapping):
+        return None
+    return {str(key): value for key, value in body.items() if not is_secret_name(str(key))}
 
 
 @dataclass
 class Recording:
-    """Every exchange of a run, in order; the first answer for a URL is the one kept."""
+    """Every exchange of a run, in order; the first answer for a request is the one kept,
+    except that an answer replaces a failure of the same request (a retried 429)."""
 
     max_bytes: int = MAX_WORLD_BYTES
     exchanges: list[Exchange] = field(default_factory=list)
+    #: Calls to tool servers outside HTTP, in order (the first for given arguments kept).
+    tools: list[ToolCall] = field(default_factory=list)
     #: Set when an exchange would pass ``max_bytes``. The chain may swallow the error
     #: (an adapter that crashes is just a failed attempt), so ``record_world`` checks this.
     overflow: bool = False
@@ -106,21 +143,47 @@ class Recording:
         """Keep ``exchange`` unless its URL is already recorded; ``InputError`` when the
         recording would pass ``max_bytes``."""
         with self._lock:
-            if exchange.url in self._seen:
-                return
+            earlier = None
+            if exchange.key in self._seen:
+                earlier = next(item for item in self.exchanges if item.key == exchange.key)
+                if not earlier.failed or exchange.failed:
+                    return
             if self._bytes + len(exchange.body or b"") > self.max_bytes:
                 self.overflow = True
                 raise InputError(f"the recording grew beyond {self.max_bytes} bytes")
             self._bytes += len(exchange.body or b"")
-            self._seen.add(exchange.url)
-            self.exchanges.append(exchange)
+            self._seen.add(exchange.key)
+            if earlier is not None:
+                self.exchanges[self.exchanges.index(earlier)] = exchange
+            else:
+                self.exchanges.append(exchange)
+
+    def tool(self, call: ToolCall) -> None:
+        """Note one tool call (a ``ToolObserver``); later calls with the same arguments by
+        the same adapter are the same request and are not kept again."""
+        data = json.dumps(call.result).encode("utf-8") if call.result is not None else b""
+        with self._lock:
+            if any(
+                (item.adapter_id, item.tool, item.arguments)
+                == (call.adapter_id, call.tool, call.arguments)
+                for item in self.tools
+            ):
+                return
+            if self._bytes + len(data) > self.max_bytes:
+                self.overflow = True
+                raise InputError(f"the recording grew beyond {self.max_bytes} bytes")
+            self._bytes += len(data)
+            self.tools.append(call)
 
     @property
     def answered(self) -> bool:
-        """Whether any provider answered with a body: a success, not a status or a fault."""
+        """Whether any provider answered with a body: a success, not a status or a fault
+        (for a tool: a result that is not a tool error)."""
         return any(
             item.fault is None and item.redirect_to is None and item.status < 400 and item.body
             for item in self.exchanges
+        ) or any(
+            isinstance(call.result, dict) and not call.result.get("isError") for call in self.tools
         )
 
     def page(self, page: FetchedPage) -> None:
@@ -132,16 +195,25 @@ class Recording:
         for url in dict.fromkeys((chain[-1], page.final_url)):
             self.add(Exchange("page", url, page.status, content_type, page.body))
 
-    def api(self, response: ApiResponse) -> None:
-        """Record a fact-API reply."""
+    def api(self, response: ApiResponse, *, match: dict[str, Any] | None = None) -> None:
+        """Record a fact-API reply (``match``: the request body it answered, for a POST)."""
         body = response.body or json.dumps(response.data, ensure_ascii=False).encode("utf-8")
-        self.add(Exchange("api", response.url, response.status, "application/json", body))
+        self.add(
+            Exchange("api", response.url, response.status, "application/json", body, match=match)
+        )
 
-    def failure(self, kind: Literal["api", "page"], url: str, exc: FetchError) -> None:
+    def failure(
+        self,
+        kind: Literal["api", "page"],
+        url: str,
+        exc: FetchError,
+        *,
+        match: dict[str, Any] | None = None,
+    ) -> None:
         """Note a failed fetch as the status or fault that fails the same way on replay."""
         detail = exc.detail.lower()
         if isinstance(exc, UpstreamStatus):
-            self.add(Exchange(kind, url, exc.status, "text/plain", b"", note=str(exc)))
+            self.add(Exchange(kind, url, exc.status, "text/plain", b"", note=str(exc), match=match))
             return
         fault: Fault
         if isinstance(exc, ContentTooLarge):
@@ -157,13 +229,17 @@ class Recording:
         elif isinstance(exc, UnsafeURL):
             return  # the URL gate refuses it again on replay, before any connection
         elif isinstance(exc, UnsupportedContent) or exc.reason == "invalid_json":
-            self.add(Exchange(kind, url, 200, "application/octet-stream", b"", note=str(exc)))
+            note = str(exc)
+            self.add(
+                Exchange(kind, url, 200, "application/octet-stream", b"", note=note, match=match)
+            )
             return
         elif exc.reason in ("connect_failed", "resolve_failed"):
             fault = "refused"
         else:
             fault = "reset"
-        self.add(Exchange(kind, url, fault=fault, note=f"{exc.reason}: {exc.detail}"[:300]))
+        note = f"{exc.reason}: {exc.detail}"[:300]
+        self.add(Exchange(kind, url, fault=fault, note=note, match=match))
 
 
 class RecordingFetcher(SafeFetcher):
@@ -200,16 +276,33 @@ class RecordingEndpoint(TrustedEndpoint):
         self._recording = recording
 
     async def get_json(
-        self, path: str, params: Mapping[str, str | int] | None = None
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> ApiResponse:
         """The endpoint's reply, recorded; a failure is recorded too and raised again."""
         try:
-            response = await super().get_json(path, params)
+            response = await super().get_json(path, params, headers=headers)
         except FetchError as exc:
             if exc.url.startswith(("http://", "https://")):
                 self._recording.failure("api", exc.url, exc)
             raise
         self._recording.api(response)
+        return response
+
+    async def post_json(
+        self, path: str, body: Any, *, headers: Mapping[str, str] | None = None
+    ) -> ApiResponse:
+        match = _posted_fields(body)
+        try:
+            response = await super().post_json(path, body, headers=headers)
+        except FetchError as exc:
+            if exc.url.startswith(("http://", "https://")):
+                self._recording.failure("api", exc.url, exc, match=match)
+            raise
+        self._recording.api(response, match=match)
         return response
 
 
@@ -286,6 +379,9 @@ def _recorded_adapters(settings: Settings) -> list[dict[str, Any]]:
         for name, url in endpoints.urls.items():
             if name in options.model_fields_set:  # a default stays the adapter's default
                 entry[name] = _strip_query(url)
+        for name in endpoints.keep:
+            if name in options.model_fields_set:
+                entry[name] = options.model_dump(mode="json")[name]
         if not adapter.enabled:
             entry["enabled"] = False
         adapters.append(entry)
@@ -356,7 +452,8 @@ def _build_world(
         if item.kind == "page":
             pages.append(PageEntry(url=url, **common, **extra))
         else:
-            api.append(ApiEntry(url=url, **common, **extra))
+            api.append(ApiEntry(url=url, match=item.match, **common, **extra))
+    tools = _tool_entries(recording.tools, files, scrubbed, secrets)
     network = settings.network.model_dump(mode="json", exclude_defaults=True)
     for key in _LOCAL_NETWORK_KEYS:
         network.pop(key, None)
@@ -370,8 +467,36 @@ def _build_world(
         search=tuple(search),
         pages=tuple(pages),
         api=tuple(api),
+        tools=tuple(tools),
     )
     return _WorldParts(manifest, files, tuple(scrubbed))
+
+
+def _tool_entries(
+    calls: list[ToolCall], files: dict[str, bytes], scrubbed: list[str], secrets: frozenset[str]
+) -> list[ToolEntry]:
+    """``[[tools]]`` entries (results as files under ``tools/``), numbered after the other
+    files; a failure becomes the fault that fails the same way, or is left out."""
+    entries = []
+    for number, call in enumerate(calls, start=len(files) + 1):
+        common: dict[str, Any] = {
+            "adapter": call.adapter_id,
+            "tool": call.tool,
+            "arguments": dict(call.arguments),
+        }
+        if call.failure is not None:
+            fault = _TOOL_FAULTS.get(call.failure)
+            if fault is not None:
+                entries.append(ToolEntry(**common, fault=fault, note=call.failure))
+            continue
+        raw = json.dumps(call.result, ensure_ascii=False, indent=1).encode("utf-8")
+        body = scrub(raw, secrets)
+        file = f"tools/{number:04d}.json"
+        files[file] = body
+        if body != raw:
+            scrubbed.append(file)
+        entries.append(ToolEntry(**common, file=file, sha256=sha256_digest(body)))
+    return entries
 
 
 class NothingAnswered(ExternalQueryError):
@@ -428,7 +553,11 @@ def record_world(
     moment = now or datetime.now().astimezone().replace(microsecond=0)
     live = settings.model_copy(update={"llm": None})
     runtime = RecordingRuntime(live.network, recording=Recording(max_bytes=max_bytes))
-    with ExternalQueryService(live, clock=fixed_clock(moment), http=runtime) as service:
+    recording = runtime.recording
+    clock = fixed_clock(moment)
+    with ExternalQueryService(
+        live, clock=clock, http=runtime, tool_observer=recording.tool
+    ) as service:
         answer = service.answer(question, semantics)
     if runtime.recording.overflow:
         # The answer went on without what did not fit; such a world would not replay it.

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "ANY_HOST",
+    "MAX_REQUEST_BODY",
     "LoopbackServer",
     "RecordedRequest",
     "Reply",
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 ANY_HOST = "*"
+#: Request bodies read, at most (a longer one is cut: worlds serve small JSON requests).
+MAX_REQUEST_BODY = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class RecordedRequest:
     headers: dict[str, str]
     scheme: str = "http"
     raw_query: str = ""  # as sent, percent-encoded (``query`` drops blank values)
+    #: The request body (a POST's), at most ``MAX_REQUEST_BODY`` bytes.
+    body: bytes = b""
 
 
 @dataclass
@@ -213,6 +218,9 @@ class LoopbackServer:
             def _serve(self, method: str) -> None:
                 parts = urlsplit(self.path)
                 host = _host_of(self.headers.get("Host") or "")
+                length = self.headers.get("Content-Length", "")
+                size = min(int(length), MAX_REQUEST_BODY) if length.isdigit() else 0
+                body = self.rfile.read(size) if size else b""
                 request = RecordedRequest(
                     method=method,
                     host=host,
@@ -221,6 +229,7 @@ class LoopbackServer:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     scheme=server.scheme,
                     raw_query=parts.query,
+                    body=body,
                 )
                 server._record(request)
                 handler = server._find(host, parts.path)

@@ -6,7 +6,14 @@ points each origin (``host:port``) there through ``[network] connect_to`` and tr
 CA through ``ca_bundle``, so URLs, sources and evidence ids stay exactly what was recorded.
 Routes match on scheme, host and path; a route's own query is a subset the request must
 carry (the most specific match wins), so ``?from=USD&to=CNY`` and ``?from=EUR&to=CNY``
-are different answers on one path.
+are different answers on one path; a route's ``match`` is likewise a subset of a POST's JSON
+body (Tavily's searches, by ``query``).
+
+An adapter that starts an MCP server over stdio (``Endpoints.stdio``) gets the world's own
+tool server instead (``mcp_docs_server.py``, started by the adapter as its command), which
+answers the world's ``[[tools]]`` calls or searches hand-given documents. A loaded world's
+keyed search adapters read their key from ``WORLD_KEY_ENV``, which the world sets to a
+placeholder: the replayed answers ignore keys, and no real key is needed offline.
 
 Built by hand (``route``, ``page``, ``results``, ``fault``...) or from a directory
 (``open_world(dir)``, format in ``world_files.py``).
@@ -18,8 +25,10 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
+import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,24 +44,30 @@ from pydantic import ValidationError
 
 from ..adapters.options import Endpoints
 from ..clock import Clock, fixed_clock, system_clock
+from ..digests import sha256_digest
 from ..errors import InputError, SettingsError
 from ..gateway.registry import adapter_options
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, Settings, format_validation_error
-from .content import searx_body
+from .content import brave_body, searx_body, tavily_body
 from .faults import BLOCKED_ADDRESS, ORIGIN_FAULTS, Fault, fault_reply
 from .secrets import REDACTED
 from .server import LoopbackServer, RecordedRequest, Reply, json_reply
 from .tls import WorldCA
-from .world_files import ApiEntry, PageEntry, SearchEntry, WorldSpec, load_world
+from .world_files import ApiEntry, PageEntry, SearchEntry, ToolEntry, WorldSpec, load_world
 
 __all__ = [
+    "BRAVE_URL",
     "DEFAULT_SEARX_URL",
     "FORECAST",
     "FX",
     "GEO",
     "LOOPBACK",
     "SEARX",
+    "TAVILY_URL",
+    "TOOL_SERVER",
+    "WORLD_KEY",
+    "WORLD_KEY_ENV",
     "World",
     "open_world",
 ]
@@ -65,6 +80,15 @@ FORECAST = "/om/v1"
 FX = "/fx/v1"
 #: Where a world places a search engine (a searxng adapter) that names no URL of its own.
 DEFAULT_SEARX_URL = "https://searx.world.test"
+#: The providers' own API roots (the adapters' defaults), served on loopback by a world.
+BRAVE_URL = "https://api.search.brave.com/res/v1"
+TAVILY_URL = "https://api.tavily.com"
+#: The key variable a loaded world's keyed adapters read, set to ``WORLD_KEY``.
+WORLD_KEY_ENV = "EXTERNAL_QUERY_WORLD_KEY"
+WORLD_KEY = "world-replay-placeholder"
+#: The world's MCP tool server: a script run by path with ``-P`` (the testing folder must
+#: not shadow the standard library), importing only the SDK.
+TOOL_SERVER = Path(__file__).with_name("mcp_docs_server.py")
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -76,6 +100,8 @@ Origin = tuple[str, int]
 class _Route:
     query: tuple[tuple[str, str], ...]
     handler: Handler
+    #: Top-level JSON body fields (JSON-encoded values) a request must carry.
+    body: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +152,23 @@ def _origin_text(host: str, port: int) -> str:
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"{host}:{port}"
+
+
+def _json_fields(body: bytes) -> dict[str, str] | None:
+    """A JSON object body's top-level fields, each value JSON-encoded; None otherwise."""
+    try:
+        data = json.loads(body) if body else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {str(key): json.dumps(value, sort_keys=True) for key, value in data.items()}
+
+
+def _body_matches(route: _Route, fields: dict[str, str] | None) -> bool:
+    if not route.body:
+        return True
+    return fields is not None and all(fields.get(key) == value for key, value in route.body)
 
 
 def _matches(route: _Route, pairs: list[tuple[str, str]]) -> bool:
@@ -187,11 +230,22 @@ class World:
         self.server.route(f"{SEARX}/config", json_reply({"instance_name": "loopback"}))
 
     # -- routes by URL ----------------------------------------------------------------------
-    def route(self, url: str, reply: Reply | Handler, *, latency_ms: int = 0) -> str:
-        """Answer GETs of ``url`` with ``reply``; returns ``url``. The URL's query is the
-        subset a request must carry (none: any query). A later route with the same query
+    def route(
+        self,
+        url: str,
+        reply: Reply | Handler,
+        *,
+        latency_ms: int = 0,
+        match: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Answer requests for ``url`` with ``reply``; returns ``url``. The URL's query is
+        the subset a request must carry (none: any query), ``match`` the top-level fields its
+        JSON body must hold (a POST's). A later route with the same query and match
         replaces an earlier one."""
         target = _target(url)
+        body = tuple(
+            sorted((key, json.dumps(value, sort_keys=True)) for key, value in (match or {}).items())
+        )
         handler = reply if callable(reply) else (lambda _r, fixed=reply: fixed)
         if latency_ms:
             inner = handler
@@ -203,8 +257,8 @@ class World:
             if routes is None:
                 routes = self._routes[key] = []
                 server.route(target.path, self._dispatcher(key), host=target.host)
-            routes[:] = [r for r in routes if r.query != target.query]
-            routes.append(_Route(target.query, handler))
+            routes[:] = [r for r in routes if (r.query, r.body) != (target.query, body)]
+            routes.append(_Route(target.query, handler, body))
         self.claim(url)
         return url
 
@@ -218,25 +272,37 @@ class World:
             if not _is_ip(target.host):
                 self.sites.add(target.host)
 
-    def fault(self, url: str, fault: Fault, *, content_type: str | None = None) -> str:
-        """Inject ``fault`` (``faults.py``): on ``url``'s route, or on its whole origin for
-        ``refused`` and ``blocked``."""
+    def fault(
+        self,
+        url: str,
+        fault: Fault,
+        *,
+        content_type: str | None = None,
+        match: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Inject ``fault`` (``faults.py``): on ``url``'s route (with ``match``, a POST's),
+        or on its whole origin for ``refused`` and ``blocked``."""
         if fault in ORIGIN_FAULTS:
             target = _target(url)
             with self._lock:
                 self._origin_faults[(target.host, target.port)] = fault
             return url
-        return self.route(url, lambda _r: fault_reply(fault, content_type=content_type))
+        return self.route(
+            url, lambda _r: fault_reply(fault, content_type=content_type), match=match
+        )
 
     def _dispatcher(self, key: tuple[str, str, str]) -> Handler:
         def dispatch(request: RecordedRequest) -> Reply:
             pairs = parse_qsl(request.raw_query, keep_blank_values=True)
+            fields = _json_fields(request.body)
             with self._lock:
                 routes = list(self._routes.get(key, ()))
-            found = [route for route in routes if _matches(route, pairs)]
+            found = [
+                route for route in routes if _matches(route, pairs) and _body_matches(route, fields)
+            ]
             if not found:
                 return Reply(404, b"not in this world", "text/plain")
-            best = max(found, key=lambda route: len(route.query))
+            best = max(found, key=lambda route: len(route.query) + len(route.body))
             return best.handler(request)
 
         return dispatch
@@ -303,6 +369,82 @@ class World:
         """An ``[[adapters]]`` entry for the world's exchange-rate API."""
         return {"kind": "frankfurter", "id": "fx", "base_url": self.base(FX)}
 
+    def brave(self, adapter_id: str = "brave", **options: Any) -> dict[str, Any]:
+        """A ``brave`` adapter at Brave's own API root (served here); ``options`` added."""
+        return {"kind": "brave", "id": adapter_id, **options}
+
+    def brave_results(
+        self, query: str, hits: list[dict[str, Any]], *, base_url: str = BRAVE_URL
+    ) -> str:
+        """What Brave answers for ``query`` (``hit()`` results); returns the route's URL."""
+        url = f"{base_url.rstrip('/')}/web/search?{httpx.QueryParams({'q': query})}"
+        return self.route(url, json_reply(brave_body(query, hits)))
+
+    def tavily(self, adapter_id: str = "tavily", **options: Any) -> dict[str, Any]:
+        """A ``tavily`` adapter at Tavily's own API root (served here); ``options`` added."""
+        return {"kind": "tavily", "id": adapter_id, **options}
+
+    def tavily_results(
+        self,
+        query: str,
+        hits: list[dict[str, Any]],
+        *,
+        raw: tuple[str | None, ...] = (),
+        base_url: str = TAVILY_URL,
+    ) -> str:
+        """What Tavily answers for a search of ``query`` (``raw``: each hit's
+        ``raw_content``, by position); returns the route's URL."""
+        url = f"{base_url.rstrip('/')}/search"
+        return self.route(
+            url, json_reply(tavily_body(query, hits, raw=raw)), match={"query": query}
+        )
+
+    def mcp_docs(
+        self,
+        adapter_id: str = "docs",
+        *,
+        documents: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+        tool: str = "search_docs",
+        arguments: dict[str, Any] | None = None,
+        **spec: Any,
+    ) -> dict[str, Any]:
+        """An ``mcp_docs`` adapter whose server is this world's tool server, searching
+        ``documents`` (``{"title", "text", "url"?}``); ``spec`` adds server settings
+        (``fault``, ``calls``, ``pid_file``, ``input_schema``: see ``mcp_docs_server.py``)."""
+        path = self._write_tool_spec(
+            adapter_id, {"tool": tool, "documents": list(documents), **spec}
+        )
+        table: dict[str, Any] = {
+            "kind": "mcp_docs",
+            "id": adapter_id,
+            "command": _tool_command(path),
+            "tool": tool,
+        }
+        if arguments is not None:
+            table["arguments"] = arguments
+        return table
+
+    def tool_spec(self, adapter_id: str) -> dict[str, Any]:
+        """The tool server settings of ``adapter_id`` (read afresh by the server per call)."""
+        data: dict[str, Any] = json.loads(self._tool_spec_path(adapter_id).read_text("utf-8"))
+        return data
+
+    def set_tool_spec(self, adapter_id: str, **changes: Any) -> None:
+        """Change the tool server settings of ``adapter_id`` (a key set to None is removed);
+        the next call sees them."""
+        spec = {**self.tool_spec(adapter_id), **changes}
+        self._write_tool_spec(adapter_id, {k: v for k, v in spec.items() if v is not None})
+
+    def _tool_spec_path(self, adapter_id: str) -> Path:
+        return self._scratch() / f"tools-{sha256_digest(adapter_id)[7:23]}.json"
+
+    def _write_tool_spec(self, adapter_id: str, spec: Mapping[str, Any]) -> Path:
+        path = self._tool_spec_path(adapter_id)
+        staged = path.with_suffix(".tmp")
+        staged.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+        staged.replace(path)  # the server never reads half a file
+        return path
+
     # -- a world from a directory -------------------------------------------------------------
     def install(self, spec: WorldSpec) -> None:
         """Serve everything ``spec`` holds and adopt its clock, adapters and settings."""
@@ -319,6 +461,11 @@ class World:
         self.adapters = [placed.table for placed in self._placed]
         for placed in self._placed:
             endpoints = placed.endpoints or Endpoints()
+            if endpoints.stdio:
+                self._install_tools(spec, placed, endpoints.stdio)
+            if endpoints.key_env:
+                placed.table[endpoints.key_env] = WORLD_KEY_ENV
+                os.environ.setdefault(WORLD_KEY_ENV, WORLD_KEY)
             for url in endpoints.urls.values():
                 self.claim(url)
             if endpoints.search_url:
@@ -329,6 +476,31 @@ class World:
         exchanges: list[PageEntry | ApiEntry] = [*manifest.pages, *manifest.api]
         for entry in exchanges:
             self._install_exchange(spec, entry)
+
+    def _install_tools(self, spec: WorldSpec, placed: _Placed, option: str) -> None:
+        """Play ``placed``'s recorded tool calls with this world's tool server."""
+        entries: list[ToolEntry] = [
+            e for e in spec.manifest.tools if e.adapter == placed.adapter_id
+        ]
+        calls = []
+        for entry in entries:
+            call: dict[str, Any] = {"arguments": entry.arguments}
+            body = spec.body(entry)
+            if entry.fault is not None:
+                call["fault"] = entry.fault
+            elif body is not None:
+                try:
+                    call["result"] = json.loads(body)
+                except (UnicodeDecodeError, ValueError) as exc:
+                    raise InputError(f"{spec.root}: {entry.file}: not JSON ({exc})") from None
+            else:
+                raise InputError(f"{spec.root}: a [[tools]] entry has no file, text or fault")
+            calls.append(call)
+        tool = str(placed.table.get("tool", "search_docs"))
+        path = self._write_tool_spec(
+            placed.adapter_id, {"tool": tool, "calls": calls, "input_schema": {"type": "object"}}
+        )
+        placed.table[option] = _tool_command(path)
 
     def _install_search(self, spec: WorldSpec, entry: SearchEntry) -> None:
         engines = [
@@ -367,6 +539,7 @@ class World:
         redirect_to: str | None = None,
     ) -> None:
         declared = getattr(entry, "content_type", None)
+        match = getattr(entry, "match", None)
         content_type = default_type if declared is None else (declared or None)
         fault = entry.fault
         if fault in ORIGIN_FAULTS:
@@ -378,6 +551,7 @@ class World:
                 url,
                 lambda _r: fault_reply(fault, content_type=content_type),
                 latency_ms=entry.latency_ms,
+                match=match,
             )
             return
         if redirect_to is not None:
@@ -385,7 +559,7 @@ class World:
             reply = Reply(status=status, content_type=None, headers={"Location": redirect_to})
         else:
             reply = Reply(status=entry.status, body=body or b"", content_type=content_type)
-        self.route(url, reply, latency_ms=entry.latency_ms)
+        self.route(url, reply, latency_ms=entry.latency_ms, match=match)
 
     # -- settings ---------------------------------------------------------------------------
     @property
@@ -460,14 +634,19 @@ class World:
         ]
 
     # -- servers and lifecycle ------------------------------------------------------------------
+    def _scratch(self) -> Path:
+        """The world's own temporary folder (CA file, tool server settings)."""
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="eqs-world-"))
+        return self._tmp
+
     def _server_for(self, scheme: str) -> LoopbackServer:
         if scheme == "http":
             return self.server
         with self._lock:
             if self._tls_server is None:
                 ca = WorldCA()
-                self._tmp = Path(tempfile.mkdtemp(prefix="eqs-world-"))
-                self._ca_file = ca.write_pem(self._tmp / "world-ca.pem")
+                self._ca_file = ca.write_pem(self._scratch() / "world-ca.pem")
                 self._tls_server = LoopbackServer(tls=ca.server_context()).start()
                 self._owned.append(self._tls_server)
             return self._tls_server
@@ -519,6 +698,11 @@ def _place(tables: Iterable[Mapping[str, Any]], origin: str) -> list[_Placed]:
             endpoints = adapter_options(adapter).endpoints()
         placed.append(_Placed(table, adapter.id, endpoints))
     return placed
+
+
+def _tool_command(spec: Path) -> list[str]:
+    """The world's tool server for the settings in ``spec``, as an adapter's command."""
+    return [sys.executable, "-P", str(TOOL_SERVER), str(spec)]
 
 
 def _adapter_settings(table: Mapping[str, Any], where: str) -> AdapterSettings:

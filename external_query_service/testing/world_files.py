@@ -26,6 +26,17 @@ content_type = "text/html; charset=utf-8"
 [[api]]                                # a fact-API answer; the URL's query is a subset match
 url = "https://api.frankfurter.dev/v1/latest?from=USD&to=CNY"
 file = "api/0001.json"
+
+[[api]]                                # a POST answer: ``match`` is a subset of the JSON body
+url = "https://api.tavily.com/search"
+match = { query = "湛江 台风" }
+file = "api/0002.json"
+
+[[tools]]                              # an MCP tool call (stdio adapters), by exact arguments
+adapter = "docs"
+tool = "search_docs"
+arguments = { query = "widget cache" }
+file = "tools/0003.json"               # the CallToolResult as JSON
 ```
 
 Every entry may also carry ``status``, ``latency_ms``, ``fault`` (see ``faults.py``),
@@ -41,7 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
@@ -58,6 +69,7 @@ __all__ = [
     "PageEntry",
     "RecordedRun",
     "SearchEntry",
+    "ToolEntry",
     "WorldInfo",
     "WorldManifest",
     "WorldSpec",
@@ -146,6 +158,22 @@ class ApiEntry(_Body):
     url: str
     content_type: str | None = None  # absent: application/json
     redirect_to: str | None = None
+    #: For a POST: top-level fields the JSON request body must hold (most specific wins).
+    match: dict[str, JsonValue] | None = None
+
+
+#: What a tool call can fail with on replay: never answers, the server exits, too much text.
+ToolFault = Literal["hang", "reset", "oversized"]
+
+
+class ToolEntry(_Body):
+    """One call of an MCP tool, answered by a world's tool server when the arguments are
+    exactly these: the ``CallToolResult`` in ``file`` (or ``text``), or ``fault``."""
+
+    adapter: str
+    tool: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    fault: ToolFault | None = None
 
 
 class WorldManifest(_Model):
@@ -160,6 +188,7 @@ class WorldManifest(_Model):
     search: tuple[SearchEntry, ...] = ()
     pages: tuple[PageEntry, ...] = ()
     api: tuple[ApiEntry, ...] = ()
+    tools: tuple[ToolEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,7 +227,7 @@ class WorldSpec:
             raise InputError(f"{path}: the root must be a JSON object")
         return data
 
-    def body(self, entry: SearchEntry | PageEntry | ApiEntry) -> bytes | None:
+    def body(self, entry: SearchEntry | PageEntry | ApiEntry | ToolEntry) -> bytes | None:
         """The entry's body: its file, its inline text, or None."""
         if entry.file is not None:
             return self.files[entry.file]
@@ -238,8 +267,8 @@ def _check_settings(manifest: WorldManifest, origin: str) -> None:
             raise SettingsError(f"{origin}: {exc}") from None
 
 
-def _entries(manifest: WorldManifest) -> list[SearchEntry | PageEntry | ApiEntry]:
-    return [*manifest.search, *manifest.pages, *manifest.api]
+def _entries(manifest: WorldManifest) -> list[SearchEntry | PageEntry | ApiEntry | ToolEntry]:
+    return [*manifest.search, *manifest.pages, *manifest.api, *manifest.tools]
 
 
 def _read_files(root: Path, manifest: WorldManifest) -> dict[str, bytes]:

@@ -18,9 +18,10 @@ __all__ = ["ReaderNote", "render_note"]
 @dataclass(frozen=True, slots=True)
 class ReaderNote:
     """``undated``: no publication date; ``snippet_only``: only the search snippet was read;
-    ``carried_forward``: no figure for the date asked, so the latest one (``day``) stands."""
+    ``carried_forward``: no figure for the date asked, so the latest one (``day``) stands;
+    ``provider_text``: the page text is the search provider's extraction, not read here."""
 
-    kind: Literal["undated", "snippet_only", "carried_forward"]
+    kind: Literal["undated", "snippet_only", "carried_forward", "provider_text"]
     day: date | None = None
 
 
@@ -29,11 +30,13 @@ _WORDS: dict[AnswerLanguage, dict[str, str]] = {
         "undated": "部分来源未标注发布日期",
         "snippet_only": "部分来源未能读取正文，仅依据搜索摘要",
         "carried_forward": "所查日期没有新数据，该数值为 {day} 的最近一次数据",
+        "provider_text": "部分来源的正文由搜索服务商提取，未经本服务直接读取",
     },
     "en": {
         "undated": "some sources give no publication date",
         "snippet_only": "some sources could not be read in full; this rests on search snippets",
         "carried_forward": "no new figure for the date asked; this is the latest, of {day}",
+        "provider_text": "some page text is the search provider's extraction, not read here",
     },
 }
 

@@ -469,4 +469,6 @@ def _uncertainties(admitted: Iterable[_Judged], language: AnswerLanguage) -> tup
             notes.append(item.note)
         if item.evidence.basis == "search_snippet":
             notes.append(ReaderNote("snippet_only"))
+        elif item.evidence.basis == "provider_text":
+            notes.append(ReaderNote("provider_text"))
     return tuple(dict.fromkeys(render_note(note, language) for note in notes))

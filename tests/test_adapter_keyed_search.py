@@ -1,0 +1,282 @@
+"""Brave and Tavily: keyed live search over loopback, in their real formats, with failover,
+the provider error mapping, and keys that never leave the request header."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from external_query_service.testing import RecordedRequest, Reply, World, json_reply
+from external_query_service.testing.content import article, hit, tavily_body
+from external_query_service.testing.recorder import record_world
+from external_query_service.testing.world import BRAVE_URL, TAVILY_URL
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+QUESTION = "湛江港今年货物吞吐量是多少？"
+QUERY = "湛江港 货物吞吐量"
+SEMANTICS: dict[str, Any] = {
+    "entities": ["湛江港"],
+    "search_queries": [QUERY],
+    "time_range": {"start": "2026-11-15", "end": "2026-11-30"},
+}
+BRAVE_KEY = "brv-KEY-7d1f0c55e2"
+TAVILY_KEY = "tvly-KEY-93ab0e11c4"
+BRAVE_SEARCH = f"{BRAVE_URL}/web/search"
+TAVILY_SEARCH = f"{TAVILY_URL}/search"
+PORT_NEWS = "https://port-news.example.cn/throughput"
+HARBOUR = "https://harbour.example.com/zhanjiang"
+PARAGRAPH = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线持续加密。"
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BRAVE_API_KEY", BRAVE_KEY)
+    monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
+
+
+def serve(world: World) -> None:
+    """Two sites with the answer, and both providers listing them for QUERY."""
+    world.route(
+        PORT_NEWS, Reply(body=article("湛江港吞吐量创新高", [PARAGRAPH], published="2026-11-20"))
+    )
+    world.route(
+        HARBOUR,
+        Reply(body=article("湛江港集装箱航线", [PARAGRAPH], published="2026-11-18")),
+    )
+    hits = [
+        hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+        hit(HARBOUR, "湛江港航线", "湛江港集装箱航线", "2026-11-18"),
+    ]
+    world.brave_results(QUERY, hits)
+    world.tavily_results(QUERY, hits)
+
+
+@pytest.fixture
+def world(keys: None) -> Iterator[World]:
+    with World(now=NOW) as world:
+        serve(world)
+        yield world
+
+
+def page_requests(world: World) -> list[RecordedRequest]:
+    return [r for r in world.requests if r.path in ("/throughput", "/zhanjiang")]
+
+
+def test_brave_answers_from_fetched_pages_with_the_key_only_in_its_header(world: World) -> None:
+    with world.service(world.brave()) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered", answer.attempts
+    assert {e.url for e in answer.evidence} == {PORT_NEWS, HARBOUR}
+    assert {e.basis for e in answer.evidence} == {"page_body"}
+    assert answer.attempts[0].source == "api.search.brave.com"
+    [search] = world.requests_to("/res/v1/web/search")
+    assert search.method == "GET"
+    assert search.headers["x-subscription-token"] == BRAVE_KEY
+    assert search.headers["accept"] == "application/json"
+    assert search.query == {
+        "q": [QUERY],
+        "count": ["10"],
+        "search_lang": ["zh-hans"],
+        "freshness": ["pm"],  # 2026-11-15 is 15 days before the world's today
+    }
+    assert BRAVE_KEY not in search.raw_query
+    assert len(page_requests(world)) == 2
+
+
+def test_tavily_answers_from_fetched_pages_with_a_bearer_key(world: World) -> None:
+    with world.service(world.tavily()) as service:
+        answer = service.answer(QUESTION, {**SEMANTICS, "query_kind": "news"})
+
+    assert answer.status == "answered", answer.attempts
+    assert {e.url for e in answer.evidence} == {PORT_NEWS, HARBOUR}
+    [search] = world.requests_to("/search", host="api.tavily.com")
+    assert search.method == "POST"
+    assert search.headers["authorization"] == f"Bearer {TAVILY_KEY}"
+    assert json.loads(search.body) == {
+        "query": QUERY,
+        "max_results": 10,
+        "search_depth": "basic",
+        "topic": "news",
+        "time_range": "month",
+    }
+    assert len(page_requests(world)) == 2
+
+
+def test_tavily_provider_content_stands_in_for_the_page_and_says_so(world: World) -> None:
+    raw = (f"湛江港吞吐量创新高\n{PARAGRAPH}", None)
+    hits = [
+        hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+        hit(HARBOUR, "湛江港航线", "湛江港集装箱航线", "2026-11-18"),
+    ]
+    world.tavily_results(QUERY, hits, raw=raw)
+    with world.service(world.tavily(use_provider_content=True)) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered", answer.attempts
+    by_url = {e.url: e for e in answer.evidence}
+    assert by_url[PORT_NEWS].basis == "provider_text"
+    assert by_url[HARBOUR].basis == "page_body"  # no raw content: fetched as usual
+    assert [r.path for r in page_requests(world)] == ["/zhanjiang"]
+    assert any("搜索服务商提取" in note for note in answer.uncertainties)
+    assert json.loads(world.requests_to("/search")[0].body)["include_raw_content"] is True
+    assert (
+        service.store.quote(
+            by_url[PORT_NEWS].ref or "", by_url[PORT_NEWS].offset, by_url[PORT_NEWS].length
+        )
+        == by_url[PORT_NEWS].snippet
+    )
+
+
+@pytest.mark.parametrize(
+    ("failing", "fault_at"),
+    [("brave", f"{BRAVE_SEARCH}?q={QUERY}"), ("tavily", TAVILY_SEARCH)],
+)
+def test_a_failing_provider_fails_over_to_the_other(
+    world: World, failing: str, fault_at: str
+) -> None:
+    world.fault(fault_at, "http_500", match={"query": QUERY} if failing == "tavily" else None)
+    # Ids order the tie: the failing provider is tried first.
+    adapters = [world.brave("a-brave" if failing == "brave" else "b-brave")]
+    adapters.append(world.tavily("a-tavily" if failing == "tavily" else "b-tavily"))
+    with world.service(*adapters) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered"
+    first, second = answer.attempts
+    assert (first.status, first.reason, first.failure) == (
+        "failed",
+        "upstream_status_500",
+        "transient",
+    )
+    assert first.adapter_id.endswith(failing)
+    assert second.status == "ok"
+    assert {e.adapter_id for e in answer.evidence} == {second.adapter_id}
+
+
+def _status(status: int, **headers: str) -> Reply:
+    return json_reply({"error": {"code": "E", "detail": "refused"}}, status=status, headers=headers)
+
+
+@pytest.mark.parametrize("provider", ["brave", "tavily"])
+@pytest.mark.parametrize(
+    ("status", "failure", "reason"),
+    [
+        (401, "misconfigured", "provider_misconfigured"),
+        (403, "misconfigured", "provider_misconfigured"),
+        (422, "misconfigured", "provider_misconfigured"),
+        (500, "transient", "all_providers_failed"),
+        (503, "transient", "all_providers_failed"),
+    ],
+)
+def test_provider_statuses_map_to_failure_classes_and_reasons(
+    world: World, provider: str, status: int, failure: str, reason: str
+) -> None:
+    if provider == "brave":
+        world.route(f"{BRAVE_SEARCH}?q={QUERY}", _status(status))
+        adapter = world.brave()
+    else:
+        world.route(TAVILY_SEARCH, _status(status), match={"query": QUERY})
+        adapter = world.tavily()
+    with world.service(adapter) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    [attempt] = answer.attempts
+    assert (attempt.status, attempt.reason, attempt.failure) == (
+        "failed",
+        f"upstream_status_{status}",
+        failure,
+    )
+    assert (answer.status, answer.reason) == ("insufficient_evidence", reason)
+    assert answer.retryable is (failure == "transient")
+
+
+@pytest.mark.parametrize("provider", ["brave", "tavily"])
+def test_a_missing_key_variable_keeps_the_rank_and_fails_the_attempt_as_misconfigured(
+    world: World, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(f"{provider.upper()}_API_KEY")
+    adapter = world.brave() if provider == "brave" else world.tavily()
+    with world.service(adapter, {"kind": "searxng", "id": "z-searx"}) as service:
+        assert service.gateway.readiness()[provider].ready
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    first = answer.attempts[0]
+    assert (first.adapter_id, first.rank, first.status) == (provider, 1, "failed")
+    assert (first.reason, first.failure) == ("api_key_missing", "misconfigured")
+    assert answer.attempts[1].adapter_id == "z-searx"  # failed over
+    assert not world.requests_to("/search", host=f"api.{provider}.com")
+    assert not world.requests_to("/res/v1/web/search")
+
+
+def _throttled_once(retry_after: str) -> Any:
+    calls: list[float] = []
+
+    def handler(request: RecordedRequest) -> Reply:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            return _status(429, **{"Retry-After": retry_after})
+        return json_reply(tavily_body(QUERY, [hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量")]))
+
+    handler.calls = calls  # type: ignore[attr-defined]
+    return handler
+
+
+def test_a_429_is_retried_after_its_retry_after_when_it_fits_the_deadline(world: World) -> None:
+    handler = _throttled_once("1")
+    world.route(TAVILY_SEARCH, handler, match={"query": QUERY})
+    with world.service(world.tavily()) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered", answer.attempts
+    first, second = handler.calls
+    assert second - first >= 1.0
+
+
+def test_a_429_whose_wait_outlasts_the_deadline_fails_over_at_once(world: World) -> None:
+    handler = _throttled_once("3600")
+    world.route(TAVILY_SEARCH, handler, match={"query": QUERY})
+    started = time.monotonic()
+    with world.service(world.tavily("a-tavily"), world.brave("b-brave")) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert time.monotonic() - started < 5
+    first = answer.attempts[0]
+    assert (first.reason, first.failure) == ("upstream_status_429", "transient")
+    assert len(handler.calls) == 1
+    assert answer.status == "answered"  # from Brave
+
+
+def test_the_key_never_appears_in_answers_audits_worlds_or_logs(
+    world: World, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    outputs: list[str] = []
+    world.route(BRAVE_SEARCH + "?q=refused", _status(401))
+    with world.service(world.brave(), world.tavily(use_provider_content=True)) as service:
+        for semantics in (SEMANTICS, {**SEMANTICS, "search_queries": ["refused"]}):
+            answer = service.answer(QUESTION, semantics)
+            outputs.append(answer.model_dump_json())
+            outputs.append(json.dumps(answer.audit.model_dump(mode="json"), ensure_ascii=False))
+    settings = world.settings(world.brave(), world.tavily())
+    recorded = record_world(QUESTION, SEMANTICS, settings, tmp_path / "world", now=NOW)
+    outputs.append(recorded.answer.model_dump_json())
+    outputs.extend(
+        path.read_text(encoding="utf-8", errors="replace")
+        for path in (tmp_path / "world").rglob("*")
+        if path.is_file()
+    )
+    outputs.append(caplog.text)
+
+    assert len(outputs) > 6
+    for key in (BRAVE_KEY, TAVILY_KEY):
+        assert not [text[:80] for text in outputs if key in text]
+    # The key did travel where it belongs.
+    assert any(r.headers.get("x-subscription-token") == BRAVE_KEY for r in world.requests)
