@@ -18,6 +18,12 @@ import pytest
 
 from external_query_service import InputError
 from external_query_service.cli import main
+from external_query_service.errors import (
+    ContentTooLarge,
+    FetchDeadlineExceeded,
+    FetchError,
+    TooManyRedirects,
+)
 from external_query_service.models import ExternalAnswer
 from external_query_service.settings import Settings
 from external_query_service.testing import (
@@ -33,7 +39,7 @@ from external_query_service.testing import (
     record_world,
     searx_body,
 )
-from external_query_service.testing.recorder import NothingAnswered
+from external_query_service.testing.recorder import NothingAnswered, Recording
 
 from .test_public_github import closed_port
 
@@ -382,3 +388,24 @@ def test_record_world_raises_nothing_answered_and_writes_nothing(tmp_path: Path)
         record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
     assert [item.status for item in caught.value.answer.attempts] == ["failed"]
     assert not out.exists()
+
+
+def recorded_fault(error: FetchError) -> str | None:
+    recording = Recording()
+    recording.failure("page", error.url, error)
+    return recording.exchanges[0].fault
+
+
+def responded(error: FetchError) -> FetchError:
+    error.responded = True
+    return error
+
+
+def test_a_failed_page_is_recorded_as_the_fault_that_fails_the_same_way_on_replay() -> None:
+    url = "https://news.example.cn/a"
+    assert recorded_fault(FetchDeadlineExceeded(url)) == "hang"
+    assert recorded_fault(responded(FetchDeadlineExceeded(url))) == "slow_body"
+    assert recorded_fault(responded(FetchError(url, reason="protocol_error"))) == "slow_body"
+    assert recorded_fault(FetchError(url, reason="protocol_error")) == "reset"
+    assert recorded_fault(TooManyRedirects(url)) == "redirect_loop"
+    assert recorded_fault(responded(ContentTooLarge(url))) == "oversized"

@@ -51,7 +51,7 @@ __all__ = [
 class PageFetcher(Protocol):
     """Fetches URLs that came from outside, under the network policy."""
 
-    async def fetch(self, url: str) -> FetchedPage: ...
+    async def fetch(self, url: str, *, deadline: float | None = None) -> FetchedPage: ...
 
 
 class EndpointClient(Protocol):

@@ -273,6 +273,28 @@ async def _deadline(url: str, seconds: float) -> AsyncIterator[None]:
         raise
 
 
+@contextlib.asynccontextmanager
+async def _caller_deadline(url: str, when: float | None) -> AsyncIterator[None]:
+    """The caller's own deadline (event-loop time), over everything including the wait
+    for a fetch slot; ``None``: no bound beyond the fetcher's own."""
+    try:
+        async with asyncio.timeout_at(when) as scope:
+            yield
+    except TimeoutError:
+        if scope.expired():
+            raise FetchDeadlineExceeded(
+                url, "no complete response by the caller's deadline"
+            ) from None
+        raise
+
+
+@dataclass
+class _Progress:
+    """How far one fetch got, so its failure can say whether an answer had begun."""
+
+    responded: bool = False
+
+
 class SafeFetcher:
     """The one way a URL that came from outside (search results, redirects) is fetched.
 
@@ -316,26 +338,42 @@ class SafeFetcher:
         )
 
     async def fetch(
-        self, url: str, *, allow_redirect: Callable[[str], bool] | None = None
+        self,
+        url: str,
+        *,
+        allow_redirect: Callable[[str], bool] | None = None,
+        deadline: float | None = None,
     ) -> FetchedPage:
         """Fetch ``url``. ``allow_redirect`` (optional) is asked about every redirect hop
         after the URL gate and before the hop is requested; ``False`` stops the fetch with
-        ``UnsafeURL`` (detail "redirect to <hop> refused by the caller")."""
+        ``UnsafeURL`` (detail "redirect to <hop> refused by the caller"). ``deadline``
+        (optional, event-loop time) ends the fetch sooner than ``timeout_s`` would, waiting
+        for a slot included, with ``FetchDeadlineExceeded``. Every ``FetchError`` leaving
+        here says in ``responded`` whether the final response had begun."""
         start = check_url(url)
         host = _origin(start)[1]
         state = self._loops.get()
-        # The deadline starts once a slot is held: waiting for one is not the page's fault.
-        async with state.slots, state.hosts.hold(host):
-            with self._breaker.guard(host, url):
-                async with _deadline(url, self._network.timeout_s):
-                    return await self._follow(state.client, url, start, allow_redirect)
+        progress = _Progress()
+        try:
+            # timeout_s starts once a slot is held: waiting for one is not the page's fault
+            # (the caller's deadline, if any, does count it).
+            async with _caller_deadline(url, deadline), state.slots, state.hosts.hold(host):
+                with self._breaker.guard(host, url):
+                    async with _deadline(url, self._network.timeout_s):
+                        return await self._follow(
+                            state.client, url, start, allow_redirect, progress
+                        )
+        except FetchError as exc:
+            exc.responded = progress.responded
+            raise
 
     async def _follow(
         self,
         client: httpx.AsyncClient,
         url: str,
         start: httpx.URL,
-        allow_redirect: Callable[[str], bool] | None = None,
+        allow_redirect: Callable[[str], bool] | None,
+        progress: _Progress,
     ) -> FetchedPage:
         current = start
         redirects: list[str] = []
@@ -364,6 +402,7 @@ class SafeFetcher:
                             raise UnsafeURL(url, f"redirect to {current} refused by the caller")
                         redirects.append(str(current))
                         continue
+                    progress.responded = True
                     return await self._page(response, url, redirects)
 
     async def _page(self, response: httpx.Response, url: str, redirects: list[str]) -> FetchedPage:

@@ -223,7 +223,7 @@ class World:
             with self._lock:
                 self._origin_faults[(target.host, target.port)] = fault
             return url
-        return self.route(url, lambda _r: fault_reply(fault, content_type=content_type))
+        return self.route(url, _fault_handler(fault, content_type))
 
     def _dispatcher(self, key: tuple[str, str, str]) -> Handler:
         def dispatch(request: RecordedRequest) -> Reply:
@@ -362,11 +362,7 @@ class World:
             self.fault(url, fault)
             return
         if fault is not None:
-            self.route(
-                url,
-                lambda _r: fault_reply(fault, content_type=content_type),
-                latency_ms=entry.latency_ms,
-            )
+            self.route(url, _fault_handler(fault, content_type), latency_ms=entry.latency_ms)
             return
         if redirect_to is not None:
             status = entry.status if 300 <= entry.status < 400 else 302
@@ -487,6 +483,14 @@ class World:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _fault_handler(fault: Fault, content_type: str | None) -> Handler:
+    def handler(request: RecordedRequest) -> Reply:
+        here = request.path + (f"?{request.raw_query}" if request.raw_query else "")
+        return fault_reply(fault, content_type=content_type, path=here)
+
+    return handler
 
 
 def _with_default_urls(adapter: dict[str, Any]) -> dict[str, Any]:
