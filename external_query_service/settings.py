@@ -9,7 +9,7 @@ ca_bundle = "world-ca.pem"     # extra trusted CA certificates (PEM), besides ce
 timeout_s = 10.0               # per request (connect/read/write/pool)
 deadline_s = 20.0              # per question, the whole gather
 max_page_bytes = 2000000       # raw and decoded
-max_pages = 5                  # pages fetched per search
+max_pages = 5                  # pages read per search (at most 2x tried)
 user_agent = "external-query-service/0.1 (evidence fetcher)"
 
 [[adapters]]

@@ -34,6 +34,8 @@ from external_query_service.testing import (
     searx_body,
 )
 
+from .test_public_github import closed_port
+
 CST = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=CST)
 TODAY = NOW.date()
@@ -251,6 +253,35 @@ def test_hits_of_several_queries_are_interleaved_before_the_page_cap(
     fetched = {r.host for r in loopback.requests if r.path == "/news"}
     assert fetched == {"port-a.test", "port-b.test"}
     assert outcome.results == 3
+
+
+def test_a_snippet_stands_in_only_for_a_query_whose_hits_gave_no_page_body(
+    loopback: LoopbackServer,
+) -> None:
+    page = port_page(loopback, "port-a.test")
+    nowhere = f"http://port-b.test:{closed_port()}"
+    second = f"{QUESTION} 湛江"
+    results = {
+        QUESTION: [hit(f"{nowhere}/first", "湛江港", PORT_TEXT), hit(page, "湛江港", "x")],
+        second: [hit(f"{nowhere}/second", "湛江港吞吐量", PORT_TEXT)],
+    }
+
+    def answer(request: RecordedRequest) -> Reply:
+        query = request.query["q"][0]
+        return json_reply(searx_body(query, results[query]))
+
+    loopback.route("/searx/search", answer)
+    two_queries = plan(location="湛江").model_copy(update={"search_queries": (QUESTION, second)})
+    outcome = gather(loopback, two_queries)
+    assert outcome.detail["page_failures"] == [
+        f"{nowhere}/first no_response:connect_failed",
+        f"{nowhere}/second no_response:connect_failed",
+    ]
+    # The first query has a page body, so its silent hit gives nothing; the second has none.
+    assert {(item.url, item.basis, item.gathered_for) for item in outcome.evidence} == {
+        (page, "page_body", QUESTION),
+        (f"{nowhere}/second", "search_snippet", second),
+    }
 
 
 def test_engines_that_did_not_answer_are_reported_as_empty(loopback: LoopbackServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
-from external_query_service.testing.faults import PRIVATE_REDIRECT
+from external_query_service.testing.faults import PRIVATE_REDIRECT, fault_reply
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "湛江港今年吞吐量是多少？"
@@ -152,3 +153,27 @@ fault = "redirect_private"
         answer = service.answer(QUESTION)
     event = dict(answer.audit.named("attempt")[0].detail)
     assert event["page_failures"] == [f"{GOOD} not_a_document:blocked_destination"]
+
+
+def test_the_gzip_bomb_is_a_valid_gzip_stream_so_only_the_byte_cap_stops_it() -> None:
+    reply = fault_reply("gzip_bomb")
+    assert reply.chunks is not None
+    raw = b"".join(reply.chunks)
+    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    total = 0
+    for start in range(0, len(raw), 4096):
+        piece = decoder.decompress(raw[start : start + 4096])
+        assert piece.count(0) == len(piece)
+        total += len(piece)
+    assert decoder.eof  # the trailer's CRC and length check out
+    assert total >= 300 * len(raw)
+    assert dict(reply.headers) == {"Content-Encoding": "gzip"}
+
+
+def test_the_redirect_loop_points_back_at_the_page_asked_for(world: World) -> None:
+    world.fault("http://loop.example.net/news?id=7", "redirect_loop")
+    with httpx.Client(trust_env=False) as client:
+        response = client.get(
+            f"http://127.0.0.1:{world.server.port}/news?id=7", headers={"Host": "loop.example.net"}
+        )
+    assert (response.status_code, response.headers["location"]) == (302, "/news?id=7")

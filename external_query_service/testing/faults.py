@@ -11,7 +11,7 @@
 | ``redirect_private`` | 302 to the cloud metadata address        | page ``blocked_destination``  |
 | ``blocked``        | the origin "resolves" to a refused address | page ``blocked_destination``  |
 | ``binary``         | 200 ``application/octet-stream``, noise    | page ``unsupported_content``  |
-| ``gzip_bomb``      | 200 gzip that inflates to 1 GiB of zeros   | page ``content_too_large``    |
+| ``gzip_bomb``      | 200 gzip that inflates to 64 MiB of zeros  | page ``content_too_large``    |
 | ``redirect_loop``  | 302 to itself, forever                     | page ``too_many_redirects``   |
 
 ``latency_ms`` (any route) delays the status line; beyond the per-question
@@ -23,8 +23,10 @@ A search result's page failure is recorded with its class (``adapters/pages.py``
 
 from __future__ import annotations
 
+import functools
 import json
 import random
+import struct
 import zlib
 from collections.abc import Iterator
 from typing import Literal, get_args
@@ -68,7 +70,10 @@ _HANG_S = 3600.0
 _DRIP_S = 0.2
 _OVERSIZED_BLOCK = 64 * 1024
 _OVERSIZED_BLOCKS = 1024
-_BOMB_MIB = 1024
+_MIB = 1024 * 1024
+_BOMB_MIB = 64
+#: gzip magic, deflate, no flags, no mtime, no extra flags, unknown OS.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 _NOISE_BYTES = 4096
 
 
@@ -84,15 +89,26 @@ def _oversized() -> Iterator[bytes]:
 
 
 def _gzip_bomb() -> Iterator[bytes]:
-    """1 GiB of zeros, gzipped (about 1 KiB per MiB), compressed only as it is read: the
-    client gives up at its cap long before, and the server stops with it."""
-    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    zeros = bytes(1024 * 1024)
+    """64 MiB of zeros as gzip in about 64 KiB: a header, one compressed MiB sent again and
+    again, and the trailer (computed only if a client reads that far)."""
+    block = _zeros_block()
+    yield _GZIP_HEADER
     for _ in range(_BOMB_MIB):
-        piece = compressor.compress(zeros)
-        if piece:
-            yield piece
-    yield compressor.flush()
+        yield block
+    zeros, crc = bytes(_MIB), 0
+    for _ in range(_BOMB_MIB):
+        crc = zlib.crc32(zeros, crc)
+    last = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS).flush()  # empty final block
+    yield last + struct.pack("<II", crc, (_BOMB_MIB * _MIB) & 0xFFFFFFFF)
+
+
+@functools.cache
+def _zeros_block() -> bytes:
+    """1 MiB of zeros as raw deflate blocks that end on a byte boundary (full flush) and
+    refer only to their own bytes (a fresh compressor), so copies can follow each other.
+    Built once: compressing every MiB for every request would cost seconds of test time."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(bytes(_MIB)) + compressor.flush(zlib.Z_FULL_FLUSH)
 
 
 def _noise() -> bytes:
