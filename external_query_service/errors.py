@@ -115,6 +115,10 @@ class FetchError(ExternalQueryError):
     """
 
     reason: str = "fetch_failed"
+    #: Whether the final (non-redirect) response's status line and headers had arrived when
+    #: the fetch failed: a body cut off mid-way, as opposed to no answer at all. Set by the
+    #: fetcher as the error leaves it.
+    responded: bool = False
 
     def __init__(self, url: str, detail: str = "", *, reason: str | None = None) -> None:
         self.url = url

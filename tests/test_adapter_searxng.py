@@ -33,7 +33,7 @@ from external_query_service.testing import (
     searx_body,
 )
 
-from .world import NOW
+from .world import NOW, closed_port
 
 TODAY = NOW.date()
 QUESTION = "湛江港今年货物吞吐量是多少？"
@@ -245,6 +245,35 @@ def test_hits_of_several_queries_are_interleaved_before_the_page_cap(
     assert outcome.results == 3
 
 
+def test_a_snippet_stands_in_only_for_a_query_whose_hits_gave_no_page_body(
+    loopback: LoopbackServer,
+) -> None:
+    page = port_page(loopback, "port-a.test")
+    nowhere = f"http://port-b.test:{closed_port()}"
+    second = f"{QUESTION} 湛江"
+    results = {
+        QUESTION: [hit(f"{nowhere}/first", "湛江港", PORT_TEXT), hit(page, "湛江港", "x")],
+        second: [hit(f"{nowhere}/second", "湛江港吞吐量", PORT_TEXT)],
+    }
+
+    def answer(request: RecordedRequest) -> Reply:
+        query = request.query["q"][0]
+        return json_reply(searx_body(query, results[query]))
+
+    loopback.route("/searx/search", answer)
+    two_queries = plan(location="湛江").model_copy(update={"search_queries": (QUESTION, second)})
+    outcome = gather(loopback, two_queries)
+    assert outcome.detail["page_failures"] == [
+        f"{nowhere}/first no_response:connect_failed",
+        f"{nowhere}/second no_response:connect_failed",
+    ]
+    # The first query has a page body, so its silent hit gives nothing; the second has none.
+    assert {(item.url, item.basis, item.gathered_for) for item in outcome.evidence} == {
+        (page, "page_body", QUESTION),
+        (f"{nowhere}/second", "search_snippet", second),
+    }
+
+
 def test_no_results_because_every_engine_was_unresponsive_is_a_transient_failure(
     loopback: LoopbackServer,
 ) -> None:
@@ -303,7 +332,7 @@ def test_probe_sees_json_output_disabled_although_the_config_answers(
 # -- the per-question deadline ------------------------------------------------------------------
 
 
-def test_a_page_still_loading_at_the_question_deadline_is_cut_off_and_the_rest_kept(
+def test_a_page_silent_at_the_question_deadline_is_dropped_and_the_read_page_kept(
     loopback: LoopbackServer,
 ) -> None:
     fast = port_page(loopback, "port-a.test")
@@ -334,4 +363,5 @@ def test_a_page_still_loading_at_the_question_deadline_is_cut_off_and_the_rest_k
     attempt, gathered = asyncio.run(go())
     assert (attempt.status, attempt.pages_fetched, attempt.pages_failed) == ("ok", 1, 1)
     by_url = {item.url: item.basis for item in gathered.gathered}
-    assert by_url == {fast: "page_body", slow: "search_snippet"}
+    # No answer from the slow page, but the query has a page body: no snippet stands in.
+    assert by_url == {fast: "page_body"}

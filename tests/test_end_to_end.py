@@ -380,8 +380,8 @@ def test_search_results_on_private_or_metadata_addresses_are_never_fetched(
     assert {item.url for item in answer.evidence} == {good}
     attempt = events(answer, "attempt")[0]
     failures = " ".join(attempt["page_failures"])
-    assert f"{metadata} blocked_destination" in failures
-    assert "http://intranet.test/report blocked_destination" in failures
+    assert f"{metadata} not_a_document:blocked_destination" in failures
+    assert "http://intranet.test/report not_a_document:blocked_destination" in failures
 
 
 # -- compare ----------------------------------------------------------------------------------

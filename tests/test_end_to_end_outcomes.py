@@ -106,7 +106,11 @@ def test_an_english_question_searches_in_english_and_reads_in_english(world: Wor
         "/1.0",
         article(
             "Announcing Rust 1.0",
-            ["Rust 1.0 was released on May 15, 2015, after years of development."],
+            [
+                "Rust 1.0 was released on May 15, 2015, after years of development.",
+                "The release marked the start of the language's stability guarantees: code "
+                "that compiles on Rust 1.0 keeps compiling on later 1.x releases.",
+            ],
             published="2015-05-15",
         ),
     )

@@ -292,6 +292,71 @@ def test_a_server_that_never_answers_runs_into_the_deadline(loopback: LoopbackSe
         run_fetch(site_network(timeout_s=0.3), site_url(loopback, "/silent"))
 
 
+def fetch_error(
+    network: NetworkSettings, url: str, *, deadline_in_s: float | None = None
+) -> FetchError:
+    """The error a fetch of ``url`` ends with (optionally under a caller's deadline)."""
+
+    async def go() -> FetchError:
+        fetcher = SafeFetcher(network)
+        deadline = None
+        if deadline_in_s is not None:
+            deadline = asyncio.get_running_loop().time() + deadline_in_s
+        try:
+            await fetcher.fetch(url, deadline=deadline)
+        except FetchError as exc:
+            return exc
+        finally:
+            await fetcher.aclose()
+        raise AssertionError(f"{url} was fetched")
+
+    return asyncio.run(go())
+
+
+def test_a_deadline_that_cuts_a_started_body_says_the_response_had_begun(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.route("/drip", Reply(chunks=[b"a"] * 20, chunk_delay_s=0.2))
+    error = fetch_error(site_network(timeout_s=0.3), site_url(loopback, "/drip"))
+    assert isinstance(error, FetchDeadlineExceeded)
+    assert error.responded is True
+
+
+def test_a_deadline_before_any_answer_says_nothing_had_begun(loopback: LoopbackServer) -> None:
+    loopback.route("/silent", Reply(body="late", delay_s=1.0))
+    error = fetch_error(site_network(timeout_s=0.3), site_url(loopback, "/silent"))
+    assert isinstance(error, FetchDeadlineExceeded)
+    assert error.responded is False
+
+
+def test_a_redirect_answer_alone_does_not_count_as_the_response_beginning(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.route("/hop", Reply(status=302, content_type=None, headers={"Location": "/silent"}))
+    loopback.route("/silent", Reply(body="late", delay_s=1.0))
+    error = fetch_error(site_network(timeout_s=0.3), site_url(loopback, "/hop"))
+    assert isinstance(error, FetchDeadlineExceeded)
+    assert error.responded is False
+
+
+def test_the_callers_deadline_ends_a_fetch_before_timeout_s(loopback: LoopbackServer) -> None:
+    loopback.route("/drip", Reply(chunks=[b"a"] * 50, chunk_delay_s=0.2))
+    started = time.monotonic()
+    error = fetch_error(site_network(timeout_s=5.0), site_url(loopback, "/drip"), deadline_in_s=0.4)
+    assert time.monotonic() - started < 2.0
+    assert isinstance(error, FetchDeadlineExceeded)
+    assert "caller's deadline" in error.detail
+    assert error.responded is True
+
+
+def test_a_deadline_already_past_fetches_nothing(loopback: LoopbackServer) -> None:
+    loopback.route("/page", Reply(body="<p>hello</p>"))
+    error = fetch_error(site_network(), site_url(loopback, "/page"), deadline_in_s=-1.0)
+    assert isinstance(error, FetchDeadlineExceeded)
+    assert error.responded is False
+    assert loopback.requests_to("/page") == []
+
+
 def test_an_image_is_unsupported_content(loopback: LoopbackServer) -> None:
     loopback.route("/img", Reply(body=b"\x89PNG\r\n\x1a\n", content_type="image/png"))
     with pytest.raises(UnsupportedContent):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
-from external_query_service.testing.faults import PRIVATE_REDIRECT
+from external_query_service.testing.faults import PRIVATE_REDIRECT, fault_reply
 
 from .world import NOW
 
@@ -78,21 +79,23 @@ def test_latency_beyond_the_question_deadline_is_a_timeout(world: World) -> None
     assert [(a.status, a.reason) for a in answer.attempts] == [("timeout", "deadline_exceeded")]
 
 
-def test_oversized_page_is_a_page_failure_and_falls_back_to_the_snippet(world: World) -> None:
+def test_oversized_page_is_no_document_and_gives_nothing_not_even_its_snippet(
+    world: World,
+) -> None:
     world.fault(GOOD, "oversized")
     serve_search(world, GOOD)
     answer = ask(world, max_page_bytes=200_000)
     event = attempt_event(answer)
-    assert event["page_failures"] == [f"{GOOD} content_too_large"]
+    assert event["page_failures"] == [f"{GOOD} not_a_document:content_too_large"]
     assert answer.attempts[0].pages_failed == 1
-    assert {item.basis for item in answer.evidence} <= {"search_snippet"}
+    assert answer.evidence == ()
 
 
 def test_redirect_to_a_private_address_is_blocked(world: World) -> None:
     world.fault(GOOD, "redirect_private")
     serve_search(world, GOOD)
     answer = ask(world)
-    assert attempt_event(answer)["page_failures"] == [f"{GOOD} blocked_destination"]
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} not_a_document:blocked_destination"]
     assert answer.evidence == ()  # a blocked page is never a source, not even by snippet
     assert PRIVATE_REDIRECT.startswith("http://169.254.169.254/")
 
@@ -101,24 +104,26 @@ def test_blocked_origin_is_refused_before_any_connection(world: World) -> None:
     world.fault(GOOD, "blocked")
     serve_search(world, GOOD)
     answer = ask(world)
-    assert attempt_event(answer)["page_failures"] == [f"{GOOD} blocked_destination"]
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} not_a_document:blocked_destination"]
     assert world.requests_to("/news") == []
 
 
-def test_slow_body_runs_into_the_fetch_deadline(world: World) -> None:
+def test_slow_body_is_cut_off_by_the_fetch_deadline_and_gives_nothing(world: World) -> None:
     world.fault(GOOD, "slow_body")
     serve_search(world, GOOD)
     answer = ask(world, timeout_s=0.3)
-    assert attempt_event(answer)["page_failures"] == [f"{GOOD} deadline_exceeded"]
-    assert answer.attempts[0].status == "ok"  # the search answered; one page did not
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} cut_off"]
+    assert answer.evidence == ()  # its answer began: not even its snippet stands in
+    assert answer.attempts[0].status == "empty"  # the search answered; its page did not
 
 
-def test_hanging_page_runs_into_the_fetch_deadline(world: World) -> None:
+def test_hanging_page_gives_no_response_and_its_snippet_stands_in(world: World) -> None:
     world.fault(GOOD, "hang")
     serve_search(world, GOOD)
     answer = ask(world, timeout_s=0.3)
-    assert attempt_event(answer)["page_failures"] == [f"{GOOD} deadline_exceeded"]
+    assert attempt_event(answer)["page_failures"] == [f"{GOOD} no_response:deadline_exceeded"]
     assert len(world.requests_to("/news")) == 1  # asked once, never answered
+    assert [(item.url, item.basis) for item in answer.evidence] == [(GOOD, "search_snippet")]
 
 
 def test_world_file_faults_apply_per_route(tmp_path: Any) -> None:
@@ -147,4 +152,28 @@ fault = "redirect_private"
     with open_world(tmp_path) as loaded, loaded.service() as service:
         answer = service.answer(QUESTION)
     event = dict(answer.audit.named("attempt")[0].detail)
-    assert event["page_failures"] == [f"{GOOD} blocked_destination"]
+    assert event["page_failures"] == [f"{GOOD} not_a_document:blocked_destination"]
+
+
+def test_the_gzip_bomb_is_a_valid_gzip_stream_so_only_the_byte_cap_stops_it() -> None:
+    reply = fault_reply("gzip_bomb")
+    assert reply.chunks is not None
+    raw = b"".join(reply.chunks)
+    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    total = 0
+    for start in range(0, len(raw), 4096):
+        piece = decoder.decompress(raw[start : start + 4096])
+        assert piece.count(0) == len(piece)
+        total += len(piece)
+    assert decoder.eof  # the trailer's CRC and length check out
+    assert total >= 300 * len(raw)
+    assert dict(reply.headers) == {"Content-Encoding": "gzip"}
+
+
+def test_the_redirect_loop_points_back_at_the_page_asked_for(world: World) -> None:
+    world.fault("http://loop.example.net/news?id=7", "redirect_loop")
+    with httpx.Client(trust_env=False) as client:
+        response = client.get(
+            f"http://127.0.0.1:{world.server.port}/news?id=7", headers={"Host": "loop.example.net"}
+        )
+    assert (response.status_code, response.headers["location"]) == (302, "/news?id=7")

@@ -19,6 +19,12 @@ import pytest
 from external_query_service import InputError, register_adapter
 from external_query_service.adapters.options import Endpoints
 from external_query_service.cli import main
+from external_query_service.errors import (
+    ContentTooLarge,
+    FetchDeadlineExceeded,
+    FetchError,
+    TooManyRedirects,
+)
 from external_query_service.models import ExternalAnswer
 from external_query_service.settings import Settings
 from external_query_service.testing import (
@@ -33,7 +39,7 @@ from external_query_service.testing import (
     record_world,
     searx_body,
 )
-from external_query_service.testing.recorder import NothingAnswered
+from external_query_service.testing.recorder import NothingAnswered, Recording
 
 from .test_registry import QuoteAdapter
 from .world import NOW, ZHANJIANG, closed_port, forecast_reply
@@ -412,3 +418,24 @@ def test_a_third_party_adapter_records_and_replays_through_its_endpoints(
     assert comparable_answer(again, same_envelope=False) == comparable_answer(
         result.answer, same_envelope=False
     )
+
+
+def recorded_fault(error: FetchError) -> str | None:
+    recording = Recording()
+    recording.failure("page", error.url, error)
+    return recording.exchanges[0].fault
+
+
+def responded(error: FetchError) -> FetchError:
+    error.responded = True
+    return error
+
+
+def test_a_failed_page_is_recorded_as_the_fault_that_fails_the_same_way_on_replay() -> None:
+    url = "https://news.example.cn/a"
+    assert recorded_fault(FetchDeadlineExceeded(url)) == "hang"
+    assert recorded_fault(responded(FetchDeadlineExceeded(url))) == "slow_body"
+    assert recorded_fault(responded(FetchError(url, reason="protocol_error"))) == "slow_body"
+    assert recorded_fault(FetchError(url, reason="protocol_error")) == "reset"
+    assert recorded_fault(TooManyRedirects(url)) == "redirect_loop"
+    assert recorded_fault(responded(ContentTooLarge(url))) == "oversized"

@@ -59,8 +59,9 @@ __all__ = [
 class PageFetcher(Protocol):
     """Fetches URLs that came from outside, under the network policy."""
 
-    async def fetch(self, url: str) -> FetchedPage:
-        """The page at ``url`` under the network policy, bounded in bytes and time."""
+    async def fetch(self, url: str, *, deadline: float | None = None) -> FetchedPage:
+        """The page at ``url`` under the network policy, bounded in bytes and time (and by
+        ``deadline``, event-loop time, when given)."""
         ...
 
 

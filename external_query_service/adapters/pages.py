@@ -1,12 +1,26 @@
 """Search hits → page bodies → evidence: the body-evidence chain every search adapter shares.
 
-Each hit's page is fetched through the safe fetcher (concurrently), decoded, extracted,
-chunked and scored; its best snippets become ``page_body`` evidence. Once every page is in,
-a second pass (``text.rerank``) scores the snippets again with term rarity counted over the
-chunks of all the pages, and the evidence comes back best first across pages. When a page cannot be
-fetched or has no main text, the hit's own search snippet stands in, marked
-``search_snippet`` so the verifier and reader can tell. A URL the network policy refuses
-yields nothing at all, and hosts outside the source policy are not fetched.
+The walk. Hits are tried in list order, ``network.max_pages`` at a time, through the safe
+fetcher; each page that fails frees its place for the next hit, until ``max_pages`` pages
+were read, ``ATTEMPTS_PER_PAGE × max_pages`` fetches were started, the list ran out, or the
+question's deadline is near. A read page is decoded, extracted, chunked and scored; its
+best snippets become ``page_body`` evidence.
+
+Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
+
+- ``not_a_document:<reason>``: the answer is not a readable document (a content type we do
+  not read, over the byte cap raw or decoded — a decompression bomb —, a broken compressed
+  body, a redirect loop or too many hops, a blocked destination, an unsafe URL, no main
+  text). It contributes nothing, not even its search snippet.
+- ``error_status:<status>``: the server answered with an error status. Nothing.
+- ``cut_off``: the response began but did not finish in time (a drip cut off by a deadline,
+  a body broken off mid-way). Nothing.
+- ``no_response:<reason>``: no answer at all (connection refused or reset before a status
+  line, name not resolved, deadline before any response, host's circuit open). Its search
+  snippet may stand in (``basis=search_snippet``), but only when no hit of the same search
+  query gave page-body evidence.
+- ``source_policy``: a host outside the source policy is not fetched (and is no attempt);
+  its snippet still goes to the verifier, which rejects it visibly.
 """
 
 from __future__ import annotations
@@ -14,22 +28,33 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from urllib.parse import urlsplit
 
 from ..adapters.base import AdapterRuntime, evidence_id
 from ..digests import sha256_digest
-from ..errors import BlockedDestination, ExtractionFailed, FetchError, UnsafeURL
+from ..errors import (
+    BlockedDestination,
+    ContentTooLarge,
+    ExtractionFailed,
+    FetchError,
+    TooManyRedirects,
+    UnsafeURL,
+    UnsupportedContent,
+    UpstreamStatus,
+)
 from ..models import Evidence, ExternalQueryPlan, ProviderType
+from ..net.fetch import FetchedPage
 from ..sites import source_allowed
-from ..text.analyse import analyse_page
+from ..text.analyse import PageAnalysis, analyse_page
 from ..text.chunk import Chunk
 from ..text.dates import find_dates
 from ..text.rerank import Candidate, rerank
 from ..text.score import TermStats, best_snippets
 
 __all__ = [
+    "ATTEMPTS_PER_PAGE",
     "DEADLINE_MARGIN_S",
     "PAGE_MIN_SCORE",
     "PageHarvest",
@@ -45,13 +70,28 @@ __all__ = [
 #: of 324 pages reach it against an unrelated one.
 PAGE_MIN_SCORE = 3000
 
+#: Page fetches one walk may start per page it wants: hostile or broken results cannot
+#: hide the good ones behind them, and cannot make the walk fetch the whole list either.
+ATTEMPTS_PER_PAGE = 2
+
 #: The event-loop time by which the running adapter must be done. The gateway sets it
 #: around each adapter call (the per-question deadline); page fetches still running shortly
-#: before it are cancelled, so the pages already read are kept instead of the whole attempt
+#: before it are ended, so the pages already read are kept instead of the whole attempt
 #: timing out.
 gather_deadline: ContextVar[float | None] = ContextVar("gather_deadline", default=None)
-#: Time left for the adapter to hand back what it has once the pages are cut off.
+#: Time left for the adapter to hand back what it has once the page fetches are cut off.
 DEADLINE_MARGIN_S = 0.25
+#: Of that margin, how long a page already read may still spend in analysis.
+_ANALYSIS_GRACE_S = 0.15
+
+_NOT_A_DOCUMENT = "not_a_document"
+_NOT_DOCUMENTS = (
+    UnsafeURL,
+    BlockedDestination,
+    TooManyRedirects,
+    ContentTooLarge,
+    UnsupportedContent,
+)
 
 
 @dataclass(frozen=True)
@@ -73,12 +113,13 @@ class SearchHit:
 @dataclass(frozen=True)
 class PageHarvest:
     """What the page chain made of a list of hits: body evidence, and how many pages were
-    fetched, failed, and why each failure happened."""
+    read, failed, and why each failure happened."""
 
     evidence: tuple[Evidence, ...]
+    #: Pages read (body fetched, main text extracted), whether or not a chunk scored.
     fetched: int
     failed: int
-    #: (url, reason) for every page that did not yield body evidence.
+    #: (url, reason) for every hit the walk reached that was not read (module docstring).
     failures: tuple[tuple[str, str], ...]
 
 
@@ -86,6 +127,18 @@ class PageHarvest:
 class _Source:
     adapter_id: str
     provider_type: ProviderType
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What one hit gave: ``failure`` None means its page was read."""
+
+    evidence: tuple[Evidence, ...] = ()
+    failure: str | None = None
+    #: No answer at all: the hit's search snippet may stand in.
+    stand_in: bool = False
+    #: Term statistics of the page's chunks (empty when the page was not read).
+    stats: TermStats = field(default_factory=TermStats)
 
 
 async def harvest_pages(
@@ -96,38 +149,32 @@ async def harvest_pages(
     provider_type: ProviderType,
     runtime: AdapterRuntime,
 ) -> PageHarvest:
-    """Turn up to ``network.max_pages`` hits into evidence, fetching pages concurrently."""
+    """Walk ``hits`` in order until ``network.max_pages`` pages are read (module docstring).
+
+    One walk per call, so the budget is per gather, not per search query: at most
+    ``max_pages`` pages read and ``ATTEMPTS_PER_PAGE × max_pages`` fetches started in all,
+    however many queries the plan searched. A search adapter interleaves its queries' hits
+    round-robin before calling this, so every query's best hits are tried first and they
+    share the budget. Snippet stand-ins are judged per search query (``SearchHit.query``):
+    a query with page-body evidence gets none. At most ``max_pages`` fetches run at once
+    (under the fetcher's own global and per-host limits); every fetch ends by the question's
+    deadline (``gather_deadline``) less ``DEADLINE_MARGIN_S``, and no new one starts then.
+    """
     source = _Source(adapter_id, provider_type)
-    chosen = _dedupe(hits)[: runtime.network.max_pages]
-    tasks = [asyncio.ensure_future(_one(hit, plan, source, runtime)) for hit in chosen]
-    deadline = gather_deadline.get()
-    timeout = None
-    if deadline is not None:
-        timeout = max(0.0, deadline - asyncio.get_running_loop().time() - DEADLINE_MARGIN_S)
-    try:
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
-    finally:
-        # On time (or when this gather is itself cancelled) nothing is left running.
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    results = [
-        _finished(task, hit, plan, source, runtime) for task, hit in zip(tasks, chosen, strict=True)
-    ]
-    evidence = [item for found, _, _ in results for item in found]
-    stats = sum((page_stats for _, _, page_stats in results), TermStats())
+    candidates = _dedupe(hits)
+    reads = await _walk(candidates, plan, source, runtime)
+    with_bodies = {
+        hit.query for hit, read in reads if any(e.basis == "page_body" for e in read.evidence)
+    }
+    evidence: list[Evidence] = []
+    for hit, read in reads:
+        evidence.extend(read.evidence)
+        if read.stand_in and hit.query not in with_bodies:
+            evidence.extend(_snippet_evidence(hit, plan, source, runtime, min_score=PAGE_MIN_SCORE))
+    stats = sum((read.stats for _, read in reads), TermStats())
     evidence = _best_first(evidence, plan, stats)
-    failures = tuple(
-        (hit.url, reason) for hit, (_, reason, _) in zip(chosen, results, strict=True) if reason
-    )
-    fetched = sum(1 for _, reason, _ in results if reason is None)
-    return PageHarvest(tuple(evidence), fetched, len(chosen) - fetched, failures)
-
-
-#: What one hit yields: its evidence, why it has no body evidence (None when it has), and the
-#: term statistics of the page's chunks (empty when the page was not read).
-_PageResult = tuple[list[Evidence], str | None, TermStats]
+    failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
+    return PageHarvest(tuple(evidence), len(reads) - len(failures), len(failures), failures)
 
 
 def _best_first(
@@ -142,30 +189,86 @@ def _best_first(
     ]
 
 
-def _finished(
-    task: asyncio.Future[_PageResult],
+async def _walk(
+    candidates: Sequence[SearchHit],
+    plan: ExternalQueryPlan,
+    source: _Source,
+    runtime: AdapterRuntime,
+) -> list[tuple[SearchHit, _Read]]:
+    """Every hit the walk reached, in list order, with what it gave."""
+    loop = asyncio.get_running_loop()
+    deadline = gather_deadline.get()
+    fetch_by = None if deadline is None else deadline - DEADLINE_MARGIN_S
+    wanted = runtime.network.max_pages
+    budget = ATTEMPTS_PER_PAGE * wanted
+    upcoming = iter(enumerate(candidates))
+    reads: dict[int, _Read] = {}
+    running: dict[asyncio.Task[_Read], int] = {}  # task → its hit's index
+    started = read = 0
+
+    def start_more() -> None:
+        nonlocal started
+        while read + len(running) < wanted and started < budget:
+            if fetch_by is not None and loop.time() >= fetch_by:
+                return  # too late to read another page: hand back what we have
+            index, hit = next(upcoming, (-1, None))
+            if hit is None:
+                return
+            if not source_allowed(_host(hit.url), runtime.sources):
+                # Not fetched: the snippet still goes to the verifier, which rejects it visibly.
+                found = _snippet_evidence(hit, plan, source, runtime, min_score=0)
+                reads[index] = _Read(tuple(found), "source_policy")
+                continue
+            started += 1
+            running[asyncio.create_task(_read(hit, plan, source, runtime, fetch_by))] = index
+
+    try:
+        start_more()
+        while running:
+            timeout = None
+            if fetch_by is not None:
+                timeout = max(0.0, fetch_by + _ANALYSIS_GRACE_S - loop.time())
+            done, _ = await asyncio.wait(
+                set(running), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                break  # out of time
+            for task in done:
+                index = running.pop(task)
+                reads[index] = task.result()
+                read += reads[index].failure is None
+            start_more()
+    except Exception:
+        # Not a page failure (a bug, a recording over its cap): the fetches in flight end
+        # within their own deadlines before it propagates. Cancelling them mid-connection
+        # was seen to leave a socket unclosed (a ResourceWarning in a later test).
+        if running:
+            await asyncio.wait(set(running))
+        raise
+    finally:
+        # On time (or when the walk is itself cancelled) nothing is left running.
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+    for task, index in running.items():
+        # Not done by the deadline (the fetch's own deadline came first, so most likely in
+        # analysis): nothing is known about its answer, so not even its snippet is trusted.
+        reads[index] = _Read(failure="cut_off") if task.cancelled() else task.result()
+    return [(candidates[index], reads[index]) for index in sorted(reads)]
+
+
+async def _read(
     hit: SearchHit,
     plan: ExternalQueryPlan,
     source: _Source,
     runtime: AdapterRuntime,
-) -> _PageResult:
-    if task.cancelled():
-        # Out of time: the page was not read; its search snippet stands in, as on failure.
-        found = _snippet_evidence(hit, plan, source, runtime, min_score=PAGE_MIN_SCORE)
-        return found, "deadline_exceeded", TermStats()
-    return task.result()
-
-
-async def _one(
-    hit: SearchHit, plan: ExternalQueryPlan, source: _Source, runtime: AdapterRuntime
-) -> _PageResult:
-    host = (urlsplit(hit.url).hostname or "").lower()
-    if not source_allowed(host, runtime.sources):
-        # Not fetched: the snippet still goes to the verifier, which rejects it visibly.
-        found = _snippet_evidence(hit, plan, source, runtime, min_score=0)
-        return found, "source_policy", TermStats()
+    fetch_by: float | None,
+) -> _Read:
     try:
-        page = await runtime.fetcher.fetch(hit.url)
+        page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
+    except FetchError as exc:
+        return _fetch_failure(exc)
+    try:
         analysis = await runtime.analyses.run(
             analyse_page,
             page.body,
@@ -176,19 +279,36 @@ async def _one(
             targets=plan.targets,
             min_score=PAGE_MIN_SCORE,
         )
-    except (BlockedDestination, UnsafeURL) as exc:
-        return [], exc.reason, TermStats()  # never a source, not even through its snippet
-    except (FetchError, ExtractionFailed) as exc:
-        found = _snippet_evidence(hit, plan, source, runtime, min_score=PAGE_MIN_SCORE)
-        return found, exc.reason, TermStats()
+    except ExtractionFailed as exc:
+        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}")
+    return _Read(_body_evidence(hit, page, analysis, source, runtime), stats=analysis.stats)
 
-    final_host = (urlsplit(page.final_url).hostname or host).lower()
+
+def _fetch_failure(exc: FetchError) -> _Read:
+    """What a failed fetch proved about the page (module docstring)."""
+    if isinstance(exc, _NOT_DOCUMENTS) or exc.reason == "decoding_failed":
+        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}")
+    if isinstance(exc, UpstreamStatus):
+        return _Read(failure=f"error_status:{exc.status}")
+    if exc.responded:
+        return _Read(failure="cut_off")
+    return _Read(failure=f"no_response:{exc.reason}", stand_in=True)
+
+
+def _body_evidence(
+    hit: SearchHit,
+    page: FetchedPage,
+    analysis: PageAnalysis,
+    source: _Source,
+    runtime: AdapterRuntime,
+) -> tuple[Evidence, ...]:
+    final_host = _host(page.final_url) or _host(hit.url)
     ref = runtime.store.put(
         analysis.text, source=page.final_url, metadata={"title": analysis.title or hit.title}
     )
     content_digest = sha256_digest(analysis.text)
     accessed_at = (page.fetched_at or runtime.clock()).astimezone(UTC)
-    evidence = [
+    return tuple(
         Evidence(
             evidence_id=evidence_id(page.final_url, content_digest, scored.chunk.offset),
             adapter_id=source.adapter_id,
@@ -210,8 +330,7 @@ async def _one(
             gathered_for=hit.query or None,
         )
         for scored in analysis.snippets
-    ]
-    return evidence, None, analysis.stats
+    )
 
 
 def _snippet_evidence(
@@ -241,7 +360,7 @@ def _snippet_evidence(
             basis="search_snippet",
             url=hit.url,
             title=hit.title,
-            site=(urlsplit(hit.url).hostname or "").lower(),
+            site=_host(hit.url),
             snippet=text,
             score=scored[0].score,
             published_at=hit.published_at,
@@ -265,3 +384,7 @@ def _dedupe(hits: Sequence[SearchHit]) -> list[SearchHit]:
             seen.add(hit.url)
             kept.append(hit)
     return kept
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()

@@ -326,6 +326,28 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(max(wait, 0.0), _MAX_RETRY_AFTER_S)
 
 
+@contextlib.asynccontextmanager
+async def _caller_deadline(url: str, when: float | None) -> AsyncIterator[None]:
+    """The caller's own deadline (event-loop time), over everything including the wait
+    for a fetch slot; ``None``: no bound beyond the fetcher's own."""
+    try:
+        async with asyncio.timeout_at(when) as scope:
+            yield
+    except TimeoutError:
+        if scope.expired():
+            raise FetchDeadlineExceeded(
+                url, "no complete response by the caller's deadline"
+            ) from None
+        raise
+
+
+@dataclass
+class _Progress:
+    """How far one fetch got, so its failure can say whether an answer had begun."""
+
+    responded: bool = False
+
+
 class SafeFetcher:
     """The one way a URL that came from outside (search results, redirects) is fetched.
 
@@ -365,6 +387,7 @@ class SafeFetcher:
         self._clock = clock
         self._guard = guarded_backend(network, resolver=resolver)
         self._flights = SingleFlight()
+        self._progress: dict[str, _Progress] = {}  # how far each shared fetch in flight got
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
 
@@ -384,35 +407,65 @@ class SafeFetcher:
         )
 
     async def fetch(
-        self, url: str, *, allow_redirect: Callable[[str], bool] | None = None
+        self,
+        url: str,
+        *,
+        allow_redirect: Callable[[str], bool] | None = None,
+        deadline: float | None = None,
     ) -> FetchedPage:
         """Fetch ``url``. ``allow_redirect`` (optional) is asked about every redirect hop
         after the URL gate and before the hop is requested; ``False`` stops the fetch with
-        ``UnsafeURL`` (detail "redirect to <hop> refused by the caller")."""
+        ``UnsafeURL`` (detail "redirect to <hop> refused by the caller"). ``deadline``
+        (optional, event-loop time) ends this caller's wait sooner than ``timeout_s`` would,
+        waiting for a slot included, with ``FetchDeadlineExceeded``. Every ``FetchError``
+        leaving here says in ``responded`` whether the final response had begun."""
         start = check_url(url)
         if self._cache is not None:
             # Every hop kept and fresh: no slot, no connection, the policy checked per hop.
             kept = await self._follow(url, start, allow_redirect, self._kept_hop)
             if kept is not None:
                 return kept
-        if allow_redirect is not None:
-            return await self._fetch(url, start, allow_redirect)
-        return await self._flights.run(url, lambda: self._fetch(url, start, None))
+        # Callers of one shared fetch share its progress, so each can tell, even when its own
+        # deadline ends the wait, whether the answer had begun.
+        shared = allow_redirect is None
+        progress = self._progress.setdefault(url, _Progress()) if shared else _Progress()
+        try:
+            async with _caller_deadline(url, deadline):
+                if not shared:
+                    return await self._fetch(url, start, allow_redirect, progress)
+                return await self._flights.run(
+                    url, lambda: self._fetch(url, start, None, progress)
+                )
+        except FetchError as exc:
+            exc.responded = exc.responded or progress.responded
+            raise
 
     async def _fetch(
-        self, url: str, start: httpx.URL, allow_redirect: Callable[[str], bool] | None
+        self,
+        url: str,
+        start: httpx.URL,
+        allow_redirect: Callable[[str], bool] | None,
+        progress: _Progress,
     ) -> FetchedPage:
         host = _origin(start)[1]
         state = self._loops.get()
 
         async def hop(target: httpx.URL) -> HttpExchange:
-            return await self._hop(state.client, target, url)
+            return await self._hop(state.client, target, url, progress)
 
-        # The deadline starts once a slot is held: waiting for one is not the page's fault.
-        async with state.slots, state.hosts.hold(host):
-            with self._breaker.guard(host, url):
-                async with _deadline(url, self._network.timeout_s):
-                    page = await self._follow(url, start, allow_redirect, hop)
+        try:
+            # timeout_s starts once a slot is held: waiting for one is not the page's fault
+            # (the caller's deadline, if any, does count it).
+            async with state.slots, state.hosts.hold(host):
+                with self._breaker.guard(host, url):
+                    async with _deadline(url, self._network.timeout_s):
+                        page = await self._follow(url, start, allow_redirect, hop)
+        except FetchError as exc:
+            exc.responded = progress.responded
+            raise
+        finally:
+            if self._progress.get(url) is progress:
+                del self._progress[url]  # the next fetch of this URL starts afresh
         assert page is not None  # a network hop never comes back empty
         return page
 
@@ -460,7 +513,13 @@ class SafeFetcher:
             await self._guard.admit(host, port)
         return kept
 
-    async def _hop(self, client: httpx.AsyncClient, target: httpx.URL, url: str) -> HttpExchange:
+    async def _hop(
+        self,
+        client: httpx.AsyncClient,
+        target: httpx.URL,
+        url: str,
+        progress: _Progress | None = None,
+    ) -> HttpExchange:
         """One request: a fresh kept reply, else the network (revalidating a stale one)."""
         kept_reply = await self._kept_hop(target)
         if kept_reply is not None:
@@ -472,6 +531,8 @@ class SafeFetcher:
         async with client.stream("GET", target, headers=validators) as response:
             if response.status_code == 304 and stale is not None and self._cache is not None:
                 return self._cache.revalidated(key, stale, response.headers)
+            if progress is not None and response.status_code not in _REDIRECT_STATUSES:
+                progress.responded = True  # the final answer began: a failure now is a cut-off
             exchange = await self._exchange(response, url)
         if self._cache is not None:
             self._cache.store(key, exchange, response.headers, requested_at=requested)

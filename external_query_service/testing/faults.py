@@ -10,15 +10,24 @@
 | ``oversized``      | 200, then 64 KiB blocks up to 64 MiB       | page ``content_too_large``    |
 | ``redirect_private`` | 302 to the cloud metadata address        | page ``blocked_destination``  |
 | ``blocked``        | the origin "resolves" to a refused address | page ``blocked_destination``  |
+| ``binary``         | 200 ``application/octet-stream``, noise    | page ``unsupported_content``  |
+| ``gzip_bomb``      | 200 gzip that inflates to 64 MiB of zeros  | page ``content_too_large``    |
+| ``redirect_loop``  | 302 to itself, forever                     | page ``too_many_redirects``   |
 
 ``latency_ms`` (any route) delays the status line; beyond the per-question
 ``deadline_s`` the attempt is a ``timeout``. ``refused`` and ``blocked`` act on the whole
 origin (``host:port``) through ``[network] connect_to``; the others on one route.
+A search result's page failure is recorded with its class (``adapters/pages.py``): e.g.
+``slow_body`` is ``cut_off``, ``hang`` is ``no_response:deadline_exceeded``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import random
+import struct
+import zlib
 from collections.abc import Iterator
 from typing import Literal, get_args
 
@@ -34,7 +43,17 @@ __all__ = [
 ]
 
 Fault = Literal[
-    "http_500", "refused", "reset", "slow_body", "hang", "oversized", "redirect_private", "blocked"
+    "http_500",
+    "refused",
+    "reset",
+    "slow_body",
+    "hang",
+    "oversized",
+    "redirect_private",
+    "blocked",
+    "binary",
+    "gzip_bomb",
+    "redirect_loop",
 ]
 FAULTS: tuple[str, ...] = get_args(Fault)
 #: Faults that act on an origin (``host:port``), not on one route.
@@ -51,6 +70,11 @@ _HANG_S = 3600.0
 _DRIP_S = 0.2
 _OVERSIZED_BLOCK = 64 * 1024
 _OVERSIZED_BLOCKS = 1024
+_MIB = 1024 * 1024
+_BOMB_MIB = 64
+#: gzip magic, deflate, no flags, no mtime, no extra flags, unknown OS.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+_NOISE_BYTES = 4096
 
 
 def _drip() -> Iterator[bytes]:
@@ -64,8 +88,37 @@ def _oversized() -> Iterator[bytes]:
         yield block
 
 
-def fault_reply(fault: Fault, *, content_type: str | None = None) -> Reply:
-    """The reply that produces ``fault`` on one route (origin faults have none)."""
+def _gzip_bomb() -> Iterator[bytes]:
+    """64 MiB of zeros as gzip in about 64 KiB: a header, one compressed MiB sent again and
+    again, and the trailer (computed only if a client reads that far)."""
+    block = _zeros_block()
+    yield _GZIP_HEADER
+    for _ in range(_BOMB_MIB):
+        yield block
+    zeros, crc = bytes(_MIB), 0
+    for _ in range(_BOMB_MIB):
+        crc = zlib.crc32(zeros, crc)
+    last = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS).flush()  # empty final block
+    yield last + struct.pack("<II", crc, (_BOMB_MIB * _MIB) & 0xFFFFFFFF)
+
+
+@functools.cache
+def _zeros_block() -> bytes:
+    """1 MiB of zeros as raw deflate blocks that end on a byte boundary (full flush) and
+    refer only to their own bytes (a fresh compressor), so copies can follow each other.
+    Built once: compressing every MiB for every request would cost seconds of test time."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(bytes(_MIB)) + compressor.flush(zlib.Z_FULL_FLUSH)
+
+
+def _noise() -> bytes:
+    # Fixed seed: the same bytes every run, so a world stays reproducible.
+    return random.Random(0).randbytes(_NOISE_BYTES)
+
+
+def fault_reply(fault: Fault, *, content_type: str | None = None, path: str = "/") -> Reply:
+    """The reply that produces ``fault`` on one route (origin faults have none). ``path`` is
+    the request's own path and query, where ``redirect_loop`` points back to."""
     if fault == "http_500":
         body = json.dumps({"error": "search error"}).encode()
         return Reply(status=500, body=body, content_type="application/json")
@@ -83,4 +136,14 @@ def fault_reply(fault: Fault, *, content_type: str | None = None) -> Reply:
         return Reply(content_type=content_type or "text/html; charset=utf-8", chunks=_oversized())
     if fault == "redirect_private":
         return Reply(status=302, content_type=None, headers={"Location": PRIVATE_REDIRECT})
+    if fault == "binary":
+        return Reply(body=_noise(), content_type=content_type or "application/octet-stream")
+    if fault == "gzip_bomb":
+        return Reply(
+            content_type=content_type or "text/html; charset=utf-8",
+            headers={"Content-Encoding": "gzip"},
+            chunks=_gzip_bomb(),
+        )
+    if fault == "redirect_loop":
+        return Reply(status=302, content_type=None, headers={"Location": path})
     raise ValueError(f"{fault} acts on the origin, not on a route")

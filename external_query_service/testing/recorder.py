@@ -40,6 +40,7 @@ from ..errors import (
     FetchDeadlineExceeded,
     FetchError,
     InputError,
+    TooManyRedirects,
     UnsafeURL,
     UnsupportedContent,
     UpstreamStatus,
@@ -218,8 +219,11 @@ class Recording:
         fault: Fault
         if isinstance(exc, ContentTooLarge):
             fault = "oversized"
+        elif isinstance(exc, TooManyRedirects):
+            fault = "redirect_loop"
         elif isinstance(exc, FetchDeadlineExceeded):
-            fault = "hang"
+            # A body that had begun is a cut-off page, not a silent one (pages.py tells apart).
+            fault = "slow_body" if exc.responded else "hang"
         elif isinstance(exc, BlockedDestination | UnsafeURL) and "redirect" in detail:
             fault = "redirect_private"
         elif isinstance(exc, BlockedDestination) or (
@@ -236,6 +240,8 @@ class Recording:
             return
         elif exc.reason in ("connect_failed", "resolve_failed"):
             fault = "refused"
+        elif exc.responded:
+            fault = "slow_body"  # broke off mid-body: replayed as a body that never ends
         else:
             fault = "reset"
         note = f"{exc.reason}: {exc.detail}"[:300]

@@ -287,9 +287,7 @@ class World:
             with self._lock:
                 self._origin_faults[(target.host, target.port)] = fault
             return url
-        return self.route(
-            url, lambda _r: fault_reply(fault, content_type=content_type), match=match
-        )
+        return self.route(url, _fault_handler(fault, content_type), match=match)
 
     def _dispatcher(self, key: tuple[str, str, str]) -> Handler:
         def dispatch(request: RecordedRequest) -> Reply:
@@ -549,7 +547,7 @@ class World:
         if fault is not None:
             self.route(
                 url,
-                lambda _r: fault_reply(fault, content_type=content_type),
+                _fault_handler(fault, content_type),
                 latency_ms=entry.latency_ms,
                 match=match,
             )
@@ -710,6 +708,14 @@ def _adapter_settings(table: Mapping[str, Any], where: str) -> AdapterSettings:
         return AdapterSettings.model_validate(table)
     except ValidationError as exc:
         raise SettingsError(f"{where}.{format_validation_error(exc)}") from None
+
+
+def _fault_handler(fault: Fault, content_type: str | None) -> Handler:
+    def handler(request: RecordedRequest) -> Reply:
+        here = request.path + (f"?{request.raw_query}" if request.raw_query else "")
+        return fault_reply(fault, content_type=content_type, path=here)
+
+    return handler
 
 
 def _result_urls(body: bytes) -> list[str]:
