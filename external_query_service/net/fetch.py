@@ -433,9 +433,7 @@ class SafeFetcher:
             async with _caller_deadline(url, deadline):
                 if not shared:
                     return await self._fetch(url, start, allow_redirect, progress)
-                return await self._flights.run(
-                    url, lambda: self._fetch(url, start, None, progress)
-                )
+                return await self._flights.run(url, lambda: self._fetch(url, start, None, progress))
         except FetchError as exc:
             exc.responded = exc.responded or progress.responded
             raise
