@@ -9,11 +9,11 @@ import asyncio
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from pydantic import ValidationError
 
+from ._closing import Closing
 from ._portal import Portal
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
@@ -76,7 +76,7 @@ def coerce_semantics(value: SemanticsInput) -> QuerySemantics | None:
         ) from None
 
 
-class ExternalQueryService:
+class ExternalQueryService(Closing):
     """Answers questions only from external evidence.
 
     ``settings`` says which adapters exist (none by default); ``clock`` is the "now" for
@@ -372,28 +372,6 @@ class ExternalQueryService:
         for adapter in self.gateway.adapters.values():
             await adapter.aclose()
         await self._http.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -13,11 +13,11 @@ import threading
 import weakref
 from collections.abc import Mapping
 from functools import lru_cache
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from .._closing import Closing
 from ..errors import InputError, InvalidQuery
 from ..mcp_server import SEMANTICS_FIELD_DESCRIPTIONS
 from ..models import Evidence, ExternalAnswer, QuerySemantics
@@ -128,7 +128,7 @@ class ServiceHandle:
             await self.service.aclose()
 
 
-class ServiceOwner:
+class ServiceOwner(Closing):
     """``service``, ``close()``/``aclose()`` and both context managers over ``_handle``, a
     ``ServiceHandle`` the integration sets in its constructor."""
 
@@ -146,28 +146,6 @@ class ServiceOwner:
     async def aclose(self) -> None:
         """Close the service if this integration owns it (a shared one stays open)."""
         await self._handle.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def positive_k(value: object, *, name: str = "k") -> int:
