@@ -57,7 +57,11 @@ try:
 except ImportError as exc:  # the optional extra is missing
     raise IntegrationUnavailable("LangChain", "langchain") from exc
 
-__all__ = ["ExternalQueryRetriever", "ExternalQueryTool"]
+__all__ = [
+    "SEMANTICS_KEY",
+    "ExternalQueryRetriever",
+    "ExternalQueryTool",
+]
 
 #: The key of per-call semantics in a run config's ``metadata`` or ``configurable``, and the
 #: ``invoke`` keyword.

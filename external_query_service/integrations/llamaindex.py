@@ -44,7 +44,13 @@ try:
 except ImportError as exc:  # the optional extra is missing
     raise IntegrationUnavailable("LlamaIndex", "llamaindex") from exc
 
-__all__ = ["ExternalQueryOutcome", "ExternalQueryRetriever", "external_query_tool"]
+__all__ = [
+    "HIDDEN_METADATA",
+    "SCORE_SCALE",
+    "ExternalQueryOutcome",
+    "ExternalQueryRetriever",
+    "external_query_tool",
+]
 
 #: The scale of ``Evidence.score`` (integer basis points); a node's score is a share of it.
 SCORE_SCALE = 10_000
