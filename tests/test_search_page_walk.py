@@ -3,6 +3,7 @@ only a result that gave no answer at all may stand in by its search snippet."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -193,3 +194,41 @@ def test_binary_bytes_labelled_as_html_are_no_document_either(world: World) -> N
     [failure] = page_failures(answer)
     assert failure.startswith(f"{fake} not_a_document:")
     assert answer.evidence == ()
+
+
+@pytest.mark.parametrize("fault", ["hang", "slow_body"])
+def test_a_straggling_page_is_cut_off_once_max_pages_pages_are_read(
+    world: World, fault: Fault
+) -> None:
+    slow = bad_page(world, "slow", fault)
+    good = [good_page(world, n) for n in (1, 2)]
+    serve_search(world, [slow, *good])
+
+    started = time.monotonic()
+    answer = ask(world, max_pages=2, timeout_s=10.0, deadline_s=10.0)
+    elapsed = time.monotonic() - started
+
+    # The slow page would hold the answer for 10 s; the straggler grace ends it at once.
+    assert elapsed < 2.0
+    assert page_failures(answer) == [f"{slow} cut_off"]
+    assert {item.url for item in answer.evidence} == set(good)
+    assert answer.status == "answered"
+    assert answer.attempts[0].pages_fetched == 2
+
+
+def test_a_straggler_is_cut_off_once_every_other_page_of_the_walk_has_settled(
+    world: World,
+) -> None:
+    good = good_page(world, 1)
+    slow = bad_page(world, "slow", "hang")
+    serve_search(world, [good, slow])
+
+    started = time.monotonic()
+    # max_pages=3 is never reached: the list runs out with one page read and one loading.
+    answer = ask(world, max_pages=3, timeout_s=10.0, deadline_s=10.0)
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 2.0
+    assert page_failures(answer) == [f"{slow} cut_off"]
+    assert {(item.url, item.basis) for item in answer.evidence} == {(good, "page_body")}
+    assert SNIPPET_NOTE not in answer.text  # a cut-off page's snippet does not stand in

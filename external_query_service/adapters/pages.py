@@ -3,8 +3,11 @@
 The walk. Hits are tried in list order, ``network.max_pages`` at a time, through the safe
 fetcher; each page that fails frees its place for the next hit, until ``max_pages`` pages
 were read, ``ATTEMPTS_PER_PAGE × max_pages`` fetches were started, the list ran out, or the
-question's deadline is near. A read page is decoded, extracted, chunked and scored; its
-best snippets become ``page_body`` evidence.
+question's deadline is near. Stragglers do not set the latency: a page still loading
+``STRAGGLER_GRACE_S`` after another page was read frees its place (it keeps loading), and once
+``max_pages`` pages were read, or at least one was and nothing is left to start, pages still
+loading get ``STRAGGLER_GRACE_S`` more and are then cut off. A read page is decoded,
+extracted, chunked and scored; its best snippets become ``page_body`` evidence.
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
 
@@ -14,7 +17,8 @@ Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by wh
   text). It contributes nothing, not even its search snippet.
 - ``error_status:<status>``: the server answered with an error status. Nothing.
 - ``cut_off``: the response began but did not finish in time (a drip cut off by a deadline,
-  a body broken off mid-way). Nothing.
+  a body broken off mid-way), or the page was still loading when its straggler grace ran
+  out. Nothing.
 - ``no_response:<reason>``: no answer at all (connection refused or reset before a status
   line, name not resolved, deadline before any response, host's circuit open). Its search
   snippet may stand in (``basis=search_snippet``), but only when no hit of the same search
@@ -57,6 +61,7 @@ __all__ = [
     "ATTEMPTS_PER_PAGE",
     "DEADLINE_MARGIN_S",
     "PAGE_MIN_SCORE",
+    "STRAGGLER_GRACE_S",
     "PageHarvest",
     "SearchHit",
     "gather_deadline",
@@ -83,6 +88,12 @@ gather_deadline: ContextVar[float | None] = ContextVar("gather_deadline", defaul
 DEADLINE_MARGIN_S = 0.25
 #: Of that margin, how long a page already read may still spend in analysis.
 _ANALYSIS_GRACE_S = 0.15
+#: Once the walk has what it can get (``max_pages`` pages read, or some read and nothing
+#: left to start), how much longer pages still loading may take before they are cut off.
+#: A quarter second is the same allowance as ``DEADLINE_MARGIN_S``: long enough for a page
+#: whose last bytes are already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short
+#: enough that one dripping or silent page adds no noticeable latency to the answer.
+STRAGGLER_GRACE_S = 0.25
 
 _NOT_A_DOCUMENT = "not_a_document"
 _NOT_DOCUMENTS = (
@@ -159,6 +170,8 @@ async def harvest_pages(
     a query with page-body evidence gets none. At most ``max_pages`` fetches run at once
     (under the fetcher's own global and per-host limits); every fetch ends by the question's
     deadline (``gather_deadline``) less ``DEADLINE_MARGIN_S``, and no new one starts then.
+    Pages still loading once the walk has what it can get are cut off after
+    ``STRAGGLER_GRACE_S`` (``cut_off``).
     """
     source = _Source(adapter_id, provider_type)
     candidates = _dedupe(hits)
@@ -205,14 +218,24 @@ async def _walk(
     reads: dict[int, _Read] = {}
     running: dict[asyncio.Task[_Read], int] = {}  # task → its hit's index
     started = read = 0
+    exhausted = False  # no hit left to start: the list ran out or the budget is spent
+    cut_by: float | None = None  # when the stragglers still loading are cut off
+    # Pages still loading STRAGGLER_GRACE_S after another page was read no longer hold a
+    # place: the next hit starts beside them (still within the fetch budget).
+    stragglers: set[asyncio.Task[_Read]] = set()
+    demote_at: float | None = None
 
     def start_more() -> None:
-        nonlocal started
-        while read + len(running) < wanted and started < budget:
+        nonlocal started, exhausted
+        while read + len(running) - len(stragglers) < wanted:
+            if started >= budget:
+                exhausted = True
+                return
             if fetch_by is not None and loop.time() >= fetch_by:
                 return  # too late to read another page: hand back what we have
             index, hit = next(upcoming, (-1, None))
             if hit is None:
+                exhausted = True
                 return
             if not source_allowed(_host(hit.url), runtime.sources):
                 # Not fetched: the snippet still goes to the verifier, which rejects it visibly.
@@ -225,18 +248,29 @@ async def _walk(
     try:
         start_more()
         while running:
-            timeout = None
+            if cut_by is None and (read >= wanted or (read and exhausted)):
+                # The walk has what it can get: a slow page must not set the latency.
+                cut_by = loop.time() + STRAGGLER_GRACE_S
+            stop = [] if cut_by is None else [cut_by]
             if fetch_by is not None:
-                timeout = max(0.0, fetch_by + _ANALYSIS_GRACE_S - loop.time())
+                stop.append(fetch_by + _ANALYSIS_GRACE_S)
+            ends = stop if demote_at is None else [*stop, demote_at]
+            timeout = max(0.0, min(ends) - loop.time()) if ends else None
             done, _ = await asyncio.wait(
                 set(running), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
             if not done:
-                break  # out of time
+                if stop and loop.time() >= min(stop):
+                    break  # out of time, or out of patience with the stragglers
+                stragglers.update(running)
+                demote_at = None
             for task in done:
                 index = running.pop(task)
+                stragglers.discard(task)
                 reads[index] = task.result()
-                read += reads[index].failure is None
+                if reads[index].failure is None:
+                    read += 1
+                    demote_at = loop.time() + STRAGGLER_GRACE_S
             start_more()
     except Exception:
         # Not a page failure (a bug, a recording over its cap): the fetches in flight end
@@ -252,7 +286,8 @@ async def _walk(
         await asyncio.gather(*running, return_exceptions=True)
     for task, index in running.items():
         # Not done by the deadline (the fetch's own deadline came first, so most likely in
-        # analysis): nothing is known about its answer, so not even its snippet is trusted.
+        # analysis) or by the straggler grace: nothing is known about its answer, so not
+        # even its snippet is trusted.
         reads[index] = _Read(failure="cut_off") if task.cancelled() else task.result()
     return [(candidates[index], reads[index]) for index in sorted(reads)]
 
