@@ -397,6 +397,13 @@ class ExternalAnswerPresenter:
             for lang in ANSWER_LANGUAGES
         }
 
+    def load_templates(self) -> None:
+        """Compile every template of every language now (jinja2 caches them), so the first
+        answer does not pay for it. Raises jinja2's ``TemplateSyntaxError`` on a broken one."""
+        for env in self._envs.values():
+            for name in env.list_templates(extensions=["j2"]):
+                env.get_template(name)
+
     def language(self, packet: ExternalContextPacket) -> AnswerLanguage:
         """The language the answer to ``packet`` is written in."""
         return answer_language(packet.plan.language, self._language)

@@ -1,0 +1,74 @@
+"""``warm_up`` pays the first question's one-off costs offline, and the service still answers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+from trafilatura import external as trafilatura_external
+
+from external_query_service import ExternalQueryService, ServiceClosed, Settings
+from external_query_service.text import tokens
+
+
+def docs_folder(tmp_path: Path) -> Path:
+    (tmp_path / "guide.md").write_text(
+        "# Guide\n\nThe verifier checks origin, target and time range of every evidence item "
+        "before anything is answered.\n",
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every attempt to resolve a name or open a connection is recorded and refused."""
+    attempts: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("network used during warm-up")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    return attempts
+
+
+def test_warm_up_loads_the_text_pipeline_without_touching_the_network(
+    tmp_path: Path, no_network: list[object]
+) -> None:
+    with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+        service.warm_up()
+        service.warm_up()  # a second call is harmless
+    assert no_network == []
+    assert trafilatura_external.JT_STOPLIST
+    assert tokens._jieba.cache_info().currsize == 1
+
+
+def test_a_question_after_warm_up_is_still_answered(tmp_path: Path) -> None:
+    with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+        service.warm_up()
+        answer = service.answer("What does the verifier check?", {"query_kind": "documentation"})
+    assert answer.status == "answered"
+
+
+def test_awarm_up_warms_from_an_event_loop_and_the_async_answer_follows(tmp_path: Path) -> None:
+    async def scenario() -> str:
+        async with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+            await service.awarm_up()
+            answer = await service.aanswer(
+                "What does the verifier check?", {"query_kind": "documentation"}
+            )
+        return answer.status
+
+    assert asyncio.run(scenario()) == "answered"
+
+
+def test_warm_up_after_close_is_refused(tmp_path: Path) -> None:
+    service = ExternalQueryService(Settings().with_docs(docs_folder(tmp_path)))
+    service.close()
+    with pytest.raises(ServiceClosed):
+        service.warm_up()
