@@ -861,15 +861,14 @@ class HttpRuntime:
         """The trusted endpoint for ``base_url``, made once and reused."""
         endpoint = self._endpoints.get(base_url)
         if endpoint is None:
-            endpoint = TrustedEndpoint(
-                base_url,
-                self._network,
-                resolver=self._resolver,
-                cache=self.cache,
-                clock=self._clock,
-            )
-            self._endpoints[base_url] = endpoint
+            endpoint = self._endpoints[base_url] = self._new_endpoint(base_url)
         return endpoint
+
+    def _new_endpoint(self, base_url: str) -> TrustedEndpoint:
+        """Builds the endpoint ``endpoint()`` keeps; a subclass (the recorder) wraps it."""
+        return TrustedEndpoint(
+            base_url, self._network, resolver=self._resolver, cache=self.cache, clock=self._clock
+        )
 
     async def aclose(self) -> None:
         """Close the page fetcher and every endpoint made so far."""

@@ -325,28 +325,10 @@ class RecordingRuntime(HttpRuntime):
         super().__init__(network, resolver=resolver)
         self.recording = recording if recording is not None else Recording()
         self.fetcher = RecordingFetcher(network, self.recording, resolver=resolver)
-        self._network_settings = network
-        self._resolver_override = resolver
-        self._recorders: dict[str, RecordingEndpoint] = {}
 
-    def endpoint(self, base_url: str) -> TrustedEndpoint:
-        """A recording endpoint for ``base_url``, made once and reused."""
-        endpoint = self._recorders.get(base_url)
-        if endpoint is None:
-            endpoint = RecordingEndpoint(
-                base_url,
-                self._network_settings,
-                self.recording,
-                resolver=self._resolver_override,
-            )
-            self._recorders[base_url] = endpoint
-        return endpoint
-
-    async def aclose(self) -> None:
-        """Close the fetcher and every recording endpoint."""
-        await super().aclose()
-        for endpoint in self._recorders.values():
-            await endpoint.aclose()
+    def _new_endpoint(self, base_url: str) -> TrustedEndpoint:
+        """A recording endpoint for ``base_url`` (kept and closed by ``HttpRuntime``)."""
+        return RecordingEndpoint(base_url, self._network, self.recording, resolver=self._resolver)
 
 
 # -- from a recording to a world ----------------------------------------------------------------

@@ -35,13 +35,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
 from pydantic import ValidationError
 
+from .._closing import Closing
 from ..adapters.options import Endpoints
 from ..clock import Clock, fixed_clock, system_clock
 from ..digests import sha256_digest
@@ -191,7 +191,7 @@ def _delayed(reply: Reply, latency_ms: int) -> Reply:
     return dataclasses.replace(reply, delay_s=reply.delay_s + latency_ms / 1000)
 
 
-class World:
+class World(Closing):
     """Sites, search answers and fact APIs on loopback; ``settings()`` points a service here.
 
     ``World(server)`` uses a started ``LoopbackServer`` for plain http (the caller stops
@@ -669,15 +669,8 @@ class World:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
+        """``close()`` from a running loop (the servers run on threads of their own)."""
         self.close()
 
 
