@@ -229,7 +229,12 @@ def test_killing_writers_mid_write_leaves_a_sound_ledger_with_every_reported_wri
         for writer in writers:
             writer.send_signal(signal.SIGKILL)
         for writer in writers:
-            out, _ = writer.communicate(timeout=30)
+            # Read through the same text stream as readline() above: what it has already
+            # buffered past the last line read is part of the output (communicate() would
+            # read the pipe alone and could start mid-line).
+            assert writer.stdout is not None
+            out = writer.stdout.read()
+            writer.communicate(timeout=30)  # waits, and closes the other pipes
             assert writer.returncode == -signal.SIGKILL
             # Whatever it reported before dying counts too; a torn last line does not.
             reported.extend(line for line in out.split("\n")[:-1] if line)
