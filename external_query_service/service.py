@@ -43,7 +43,9 @@ from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error
 from .storage import LedgerError, open_configured_ledger
+from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo, SharedCache, open_shared_cache
 from .store import EvidenceStore
+from .text.analyse import PageAnalysis, analysis_from_json, analysis_to_json
 from .verifier import EvidenceVerifier
 
 __all__ = [
@@ -109,12 +111,19 @@ class ExternalQueryService(Closing):
             if store is not None
             else EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
         )
+        #: The Redis cache ``[cache] url`` names (None: everything in this process's memory).
+        self.shared_cache: SharedCache | None = open_shared_cache(caching)
+        shared = self.shared_cache
         # ``http`` lets a caller wrap network access (recording a fixture world, say).
         self._http = (
             http
             if http is not None
             else HttpRuntime(
-                self.settings.network, cache=response_cache(caching, self.clock), clock=self.clock
+                self.settings.network,
+                cache=response_cache(
+                    caching, self.clock, shared.responses if shared is not None else None
+                ),
+                clock=self.clock,
             )
         )
         runtime = AdapterRuntime(
@@ -124,7 +133,7 @@ class ExternalQueryService(Closing):
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
-            analyses=analysis_memo(caching),
+            analyses=analysis_memo(caching, _shared_analyses(shared)),
             tool_observer=tool_observer,
         )
         adapters: list[Adapter] = [
@@ -342,6 +351,28 @@ class ExternalQueryService(Closing):
         self._check_open()
         return await self.gateway.probe()
 
+    async def aprobe_backends(self) -> dict[str, Readiness]:
+        """The configured shared parts, each really asked now: ``ledger`` (a ledger file or
+        database; not listed when answers keep their records in memory) and ``cache`` (only
+        with ``[cache] url``). ``reason`` says why one is not ready."""
+        self._check_open()
+        found: dict[str, Readiness] = {}
+        if self._ledger is not None:
+            ledger = self._ledger
+            try:
+                await asyncio.wait_for(asyncio.to_thread(ledger.schema_version), _PROBE_S)
+                found["ledger"] = Readiness(ready=True)
+            except LedgerError as exc:
+                found["ledger"] = Readiness(ready=False, reason=exc.reason)
+            except (TimeoutError, OSError):
+                found["ledger"] = Readiness(ready=False, reason="ledger_unavailable")
+        if self.shared_cache is not None:
+            why = await asyncio.to_thread(self.shared_cache.ping)
+            found["cache"] = Readiness(
+                ready=why is None, reason=None if why is None else "cache_unavailable"
+            )
+        return found
+
     def probe(self) -> dict[str, Readiness]:
         """Synchronous ``aprobe``: each adapter's real, bounded readiness probe."""
         self._check_open()
@@ -397,6 +428,8 @@ class ExternalQueryService(Closing):
         self._portal.stop()
         if self._ledger is not None:
             self._ledger.close()
+        if self.shared_cache is not None:
+            self.shared_cache.close()
 
     async def aclose(self) -> None:
         """Close this loop's HTTP clients, then everything else."""
@@ -494,6 +527,26 @@ class Session:
     def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``afollow_up``."""
         return self._service._portal.call(self.afollow_up(question, query_semantics))
+
+
+#: The longest a readiness probe of the ledger waits.
+_PROBE_S = 5.0
+
+
+def _encode_analysis(value: Any) -> bytes | None:
+    """A page analysis as JSON for the shared cache (anything else is not shared)."""
+    return analysis_to_json(value) if isinstance(value, PageAnalysis) else None
+
+
+def _shared_analyses(shared: SharedCache | None) -> RedisMemo | None:
+    if shared is None:
+        return None
+    return RedisMemo(
+        shared.analyses,
+        encode=_encode_analysis,
+        decode=analysis_from_json,
+        ttl_s=ANALYSIS_TTL_S,
+    )
 
 
 def _check_question(question: str) -> str:

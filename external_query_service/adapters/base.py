@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from ..clock import Clock
 from ..digests import sha256_digest
-from ..memo import ThreadMemo
+from ..memo import SharedMemo, ThreadMemo
 from ..models import (
     AdapterCapability,
     AdapterOutcome,
@@ -134,10 +134,13 @@ class AdapterRuntime:
     tool_observer: ToolObserver | None = None
 
 
-def analysis_memo(cache: CacheSettings) -> ThreadMemo:
+def analysis_memo(cache: CacheSettings, shared: SharedMemo | None = None) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
-    ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on."""
-    return ThreadMemo(cache.analysis_max_bytes if cache.enabled else 0, size=_analysis_size)
+    ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on,
+    and in ``shared`` too (other processes') when given."""
+    if not cache.enabled:
+        return ThreadMemo(0, size=_analysis_size)
+    return ThreadMemo(cache.analysis_max_bytes, size=_analysis_size, shared=shared)
 
 
 def _analysis_size(analysis: object) -> int:
