@@ -341,10 +341,13 @@ class ExternalQueryService(Closing):
         return True
 
     # -- sessions and discovery -----------------------------------------------------------
-    def session(self, *, history_limit: int | None = None) -> Session:
+    def session(
+        self, *, history_limit: int | None = None, last_plan: ExternalQueryPlan | None = None
+    ) -> Session:
         """A conversation whose follow-ups continue verifying on the external chain
-        (``history_limit``: see ``Session``)."""
-        return Session(self, history_limit=history_limit)
+        (``history_limit``: see ``Session``; ``last_plan``: resume one whose last question
+        had that plan)."""
+        return Session(self, history_limit=history_limit, last_plan=last_plan)
 
     async def aprobe(self) -> dict[str, Readiness]:
         """Each adapter's real, bounded readiness probe."""
@@ -480,18 +483,25 @@ def _packet(
 
 
 class Session:
-    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external).
+    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external);
+    ``last_plan`` resumes a session kept elsewhere (a server's shared session table).
 
     ``history`` holds the answers, only the latest ``history_limit`` of them when a limit is
     given (0 keeps none: a long-lived server needs the last plan, not every answer).
     """
 
-    def __init__(self, service: ExternalQueryService, *, history_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        service: ExternalQueryService,
+        *,
+        history_limit: int | None = None,
+        last_plan: ExternalQueryPlan | None = None,
+    ) -> None:
         if history_limit is not None and history_limit < 0:
             raise ValueError("history_limit must not be negative")
         self._service = service
         self._history_limit = history_limit
-        self._last_plan: ExternalQueryPlan | None = None
+        self._last_plan: ExternalQueryPlan | None = last_plan
         self.history: list[ExternalAnswer] = []
 
     @property

@@ -30,13 +30,6 @@ from ..errors import InputError
 from ..memo import SharedMemo
 from ..settings import CacheSettings
 
-try:
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-except ImportError:  # pragma: no cover - the [redis] extra is missing
-    redis = None  # type: ignore[assignment]
-
 __all__ = [
     "ANALYSIS_TTL_S",
     "WARNING_INTERVAL_S",
@@ -124,10 +117,15 @@ class RedisLink:
     def __init__(self, settings: CacheSettings) -> None:
         if settings.url is None:
             raise InputError("[cache] url is not set")
-        if redis is None:  # pragma: no cover - the [redis] extra is missing
+        try:  # imported here: a service without [cache] url never loads the client
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError:  # pragma: no cover - the [redis] extra is missing
             raise InputError(
                 "[cache] url needs the Redis client: pip install 'external_query_service[redis]'"
-            )
+            ) from None
+        self._failures: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self.settings = settings
         self.prefix = settings.key_prefix
         self.client: Any = redis.Redis.from_url(
@@ -160,7 +158,7 @@ class RedisLink:
             return default
         try:
             return operation(self.client)
-        except (redis.RedisError, OSError) as exc:
+        except self._failures as exc:
             self._failed(what, exc)
             return default
 
@@ -186,7 +184,7 @@ class RedisLink:
         """None when Redis answers now (whatever the pause says), else why not."""
         try:
             self.client.ping()
-        except (redis.RedisError, OSError) as exc:
+        except self._failures as exc:
             self._failed("ping", exc)
             return f"{type(exc).__name__}: {exc}"[:200]
         self._pause_until = 0.0
