@@ -77,8 +77,7 @@ def register(commands: Subparsers) -> None:
         type=_workers,
         default=1,
         metavar="N",
-        help="worker processes accepting on the one socket (default 1; above 1 needs "
-        "[cache] url)",
+        help="worker processes accepting on the one socket (default 1; above 1 needs [cache] url)",
     )
     add_model_flags(serve)
     serve.set_defaults(handler=_run)

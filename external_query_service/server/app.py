@@ -195,9 +195,7 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
     @app.get("/healthz", response_model=Health, summary="The process answers")
     async def healthz() -> Health:
         gate = service.questions
-        return Health(
-            questions_active=gate.active, questions_waiting=gate.waiting, pid=os.getpid()
-        )
+        return Health(questions_active=gate.active, questions_waiting=gate.waiting, pid=os.getpid())
 
     @app.get(
         "/readyz",
@@ -215,8 +213,7 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
         backends = await service.aprobe_backends()
         ledger = backends.get("ledger")
         report = ReadinessReport(
-            ready=any(item.ready for item in probes.values())
-            and (ledger is None or ledger.ready),
+            ready=any(item.ready for item in probes.values()) and (ledger is None or ledger.ready),
             adapters=probes,
             ledger=ledger,
             cache=backends.get("cache"),
