@@ -42,7 +42,7 @@ from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error
-from .storage import LedgerError, open_configured_ledger
+from .storage import SCHEMA_VERSION, LedgerError, open_configured_ledger
 from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo, SharedCache, open_shared_cache
 from .store import EvidenceStore
 from .text.analyse import PageAnalysis, analysis_from_json, analysis_to_json
@@ -363,8 +363,11 @@ class ExternalQueryService(Closing):
         if self._ledger is not None:
             ledger = self._ledger
             try:
-                await asyncio.wait_for(asyncio.to_thread(ledger.schema_version), _PROBE_S)
-                found["ledger"] = Readiness(ready=True)
+                version = await asyncio.wait_for(asyncio.to_thread(ledger.schema_version), _PROBE_S)
+                found["ledger"] = Readiness(
+                    ready=version == SCHEMA_VERSION,
+                    reason=None if version == SCHEMA_VERSION else "ledger_needs_migration",
+                )
             except LedgerError as exc:
                 found["ledger"] = Readiness(ready=False, reason=exc.reason)
             except (TimeoutError, OSError):
