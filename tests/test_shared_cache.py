@@ -116,6 +116,38 @@ def test_a_page_analysis_comes_back_from_json_exactly() -> None:
         analysis_from_json(b"not json")
 
 
+def test_a_page_analysis_made_by_one_memo_is_reused_by_another_through_redis(
+    redis_url: str, prefix: str
+) -> None:
+    from external_query_service.adapters.base import analysis_memo
+    from external_query_service.service import _shared_analyses
+
+    body = article("Berth", ["The new berth opens on 1 December 2026."]).encode()
+    calls: list[str] = []
+
+    def counted(data: bytes, *, query: str) -> Any:
+        calls.append(query)
+        return analyse_page(
+            data,
+            url="http://port-news.test/berth",
+            declared_charset="utf-8",
+            content_type="text/html",
+            query=query,
+        )
+
+    settings = CacheSettings(url=redis_url, key_prefix=prefix)
+    stores = [shared(redis_url, prefix), shared(redis_url, prefix)]
+    memos = [analysis_memo(settings, _shared_analyses(store)) for store in stores]
+    first = asyncio.run(memos[0].run(counted, body, query="berth"))
+    second = asyncio.run(memos[1].run(counted, body, query="berth"))  # another "process"
+    assert calls == ["berth"]
+    assert second == first
+    asyncio.run(memos[1].run(counted, body, query="ships"))  # another query: its own work
+    assert calls == ["berth", "ships"]
+    for store in stores:
+        store.close()
+
+
 # -- the store -------------------------------------------------------------------------------
 
 
