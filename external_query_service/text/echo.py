@@ -38,6 +38,8 @@ _CLAUSE_BREAK = re.compile(r"[，,、_|>»【】《》]| [-–—] ")
 # Not 几 in a passage: "几十万" (several hundred thousand) asks nothing.
 _INTERROGATIVE = re.compile("|".join(sorted(INTERROGATIVES - {"几"}, key=len, reverse=True)))
 _QUESTION_MARKS = frozenset("?？")
+# What a copy of the question leaves out: the marks that close it.
+_QUESTION_ENDS = " \t\n?？!！。.,，"
 # What NFKC changes in a term: full-width letters and digits, compatibility ideographs (the
 # full-width punctuation the patterns here list in both widths is left alone: folding it away
 # would cost more than the rest of the pass).
@@ -55,9 +57,11 @@ def fold(text: str) -> str:
 
 
 def question_spans(text: str, question: str) -> list[tuple[int, int]]:
-    """The ``(start, end)`` spans of ``text`` that ask a question or copy ``question``, in
-    order (they may overlap). Both are compared as given: fold them first (``fold``)."""
+    """The ``(start, end)`` spans of ``text`` that ask a question or copy ``question`` (less
+    its closing marks; ``""`` for none), in order; they may overlap. Both are compared as
+    given: fold them first (``fold``)."""
     spans: list[tuple[int, int]] = []
+    question = question.strip(_QUESTION_ENDS)
     if question:
         spans += [match.span() for match in re.finditer(re.escape(question), text)]
     for sentence in _SENTENCE.finditer(text):
@@ -85,6 +89,7 @@ def answer_terms(text: str, question: str, query_terms: Iterable[str]) -> set[st
     test is a substring test on the folded text, so a stem matches the words it was cut from.
     """
     folded = fold(text)
+    question = question.strip(_QUESTION_ENDS)
     if _ASKS.search(folded) or (question and question in folded):
         pieces: list[str] = []
         cursor = 0

@@ -85,7 +85,6 @@ ANSWER_WEIGHT: Final = 3
 #: A copy of the query counts as restating it only when the query has this many distinct
 #: terms: a passage that answers a keyword or two writes them out.
 MIN_COPIED_TERMS: Final = 3
-_QUESTION_ENDS: Final = " \t\n?？!！。.,，"
 
 
 @dataclass(frozen=True)
@@ -145,10 +144,10 @@ class _Query:
 
     def __init__(self, query: str, stats: TermStats) -> None:
         self.wanted = Counter(query_terms(query[:MAX_QUERY_CHARS]))
-        # The question as a page would copy it (folded, without its closing punctuation) —
-        # when it is one: a keyword or two are written out by the passages that answer them.
+        # The question as a page would copy it, when it is one: the passages that answer a
+        # keyword or two write them out.
         asks = len(self.wanted) >= MIN_COPIED_TERMS
-        self.question = fold(query[:MAX_QUERY_CHARS]).strip(_QUESTION_ENDS) if asks else ""
+        self.question = fold(query[:MAX_QUERY_CHARS]) if asks else ""
         self.total = sum(self.wanted.values())
         self.chunks = max(stats.chunks, 1)
         # Terms the collection holds, with their weight (idf × times asked); the others.
