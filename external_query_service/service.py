@@ -9,7 +9,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -23,7 +23,6 @@ from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
-from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
 from .models import (
     CORE_QUERY_KINDS,
     AdmissionSummary,
@@ -42,9 +41,12 @@ from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error
-from .storage import LedgerError, open_configured_ledger
 from .store import EvidenceStore
 from .verifier import EvidenceVerifier
+
+if TYPE_CHECKING:
+    from .llm import ChatCompletionsClient, LLMAnswerPresenter
+    from .storage import Ledger
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -133,21 +135,29 @@ class ExternalQueryService(Closing):
         self.gateway = ExternalQueryGateway(
             adapters, deadline_s=self.settings.network.deadline_s, needs=self.settings.verifier
         )
-        # One model client, injected into planner and presenter; neither builds its own.
-        self.llm = ChatCompletionsClient(self.settings.llm) if self.settings.llm else None
         kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
         #: Every query kind a question may name: the core kinds and the configured adapters'.
         self.query_kinds: tuple[str, ...] = tuple(dict.fromkeys(kinds))
-        if planner is None and self.llm is not None:  # an explicit hook still wins
-            planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
-        self.planner = ExternalQueryPlanner(planner)
         self.verifier = EvidenceVerifier(self.settings)
         self.presenter = ExternalAnswerPresenter(language=self.settings.presenter.language)
-        self._llm_presenter = (
-            LLMAnswerPresenter(self.llm, extractive=self.presenter) if self.llm else None
-        )
+        # One model client, injected into planner and presenter; neither builds its own.
+        # The model package is imported only when ``[llm]`` is configured.
+        self.llm: ChatCompletionsClient | None = None
+        self._llm_presenter: LLMAnswerPresenter | None = None
+        if self.settings.llm:
+            from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
+
+            self.llm = ChatCompletionsClient(self.settings.llm)
+            if planner is None:  # an explicit hook still wins
+                planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
+            self._llm_presenter = LLMAnswerPresenter(self.llm, extractive=self.presenter)
+        self.planner = ExternalQueryPlanner(planner)
         self._envelope = service_envelope(self.settings)
-        self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
+        self._ledger: Ledger | None = None
+        if self.settings.ledger.url is not None or self.settings.ledger.path is not None:
+            from .storage import open_configured_ledger  # only a configured ledger needs it
+
+            self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
         #: The questions worked on now and waiting in line (shared by every event loop).
         self.questions = QuestionGate(self.settings.network.max_concurrent_questions)
         self._portal = Portal()
@@ -324,6 +334,8 @@ class ExternalQueryService(Closing):
         never allowed to lose the answer."""
         if self._ledger is None:
             return False
+        from .storage import LedgerError  # loaded with the ledger
+
         try:
             await asyncio.to_thread(self._ledger.persist_chain, chain)
         except LedgerError as exc:

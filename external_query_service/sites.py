@@ -18,8 +18,6 @@ from functools import cache
 from typing import Literal, Protocol, cast
 from urllib.parse import urlsplit
 
-import publicsuffixlist
-
 from .models import ProviderType
 from .net.policy import ip_allowed, normalize_host
 from .settings import NetworkSettings, SourceSettings
@@ -46,8 +44,22 @@ class _SuffixList(Protocol):
 
 @cache
 def _suffix_list() -> _SuffixList:
-    # Parsing the bundled list takes a moment; build it once, on first use.
-    return cast(_SuffixList, publicsuffixlist.PublicSuffixList())
+    """The bundled Public Suffix List, parsed once on first use. Hosts are compared in their
+    IDNA form (``normalize_host``), so each non-ASCII rule gets its A-label form here and the
+    library skips encoding every rule itself (most of its parsing time)."""
+    import publicsuffixlist
+
+    with open(publicsuffixlist.PSLFILE, encoding="utf-8") as source:
+        lines = source.read().splitlines()
+    encoded = []
+    for line in lines:
+        rule = line.split(" ", 1)[0].strip().lower()
+        if rule and not rule.isascii() and not rule.startswith("//"):
+            bang = "!" if rule.startswith("!") else ""
+            encoded.append(bang + publicsuffixlist.encode_idn(rule.lstrip("!")))
+    return cast(
+        _SuffixList, publicsuffixlist.PublicSuffixList(lines + encoded, accept_encoded_idn=False)
+    )
 
 
 def url_host(url: str) -> str:

@@ -18,6 +18,7 @@ import email.utils
 import json
 import ssl
 import string
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -163,10 +164,42 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return (url.scheme, normalize_host(url.raw_host.decode("ascii")), port)
 
 
+class _DeferredRoots(ssl.SSLContext):
+    """A verifying client context that loads certifi's roots on its first TLS connection:
+    parsing the bundle costs tens of milliseconds that a run over plain http (a loopback
+    world, a local SearXNG) never needs. Settings are those of
+    ``ssl.create_default_context``."""
+
+    _roots_file: str | None = None
+    _roots_lock = threading.Lock()  # shared by all: taken once per context at most
+
+    def _load_roots(self) -> None:
+        if self._roots_file is None:
+            return
+        with self._roots_lock:
+            if self._roots_file is not None:
+                self.load_verify_locations(cafile=self._roots_file)
+                self._roots_file = None
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        """``SSLContext.wrap_bio`` once the roots are loaded."""
+        self._load_roots()
+        return super().wrap_bio(*args, **kwargs)
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        """``SSLContext.wrap_socket`` once the roots are loaded."""
+        self._load_roots()
+        return super().wrap_socket(*args, **kwargs)
+
+
 def _verifying_context(network: NetworkSettings) -> ssl.SSLContext:
-    """Certificates checked against certifi's roots plus ``network.ca_bundle`` (if set);
+    """Certificates checked against certifi's roots (loaded on the first TLS connection)
+    plus ``network.ca_bundle`` (if set, loaded now, so a bad file fails early);
     SSL_CERT_FILE and friends ignored."""
-    context = httpx.create_ssl_context(verify=True, trust_env=False)
+    import certifi  # only a context builder needs it
+
+    context = _DeferredRoots(ssl.PROTOCOL_TLS_CLIENT)  # verify_mode and check_hostname set
+    context._roots_file = certifi.where()
     if network.ca_bundle is not None:
         try:
             context.load_verify_locations(cafile=str(network.ca_bundle))
