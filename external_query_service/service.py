@@ -41,6 +41,7 @@ from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error
+from .sites import registrable_domain
 from .store import EvidenceStore
 from .verifier import EvidenceVerifier
 
@@ -362,9 +363,10 @@ class ExternalQueryService(Closing):
     def warm_up(self) -> None:
         """Pay now, once per process, what the first question would otherwise pay for: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
-        page, rjieba's dictionary through one Chinese tokenization, and the presenter's
-        templates compiled. No network I/O and no adapter is called; safe to call again
-        (later calls cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
+        page, rjieba's dictionary through one Chinese tokenization, the presenter's
+        templates compiled, the Public Suffix List parsed and anyio's asyncio backend (which
+        httpcore loads on its first request) imported. No network I/O and no adapter is
+        called; safe to call again (later calls cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
         # Function-local: a process that never warms up (``--help``, the MCP handshake) does
         # not import the text pipeline for it.
         import contextlib
@@ -390,6 +392,12 @@ class ExternalQueryService(Closing):
                 query="湛江明天天气怎么样",
             )
         self.presenter.load_templates()
+        registrable_domain("www.example.com")  # the Public Suffix List, parsed once
+        # httpcore asks anyio for the running loop's backend on its first request; anyio
+        # imports that backend then. One empty run here imports it instead.
+        import anyio
+
+        anyio.run(anyio.sleep, 0, backend="asyncio")
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
