@@ -366,7 +366,8 @@ class ExternalQueryService(Closing):
         page, rjieba's dictionary through one Chinese tokenization, the presenter's
         templates compiled, the Public Suffix List parsed and anyio's asyncio backend (which
         httpcore loads on its first request) imported. No network I/O and no adapter is
-        called; safe to call again (later calls cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
+        called; safe to call again (later calls cost next to nothing). Raises
+        ``ServiceClosed`` after ``close``."""
         # Function-local: a process that never warms up (``--help``, the MCP handshake) does
         # not import the text pipeline for it.
         import contextlib
