@@ -395,10 +395,15 @@ class ExternalQueryService(Closing):
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
         # httpcore asks anyio for the running loop's backend on its first request; anyio
-        # imports that backend then. One empty run here imports it instead.
+        # imports that backend then. One empty run here imports it instead, on a thread of
+        # its own (this one may be running a loop already).
+        import threading
+
         import anyio
 
-        anyio.run(anyio.sleep, 0, backend="asyncio")
+        runner = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="eqs-warm-up")
+        runner.start()
+        runner.join()
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
