@@ -91,10 +91,11 @@ DEADLINE_MARGIN_S = 0.25
 _ANALYSIS_GRACE_S = 0.15
 #: Once the walk has what it can get short of ``max_pages`` (some pages read and nothing
 #: left to start), how much longer pages still loading may take before they are cut off;
-#: also the longest a page may still load after another was read before it loses its place.
-#: (With ``max_pages`` pages read nothing more is waited for.) A quarter second is the same allowance as ``DEADLINE_MARGIN_S``: long enough for a page
-#: whose last bytes are already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short
-#: enough that one dripping or silent page adds no noticeable latency to the answer.
+#: also the longest a page may still load after another was read before it loses its
+#: place. (With ``max_pages`` pages read nothing more is waited for.) A quarter second is
+#: the same allowance as ``DEADLINE_MARGIN_S``: long enough for a page whose last bytes are
+#: already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short enough that one
+#: dripping or silent page adds no noticeable latency to the answer.
 STRAGGLER_GRACE_S = 0.25
 
 _NOT_A_DOCUMENT = "not_a_document"
