@@ -189,12 +189,20 @@ class ThreadMemo:
     results are kept (at most ``max_size`` by ``size(result)``, least recently used out)
     and identical calls in flight share one run. Exceptions are not kept. With
     ``max_size == 0`` nothing is kept, but concurrent identical calls are still shared.
-    Arguments must be hashable; bytes are keyed by their digest.
+    Arguments must be hashable; bytes are keyed by their digest. ``on_hit`` (optional) is
+    called whenever a kept result is used again (a shared run in flight is not a hit).
     """
 
-    def __init__(self, max_size: int = 0, size: Callable[[Any], int] = lambda _v: 1) -> None:
+    def __init__(
+        self,
+        max_size: int = 0,
+        size: Callable[[Any], int] = lambda _v: 1,
+        *,
+        on_hit: Callable[[], None] | None = None,
+    ) -> None:
         self._results: SizedLRU[Hashable, Any] = SizedLRU(max_size, size)
         self._flights = SingleFlight()
+        self._on_hit = on_hit
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """The memoized result of ``function(*args)`` under ``key``, computed once in a worker
@@ -206,6 +214,8 @@ class ThreadMemo:
         )
         found = self._results.get(key)
         if found is not None:
+            if self._on_hit is not None:
+                self._on_hit()
             return found  # type: ignore[no-any-return]
 
         async def compute() -> T:

@@ -21,6 +21,7 @@ from .audit import AuditLog
 from .clock import Clock, system_clock
 from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
+from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
 from .models import (
@@ -112,12 +113,17 @@ class ExternalQueryService(Closing):
             if store is not None
             else EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
         )
+        #: Cache hits (response cache and page analyses) as they happen; ``subscribe`` to
+        #: count them (the server's metrics do).
+        self.cache_hits = CacheHits()
         # ``http`` lets a caller wrap network access (recording a fixture world, say).
         self._http = (
             http
             if http is not None
             else HttpRuntime(
-                self.settings.network, cache=response_cache(caching, self.clock), clock=self.clock
+                self.settings.network,
+                cache=response_cache(caching, self.clock, on_hit=self.cache_hits.hit),
+                clock=self.clock,
             )
         )
         runtime = AdapterRuntime(
@@ -127,7 +133,8 @@ class ExternalQueryService(Closing):
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
-            analyses=analysis_memo(caching),
+            analyses=analysis_memo(caching, on_hit=self.cache_hits.hit),
+            search_endpoint=self._http.search_endpoint,
             tool_observer=tool_observer,
         )
         adapters: list[Adapter] = [

@@ -135,6 +135,9 @@ class PageHarvest:
     failed: int
     #: (url, reason) for every hit the walk reached that was not read (module docstring).
     failures: tuple[tuple[str, str], ...]
+    #: Page body bytes received from the network, unusable pages included (pages replayed
+    #: from the response cache count nothing).
+    bytes_fetched: int = 0
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,8 @@ class _Read:
     stand_in: bool = False
     #: Term statistics of the page's chunks (empty when the page was not read).
     stats: TermStats = field(default_factory=TermStats)
+    #: Body bytes received from the network for this hit (0 for a kept reply).
+    received: int = 0
 
 
 async def harvest_pages(
@@ -190,7 +195,10 @@ async def harvest_pages(
     stats = sum((read.stats for _, read in reads), TermStats())
     evidence = _best_first(evidence, plan, stats)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
-    return PageHarvest(tuple(evidence), len(reads) - len(failures), len(failures), failures)
+    received = sum(read.received for _, read in reads)
+    return PageHarvest(
+        tuple(evidence), len(reads) - len(failures), len(failures), failures, received
+    )
 
 
 def _best_first(
@@ -318,6 +326,7 @@ async def _read(
         page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
         return _fetch_failure(exc)
+    received = len(page.body) if page.fetched_at is None else 0
     try:
         analysis = await runtime.analyses.run(
             analyse_page,
@@ -330,8 +339,9 @@ async def _read(
             min_score=PAGE_MIN_SCORE,
         )
     except ExtractionFailed as exc:
-        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}")
-    return _Read(_body_evidence(hit, page, analysis, source, runtime), stats=analysis.stats)
+        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}", received=received)
+    evidence = _body_evidence(hit, page, analysis, source, runtime)
+    return _Read(evidence, stats=analysis.stats, received=received)
 
 
 def _fetch_failure(exc: FetchError) -> _Read:

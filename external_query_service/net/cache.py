@@ -24,12 +24,16 @@ from the origin, or when the origin last confirmed it with a 304). The cache nev
 the network policy: callers check the policy before they use an entry (``fetch.py``).
 Bounded by ``[cache] max_bytes`` (bodies plus a small overhead each), least recently used
 out. Thread-safe; one cache may serve several runtimes, each checking its own policy.
+
+Every fresh reply served is a hit, told to ``on_hit`` with the kind of caller it was kept
+for (the key's first part: ``page``, ``search`` or ``api``) as it happens
+(``events.py``); a revalidated reply (a 304) is not counted as one.
 """
 
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -199,11 +203,19 @@ class ResponseCache:
     """Replies kept by (caller kind, method, URL), under HTTP's caching rules.
 
     ``clock`` is the service's: entries age by it, and ``fetched_at`` is read from it.
+    ``on_hit`` (optional) is told the kind of every hit when it happens.
     """
 
-    def __init__(self, settings: CacheSettings | None = None, *, clock: Clock = system_clock):
+    def __init__(
+        self,
+        settings: CacheSettings | None = None,
+        *,
+        clock: Clock = system_clock,
+        on_hit: Callable[[str], None] | None = None,
+    ):
         self.settings = settings or CacheSettings()
         self._clock = clock
+        self._on_hit = on_hit
         self._entries: SizedLRU[tuple[str, str, str], CachedResponse] = SizedLRU(
             self.settings.max_bytes, lambda entry: len(entry.exchange.body) + ENTRY_OVERHEAD
         )
@@ -241,6 +253,8 @@ class ResponseCache:
         if entry is None or not entry.fresh(self._clock().timestamp()):
             return None
         self.hits += 1
+        if self._on_hit is not None:
+            self._on_hit(key[0])
         return replace(entry.exchange, kept=True)
 
     def store(
@@ -307,6 +321,12 @@ class ResponseCache:
         return exchange
 
 
-def response_cache(settings: CacheSettings, clock: Clock = system_clock) -> ResponseCache | None:
-    """The cache ``[cache]`` asks for: None when caching is off."""
-    return ResponseCache(settings, clock=clock) if settings.enabled else None
+def response_cache(
+    settings: CacheSettings,
+    clock: Clock = system_clock,
+    *,
+    on_hit: Callable[[str], None] | None = None,
+) -> ResponseCache | None:
+    """The cache ``[cache]`` asks for (telling ``on_hit`` of its hits): None when caching is
+    off."""
+    return ResponseCache(settings, clock=clock, on_hit=on_hit) if settings.enabled else None

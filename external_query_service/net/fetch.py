@@ -658,8 +658,11 @@ class TrustedEndpoint:
         breaker: CircuitBreaker | None = None,
         cache: ResponseCache | None = None,
         clock: Clock = system_clock,
+        kind: str = "api",
     ) -> None:
         base = check_url(base_url)
+        #: What its replies are kept as in the cache (``api``, or ``search`` for an engine).
+        self.kind = kind
         self._breaker = breaker or CircuitBreaker()
         self._base_url = base_url
         self._base = base.copy_with(query=None, fragment=None)
@@ -793,7 +796,7 @@ class TrustedEndpoint:
         once; only GET replies are kept."""
         url = str(target)
         body_key = sha256_digest(content) if content is not None else ""
-        key = ("api", method, url if method == "GET" else f"{url} {body_key}")
+        key = (self.kind, method, url if method == "GET" else f"{url} {body_key}")
         if self._cache is not None and method == "GET":
             kept = self._cache.fresh(key)
             if kept is not None:
@@ -888,19 +891,30 @@ class HttpRuntime:
         self.cache = cache
         self._clock = clock
         self.fetcher = SafeFetcher(network, resolver=resolver, cache=cache, clock=clock)
-        self._endpoints: dict[str, TrustedEndpoint] = {}
+        self._endpoints: dict[tuple[str, str], TrustedEndpoint] = {}
 
-    def endpoint(self, base_url: str) -> TrustedEndpoint:
-        """The trusted endpoint for ``base_url``, made once and reused."""
-        endpoint = self._endpoints.get(base_url)
+    def endpoint(self, base_url: str, *, kind: str = "api") -> TrustedEndpoint:
+        """The trusted endpoint for ``base_url``, made once and reused; ``kind`` is what
+        its replies are kept as (``api``; ``search`` for a search engine:
+        ``search_endpoint``)."""
+        endpoint = self._endpoints.get((base_url, kind))
         if endpoint is None:
-            endpoint = self._endpoints[base_url] = self._new_endpoint(base_url)
+            endpoint = self._endpoints[(base_url, kind)] = self._new_endpoint(base_url, kind)
         return endpoint
 
-    def _new_endpoint(self, base_url: str) -> TrustedEndpoint:
+    def search_endpoint(self, base_url: str) -> TrustedEndpoint:
+        """``endpoint(base_url, kind="search")``: a search engine's API root."""
+        return self.endpoint(base_url, kind="search")
+
+    def _new_endpoint(self, base_url: str, kind: str = "api") -> TrustedEndpoint:
         """Builds the endpoint ``endpoint()`` keeps; a subclass (the recorder) wraps it."""
         return TrustedEndpoint(
-            base_url, self._network, resolver=self._resolver, cache=self.cache, clock=self._clock
+            base_url,
+            self._network,
+            resolver=self._resolver,
+            cache=self.cache,
+            clock=self._clock,
+            kind=kind,
         )
 
     async def aclose(self) -> None:

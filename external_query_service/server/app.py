@@ -86,6 +86,7 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
             yield
         finally:
             await in_flight.drain(limits.shutdown_grace_s)
+            metrics.close()
             if close_service:
                 await service.aclose()
 
