@@ -187,11 +187,13 @@ def test_a_drip_sends_the_start_of_a_page_at_its_rate_and_is_cut_off(world: Worl
     assert reply.chunks is not None
     assert b"".join(itertools.islice(reply.chunks, 15)) == b"<html><body><p>"
     assert fault_reply("drip").chunk_delay_s == 1.0  # one byte a second unless told
-    world.fault(GOOD, "drip", drip_bytes_per_s=50)
-    serve_search(world, GOOD)
-    answer = ask(world, timeout_s=0.3)
-    assert attempt_event(answer)["page_failures"] == [f"{GOOD} cut_off"]
-    assert answer.evidence == ()
+    drip = world.fault("http://drip.example.net/news", "drip", drip_bytes_per_s=50)
+    world.route(GOOD, Reply(body=PAGE))
+    serve_search(world, GOOD, drip)
+    # The good page read and nothing left to start: the drip (a minute long) is cut off.
+    answer = ask(world, max_pages=2)
+    assert attempt_event(answer)["page_failures"] == [f"{drip} cut_off"]
+    assert {item.url for item in answer.evidence} == {GOOD}
 
 
 def test_a_drip_needs_a_positive_rate(world: World) -> None:
