@@ -93,3 +93,23 @@ def test_certifi_roots_wait_for_the_first_tls_connection() -> None:
     assert context.get_ca_certs() == []  # nothing parsed yet
     context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="example.com")
     assert len(context.get_ca_certs()) > 50
+
+
+def test_the_program_flushes_its_whole_answer_before_it_exits_at_once(tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text(
+        "# Guide\n\n" + "The verifier checks origins, targets and time ranges. " * 200, "utf-8"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "external_query_service.cli", "ask", "What does the verifier "
+         "check?", "--docs", str(tmp_path), "--format", "json"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "answered"  # the whole JSON document arrived
+    bad = subprocess.run(
+        [sys.executable, "-m", "external_query_service.cli", "ask", "q", "--config", "nope.toml"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert "settings file not found" in bad.stderr
