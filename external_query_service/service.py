@@ -6,6 +6,7 @@ plan → gather → verify → packet → present, each stage a typed model, all
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -368,13 +369,21 @@ class ExternalQueryService(Closing):
         return self._portal.call(self.aprobe())
 
     def warm_up(self) -> None:
-        """Pay now, once per process, what the first question would otherwise pay for: the
+        """Pay now what the first question would otherwise pay for. Once per process: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
         page, rjieba's dictionary through one Chinese tokenization, the presenter's
         templates compiled, the Public Suffix List parsed and anyio's asyncio backend (which
-        httpcore loads on its first request) imported. No network I/O and no adapter is
-        called; safe to call again (later calls cost next to nothing). Raises
-        ``ServiceClosed`` after ``close``."""
+        httpcore loads on its first request) imported. For the synchronous calls' own loop:
+        its page client built and its worker threads started (``awarm_up`` does that for
+        the running loop instead). No network I/O and no adapter is called; safe to call
+        again (later calls cost next to nothing). Raises ``ServiceClosed`` after
+        ``close``."""
+        self._check_open()
+        self._warm_process()
+        self._portal.call(self._prepare_loop())
+
+    def _warm_process(self) -> None:
+        """``warm_up``'s once-per-process part (CPU-bound; any thread)."""
         # Function-local: a process that never warms up (``--help``, the MCP handshake) does
         # not import the text pipeline for it.
         import contextlib
@@ -414,9 +423,20 @@ class ExternalQueryService(Closing):
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
-        so a server can warm up while it already accepts connections."""
+        so a server can warm up while it already accepts connections; then the running
+        loop's page client and worker threads are made ready."""
         self._check_open()
-        await asyncio.to_thread(self.warm_up)
+        await asyncio.to_thread(self._warm_process)
+        await self._prepare_loop()
+
+    async def _prepare_loop(self) -> None:
+        """The running loop's page client built, and as many of its worker threads started
+        as a question analyses pages at once (each worker is made on first use otherwise)."""
+        self._http.fetcher.prepare()
+        pause = functools.partial(time.sleep, 0.002)  # busy long enough to need another
+        await asyncio.gather(
+            *(asyncio.to_thread(pause) for _ in range(self.settings.network.max_pages))
+        )
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:

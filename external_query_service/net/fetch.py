@@ -424,6 +424,10 @@ class SafeFetcher:
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
 
+    def prepare(self) -> None:
+        """Build the running loop's client now rather than on its first fetch."""
+        self._loops.get()
+
     def _new_state(self) -> _FetchLoopState:
         self._ssl_context = self._ssl_context or _verifying_context(self._network)
         client = guarded_client(
