@@ -255,7 +255,8 @@ class ThreadMemo:
     ``max_size == 0`` nothing is kept, but concurrent identical calls are still shared.
     Arguments must be hashable; bytes are keyed by their digest. With ``shared``, results
     are also looked up and kept there (under ``memo_key`` of the key), so other processes
-    reuse them.
+    reuse them. ``on_hit`` (optional) is called whenever a kept result is used again, from
+    this process's memo or from ``shared`` (a shared run in flight is not a hit).
     """
 
     def __init__(
@@ -264,10 +265,12 @@ class ThreadMemo:
         size: Callable[[Any], int] = lambda _v: 1,
         *,
         shared: SharedMemo | None = None,
+        on_hit: Callable[[], None] | None = None,
     ) -> None:
         self._results: SizedLRU[Hashable, Any] = SizedLRU(max_size, size)
         self._flights = SingleFlight()
         self._shared = shared
+        self._on_hit = on_hit
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """The memoized result of ``function(*args)`` under ``key``, computed once in a worker
@@ -279,6 +282,8 @@ class ThreadMemo:
         )
         found = self._results.get(key)
         if found is not None:
+            if self._on_hit is not None:
+                self._on_hit()
             return found  # type: ignore[no-any-return]
 
         shared = self._shared
@@ -290,6 +295,8 @@ class ThreadMemo:
             shared_key = memo_key(key)
             kept = shared.get(shared_key)
             if kept is not None:
+                if self._on_hit is not None:
+                    self._on_hit()
                 return kept  # type: ignore[no-any-return]
             result = fn(*args, **kwargs)
             shared.put(shared_key, result)

@@ -267,6 +267,10 @@ class AdapterAttempt(_Model):
     results: int = 0  # hits the provider returned
     pages_fetched: int = 0
     pages_failed: int = 0
+    #: Bytes of page bodies this attempt received from the network (Content-Encoding
+    #: undone), pages it could not use included; replies replayed from the response cache
+    #: count nothing. A fetch shared with an identical one in flight counts for each.
+    bytes_fetched: int = 0
     evidence_count: int = 0
     duration_ms: int = 0
     #: For a failed or timed-out attempt: what kind of failure it was.
@@ -353,6 +357,8 @@ class AdapterOutcome(_Model):
     results: int = 0
     pages_fetched: int = 0
     pages_failed: int = 0
+    #: Page body bytes received from the network (``AdapterAttempt.bytes_fetched``).
+    bytes_fetched: int = 0
     detail: dict[str, JsonValue] = Field(default_factory=dict)
 
 

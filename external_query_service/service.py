@@ -6,10 +6,11 @@ plan → gather → verify → packet → present, each stage a typed model, all
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -21,9 +22,9 @@ from .audit import AuditLog
 from .clock import Clock, system_clock
 from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
+from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
-from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
 from .models import (
     CORE_QUERY_KINDS,
     AdmissionSummary,
@@ -41,12 +42,15 @@ from .net.cache import response_cache
 from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
-from .settings import Settings, format_validation_error
-from .storage import SCHEMA_VERSION, LedgerError, open_configured_ledger
-from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo, SharedCache, open_shared_cache
+from .settings import CacheSettings, Settings, format_validation_error
+from .sites import registrable_domain
 from .store import EvidenceStore
-from .text.analyse import PageAnalysis, analysis_from_json, analysis_to_json
 from .verifier import EvidenceVerifier
+
+if TYPE_CHECKING:
+    from .llm import ChatCompletionsClient, LLMAnswerPresenter
+    from .storage import Ledger
+    from .storage.redis_cache import RedisMemo, SharedCache
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -111,8 +115,11 @@ class ExternalQueryService(Closing):
             if store is not None
             else EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
         )
+        #: Cache hits (response cache and page analyses) as they happen; ``subscribe`` to
+        #: count them (the server's metrics do).
+        self.cache_hits = CacheHits()
         #: The Redis cache ``[cache] url`` names (None: everything in this process's memory).
-        self.shared_cache: SharedCache | None = open_shared_cache(caching)
+        self.shared_cache: SharedCache | None = _open_shared_cache(caching)
         shared = self.shared_cache
         # ``http`` lets a caller wrap network access (recording a fixture world, say).
         self._http = (
@@ -121,7 +128,10 @@ class ExternalQueryService(Closing):
             else HttpRuntime(
                 self.settings.network,
                 cache=response_cache(
-                    caching, self.clock, shared.responses if shared is not None else None
+                    caching,
+                    self.clock,
+                    shared.responses if shared is not None else None,
+                    on_hit=self.cache_hits.hit,
                 ),
                 clock=self.clock,
             )
@@ -133,7 +143,8 @@ class ExternalQueryService(Closing):
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
-            analyses=analysis_memo(caching, _shared_analyses(shared)),
+            analyses=analysis_memo(caching, _shared_analyses(shared), on_hit=self.cache_hits.hit),
+            search_endpoint=self._http.search_endpoint,
             tool_observer=tool_observer,
         )
         adapters: list[Adapter] = [
@@ -142,21 +153,29 @@ class ExternalQueryService(Closing):
         self.gateway = ExternalQueryGateway(
             adapters, deadline_s=self.settings.network.deadline_s, needs=self.settings.verifier
         )
-        # One model client, injected into planner and presenter; neither builds its own.
-        self.llm = ChatCompletionsClient(self.settings.llm) if self.settings.llm else None
         kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
         #: Every query kind a question may name: the core kinds and the configured adapters'.
         self.query_kinds: tuple[str, ...] = tuple(dict.fromkeys(kinds))
-        if planner is None and self.llm is not None:  # an explicit hook still wins
-            planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
-        self.planner = ExternalQueryPlanner(planner)
         self.verifier = EvidenceVerifier(self.settings)
         self.presenter = ExternalAnswerPresenter(language=self.settings.presenter.language)
-        self._llm_presenter = (
-            LLMAnswerPresenter(self.llm, extractive=self.presenter) if self.llm else None
-        )
+        # One model client, injected into planner and presenter; neither builds its own.
+        # The model package is imported only when ``[llm]`` is configured.
+        self.llm: ChatCompletionsClient | None = None
+        self._llm_presenter: LLMAnswerPresenter | None = None
+        if self.settings.llm:
+            from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
+
+            self.llm = ChatCompletionsClient(self.settings.llm)
+            if planner is None:  # an explicit hook still wins
+                planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
+            self._llm_presenter = LLMAnswerPresenter(self.llm, extractive=self.presenter)
+        self.planner = ExternalQueryPlanner(planner)
         self._envelope = service_envelope(self.settings)
-        self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
+        self._ledger: Ledger | None = None
+        if self.settings.ledger.url is not None or self.settings.ledger.path is not None:
+            from .storage import open_configured_ledger  # only a configured ledger needs it
+
+            self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
         #: The questions worked on now and waiting in line (shared by every event loop).
         self.questions = QuestionGate(self.settings.network.max_concurrent_questions)
         self._portal = Portal()
@@ -333,6 +352,8 @@ class ExternalQueryService(Closing):
         never allowed to lose the answer."""
         if self._ledger is None:
             return False
+        from .storage import LedgerError  # loaded with the ledger
+
         try:
             await asyncio.to_thread(self._ledger.persist_chain, chain)
         except LedgerError as exc:
@@ -358,6 +379,8 @@ class ExternalQueryService(Closing):
         """The configured shared parts, each really asked now: ``ledger`` (a ledger file or
         database; not listed when answers keep their records in memory) and ``cache`` (only
         with ``[cache] url``). ``reason`` says why one is not ready."""
+        from .storage import SCHEMA_VERSION, LedgerError  # loaded with the ledger
+
         self._check_open()
         found: dict[str, Readiness] = {}
         if self._ledger is not None:
@@ -385,11 +408,21 @@ class ExternalQueryService(Closing):
         return self._portal.call(self.aprobe())
 
     def warm_up(self) -> None:
-        """Pay now, once per process, what the first question would otherwise pay for: the
+        """Pay now what the first question would otherwise pay for. Once per process: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
-        page, rjieba's dictionary through one Chinese tokenization, and the presenter's
-        templates compiled. No network I/O and no adapter is called; safe to call again
-        (later calls cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
+        page, rjieba's dictionary through one Chinese tokenization, the presenter's
+        templates compiled, the Public Suffix List parsed and anyio's asyncio backend (which
+        httpcore loads on its first request) imported. For the synchronous calls' own loop:
+        its page client built and its worker threads started (``awarm_up`` does that for
+        the running loop instead). No network I/O and no adapter is called; safe to call
+        again (later calls cost next to nothing). Raises ``ServiceClosed`` after
+        ``close``."""
+        self._check_open()
+        self._warm_process()
+        self._portal.call(self._prepare_loop())
+
+    def _warm_process(self) -> None:
+        """``warm_up``'s once-per-process part (CPU-bound; any thread)."""
         # Function-local: a process that never warms up (``--help``, the MCP handshake) does
         # not import the text pipeline for it.
         import contextlib
@@ -415,12 +448,34 @@ class ExternalQueryService(Closing):
                 query="湛江明天天气怎么样",
             )
         self.presenter.load_templates()
+        registrable_domain("www.example.com")  # the Public Suffix List, parsed once
+        # httpcore asks anyio for the running loop's backend on its first request; anyio
+        # imports that backend then. One empty run here imports it instead, on a thread of
+        # its own (this one may be running a loop already).
+        import threading
+
+        import anyio
+
+        runner = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="eqs-warm-up")
+        runner.start()
+        runner.join()
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
-        so a server can warm up while it already accepts connections."""
+        so a server can warm up while it already accepts connections; then the running
+        loop's page client and worker threads are made ready."""
         self._check_open()
-        await asyncio.to_thread(self.warm_up)
+        await asyncio.to_thread(self._warm_process)
+        await self._prepare_loop()
+
+    async def _prepare_loop(self) -> None:
+        """The running loop's page client built, and as many of its worker threads started
+        as a question analyses pages at once (each worker is made on first use otherwise)."""
+        self._http.fetcher.prepare()
+        pause = functools.partial(time.sleep, 0.002)  # busy long enough to need another
+        await asyncio.gather(
+            *(asyncio.to_thread(pause) for _ in range(self.settings.network.max_pages))
+        )
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -546,14 +601,28 @@ class Session:
 _PROBE_S = 5.0
 
 
+def _open_shared_cache(caching: CacheSettings) -> SharedCache | None:
+    """The Redis cache ``[cache] url`` names; its module is imported only then."""
+    if caching.url is None:
+        return None
+    from .storage.redis_cache import open_shared_cache
+
+    return open_shared_cache(caching)
+
+
 def _encode_analysis(value: Any) -> bytes | None:
     """A page analysis as JSON for the shared cache (anything else is not shared)."""
+    from .text.analyse import PageAnalysis, analysis_to_json
+
     return analysis_to_json(value) if isinstance(value, PageAnalysis) else None
 
 
 def _shared_analyses(shared: SharedCache | None) -> RedisMemo | None:
     if shared is None:
         return None
+    from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo
+    from .text.analyse import analysis_from_json
+
     return RedisMemo(
         shared.analyses,
         encode=_encode_analysis,

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from dataclasses import dataclass
 from functools import cache
-from typing import Literal, Protocol, cast
+from typing import Literal
 from urllib.parse import urlsplit
-
-import publicsuffixlist
 
 from .models import ProviderType
 from .net.policy import ip_allowed, normalize_host
@@ -40,14 +39,62 @@ OriginReason = Literal["ok", "bad_scheme", "denied_domain", "not_allowed_domain"
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class _SuffixList(Protocol):
-    def privatesuffix(self, domain: str) -> str | None: ...
+@dataclass(frozen=True)
+class _SuffixRules:
+    """The Public Suffix List's rules (as written: Unicode, ``*.`` wildcards, ``!``
+    exceptions) and the most labels a rule has."""
+
+    rules: frozenset[str]
+    max_labels: int
 
 
 @cache
-def _suffix_list() -> _SuffixList:
-    # Parsing the bundled list takes a moment; build it once, on first use.
-    return cast(_SuffixList, publicsuffixlist.PublicSuffixList())
+def _suffix_rules() -> _SuffixRules:
+    """The list bundled with ``publicsuffixlist``, read once on first use: one pass over its
+    lines (the package's own parser also encodes every rule to IDNA, several times slower;
+    hosts are decoded for the lookup instead, ``_public_labels``)."""
+    import publicsuffixlist
+
+    with open(publicsuffixlist.PSLFILE, encoding="utf-8") as source:
+        lines = source.read().lower().splitlines()
+    rules = {line.split(" ", 1)[0].rstrip() for line in lines if not line.startswith("//")}
+    rules.discard("")
+    return _SuffixRules(frozenset(rules), max(rule.count(".") + 1 for rule in rules))
+
+
+def _public_labels(labels: list[str]) -> int:
+    """How many trailing ``labels`` are the public suffix, by the list's rules: an exception
+    (``!``) beats a wildcard (``*.``), which beats an exact rule, longest first; a name under
+    no rule has its last label as suffix. The same algorithm as ``publicsuffixlist``."""
+    table = _suffix_rules()
+    count = len(labels)
+    if count == 1:
+        return 1
+    for start in range(max(0, count - (table.max_labels + 1)), count):
+        depth = count - start
+        name = ".".join(labels[start:])
+        if "!" + name in table.rules:
+            return depth - 1
+        if "*." + name in table.rules:
+            return depth + 1 if start > 0 else depth
+        if name in table.rules:
+            return depth
+    return 1
+
+
+def _unicode_labels(host: str) -> list[str]:
+    """``host``'s labels, A-labels (``xn--``) decoded so they meet the list's Unicode rules;
+    a label that does not decode is kept as it is."""
+    labels = host.split(".")
+    if "xn--" not in host:
+        return labels
+    decoded = []
+    for label in labels:
+        try:
+            decoded.append(label.encode("ascii").decode("idna") if "xn--" in label else label)
+        except UnicodeError:
+            decoded.append(label)
+    return decoded
 
 
 def url_host(url: str) -> str:
@@ -85,7 +132,13 @@ def registrable_domain(host: str) -> str:
     host = normalize_host(host)
     if ip_literal(host) is not None or "." not in host:
         return host
-    return _suffix_list().privatesuffix(host) or host
+    labels = host.split(".")
+    if "" in labels:
+        return host
+    public = _public_labels(_unicode_labels(host))
+    if len(labels) < public + 1:
+        return host
+    return ".".join(labels[-(public + 1) :])
 
 
 def domain_matches(host: str, domain: str) -> bool:

@@ -210,3 +210,27 @@ def test_content_id_is_invariant_under_key_order(value: Any, seed: int) -> None:
 def test_canonical_form_round_trips_through_the_strict_loader(value: Any) -> None:
     once = canonical_json(value)
     assert canonical_json(loads_value(once.decode("utf-8"))) == once
+
+
+_JSON_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | _JSON_TEXT,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=6) | _JSON_TEXT, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=6))
+def test_canonical_bytes_are_rfc8785s_whichever_writer_is_used(record: dict[str, object]) -> None:
+    try:
+        expected = rfc8785.dumps(record)  # type: ignore[arg-type]
+    except rfc8785.CanonicalizationError:
+        return
+    assert canonical_json(record) == expected

@@ -473,3 +473,33 @@ def test_content_id_of_a_plan_excludes_no_field_but_its_own_id() -> None:
     plan = make_plan()
     body = {key: value for key, value in plan.items() if key != "plan_id"}
     assert content_id(body) == plan["plan_id"]
+
+
+def test_deciding_on_records_just_built_gives_the_same_admission_and_retirement() -> None:
+    from external_query_service.admission.admit import decide_built
+    from external_query_service.admission.retire import retire_built
+
+    plan = make_plan()
+    receipt = make_receipt(plan)
+    built_plan, built_receipt = verify_plan(plan), parse_receipt(receipt)
+    checked = decide(plan, receipt, decision="admit", reason="x", admit_sources=[SOURCE_A])
+    built = decide_built(
+        built_plan,
+        built_receipt,
+        receipt_digest=receipt_digest(built_receipt),
+        decision="admit",
+        reason="x",
+        admit_sources=[SOURCE_A],
+    )
+    assert built == checked
+    assert retire_built(built, [SOURCE_A]) == retire(checked, [SOURCE_A])
+    # The identity and provenance rules still hold on the short path.
+    with rejected("unknown_source"):
+        decide_built(
+            built_plan,
+            built_receipt,
+            receipt_digest=receipt_digest(built_receipt),
+            decision="admit",
+            reason="x",
+            admit_sources=["https://elsewhere.example/"],
+        )

@@ -678,3 +678,14 @@ def test_summary_quotes_further_documents_when_they_share_one_site() -> None:
     )
     shown = ExternalAnswerPresenter().present(make_packet(docs))
     assert [f"第{n}篇文档的摘录" in shown.text for n in range(4)] == [True, True, True, False]
+
+
+def test_strip_invisible_keeps_its_table_bounded_on_a_text_of_every_code_point() -> None:
+    from external_query_service import presenter
+
+    everything = "".join(chr(point) for point in range(0x20000) if not 0xD800 <= point < 0xE000)
+    stripped = presenter.strip_invisible(everything)
+    assert "\u200b" not in stripped
+    assert "湛" in stripped
+    assert len(presenter._INVISIBLE) <= presenter._TABLE_MAX
+    assert presenter.strip_invisible("a\u200bb\ufe0fc") == "abc"

@@ -232,3 +232,20 @@ def test_a_straggler_is_cut_off_once_every_other_page_of_the_walk_has_settled(
     assert page_failures(answer) == [f"{slow} cut_off"]
     assert {(item.url, item.basis) for item in answer.evidence} == {(good, "page_body")}
     assert SNIPPET_NOTE not in answer.text  # a cut-off page's snippet does not stand in
+
+
+def test_a_dripping_page_loses_its_place_to_the_next_hit_and_ends_when_enough_are_read(
+    world: World,
+) -> None:
+    drip = bad_page(world, "drip", "drip", drip_bytes_per_s=20)
+    good = [good_page(world, n) for n in (1, 2)]
+    serve_search(world, [drip, *good])
+
+    # One place for the drip and one for the first good page: the second good page can only
+    # be read if the drip gave up its place, and the walk ends with max_pages pages read.
+    answer = ask(world, max_pages=2, timeout_s=10.0, deadline_s=10.0)
+
+    assert page_failures(answer) == [f"{drip} cut_off"]
+    assert {item.url for item in answer.evidence} == set(good)
+    assert answer.attempts[0].pages_fetched == 2
+    assert answer.status == "answered"

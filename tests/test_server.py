@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from external_query_service import ExternalQueryService, ServiceClosed, Settings
 from external_query_service.models import ExternalAnswer, QuerySemantics
 from external_query_service.store import MAX_READ_CHARS
-from external_query_service.testing import World
+from external_query_service.testing import World, article, hit, json_reply, searx_body
 
 from .serving import DOCS, DOCS_QUESTION, write_docs
 from .test_service_overload import QUESTION, slow_world_settings
@@ -187,9 +187,50 @@ def test_metrics_count_questions_attempts_and_latency(
         errors + 1
     )
     assert "external_query_questions_active 0.0" in client.get("/metrics").text
-    # The hook a response cache increments.
-    docs_server.app.state.metrics.cache_hit("page")
-    assert metric(client, "external_query_cache_hits_total", kind="page") >= 1
+    for kind in ("search", "api", "page", "analysis"):  # every kind shown from the start
+        assert f'external_query_cache_hits_total{{kind="{kind}"}}' in client.get("/metrics").text
+
+
+def test_two_identical_questions_show_cache_hits_and_the_bytes_of_the_pages(world: World) -> None:
+    bodies = [
+        article(
+            f"Air show news {n}",
+            [
+                f"Report {n}: new transport drones and a carrier-based early-warning aircraft "
+                "were shown at the air show for the first time, with exhibitors from over "
+                "forty countries and regions.",
+                "The new aircraft flew daily displays, and visitors could see the drones up "
+                "close at the static park beside the main hall during the whole week.",
+            ],
+            lang="en",
+        ).encode()
+        for n in range(3)
+    ]
+    urls = [world.page(f"site{n}.test", "/news", body) for n, body in enumerate(bodies)]
+    search = world.searxng()
+    hits = [hit(url, f"Air show news {n}", "new aircraft") for n, url in enumerate(urls)]
+    world.route(f"{search['base_url']}/search", json_reply(searx_body(QUESTION, hits)))
+    with (
+        ServerThread(ExternalQueryService(world.settings(search))) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        statuses = [
+            client.post("/v1/answer", json={"question": QUESTION}).json()["status"]
+            for _ in range(2)
+        ]
+        fetched = metric(client, "external_query_fetched_bytes_total", adapter="searx")
+        hits_by_kind = {
+            kind: metric(client, "external_query_cache_hits_total", kind=kind)
+            for kind in ("search", "api", "page", "analysis")
+        }
+    assert statuses == ["answered", "answered"]
+    # The first question fetched every page once; the second was served from the cache.
+    assert fetched == sum(len(body) for body in bodies)
+    assert len(world.requests_to("/news")) == 3
+    assert hits_by_kind["search"] >= 1
+    assert hits_by_kind["page"] >= 3
+    assert hits_by_kind["analysis"] >= 1
+    assert hits_by_kind["api"] == 0
 
 
 def test_the_openapi_document_names_every_route(client: httpx.Client) -> None:

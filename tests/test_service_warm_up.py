@@ -72,3 +72,25 @@ def test_warm_up_after_close_is_refused(tmp_path: Path) -> None:
     service.close()
     with pytest.raises(ServiceClosed):
         service.warm_up()
+
+
+def test_warm_up_from_inside_a_running_loop_still_works(tmp_path: Path) -> None:
+    async def scenario() -> str:
+        async with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+            service.warm_up()  # blocking, but allowed: nothing in it needs this thread's loop
+            answer = await service.aanswer(
+                "What does the verifier check?", {"query_kind": "documentation"}
+            )
+        return answer.status
+
+    assert asyncio.run(scenario()) == "answered"
+
+
+def test_warm_up_builds_the_synchronous_loops_page_client_and_workers(tmp_path: Path) -> None:
+    with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+        assert not service._portal.running
+        service.warm_up()
+        assert service._portal.running  # the loop the synchronous calls use
+        assert len(service._http.fetcher._loops._items) == 1
+        answer = service.answer("What does the verifier check?", {"query_kind": "documentation"})
+    assert answer.status == "answered"

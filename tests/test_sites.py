@@ -152,3 +152,25 @@ def test_source_allowed_applies_only_the_lists() -> None:
     sources = SourceSettings(deny_domains=("example.org",))
     assert not source_allowed("www.example.org", sources)
     assert source_allowed("10.0.0.1", sources)
+
+
+def test_registrable_domains_agree_with_the_publicsuffixlist_package_on_every_rule() -> None:
+    import publicsuffixlist
+
+    from external_query_service.net.policy import normalize_host
+    from external_query_service.sites import _suffix_rules, registrable_domain
+
+    reference = publicsuffixlist.PublicSuffixList()
+    hosts = ["example.com", "a.b.example.co.uk", "x.unknown-tld-here", "www.公司.cn"]
+    for rule in sorted(_suffix_rules().rules):
+        name = rule.lstrip("!").replace("*", "wild")
+        hosts += [name, f"site.{name}", f"a.site.{name}"]
+    checked = 0
+    for given in hosts:
+        host = normalize_host(given)
+        if "." not in host:
+            continue
+        expected = reference.privatesuffix(host) or host
+        assert registrable_domain(given) == expected, given
+        checked += 1
+    assert checked > 20000

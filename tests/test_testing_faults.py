@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from external_query_service.errors import InputError
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.faults import PRIVATE_REDIRECT, fault_reply
@@ -177,3 +179,50 @@ def test_the_redirect_loop_points_back_at_the_page_asked_for(world: World) -> No
             f"http://127.0.0.1:{world.server.port}/news?id=7", headers={"Host": "loop.example.net"}
         )
     assert (response.status_code, response.headers["location"]) == (302, "/news?id=7")
+
+
+def test_a_drip_sends_the_start_of_a_page_at_its_rate_and_is_cut_off(world: World) -> None:
+    reply = fault_reply("drip", drip_bytes_per_s=4)
+    assert reply.chunk_delay_s == 0.25
+    assert reply.chunks is not None
+    assert b"".join(itertools.islice(reply.chunks, 15)) == b"<html><body><p>"
+    assert fault_reply("drip").chunk_delay_s == 1.0  # one byte a second unless told
+    drip = world.fault("http://drip.example.net/news", "drip", drip_bytes_per_s=50)
+    world.route(GOOD, Reply(body=PAGE))
+    serve_search(world, GOOD, drip)
+    # The good page read and nothing left to start: the drip (a minute long) is cut off.
+    answer = ask(world, max_pages=2)
+    assert attempt_event(answer)["page_failures"] == [f"{drip} cut_off"]
+    assert {item.url for item in answer.evidence} == {GOOD}
+
+
+def test_a_drip_needs_a_positive_rate(world: World) -> None:
+    with pytest.raises(InputError, match="drip_bytes_per_s"):
+        world.fault(GOOD, "drip", drip_bytes_per_s=0)
+
+
+def test_a_failure_rate_fails_that_share_of_a_routes_requests_in_fixed_places(
+    world: World,
+) -> None:
+    url = world.route("http://flaky.example.net/api", json_reply({"ok": True}), failure_rate=0.3)
+    with httpx.Client(trust_env=False) as client:
+        statuses = [
+            client.get(
+                f"http://127.0.0.1:{world.server.port}/api", headers={"Host": "flaky.example.net"}
+            ).status_code
+            for _ in range(20)
+        ]
+    assert url == "http://flaky.example.net/api"
+    failed = [n for n, status in enumerate(statuses, start=1) if status == 500]
+    assert failed == [4, 7, 10, 14, 17, 20]
+    assert set(statuses) == {200, 500}
+
+
+def test_a_failure_rate_may_use_another_route_fault_but_not_an_origin_fault(world: World) -> None:
+    world.route("http://flaky.example.net/r", Reply(body="ok"), failure_rate=1.0, failure="reset")
+    with httpx.Client(trust_env=False) as client, pytest.raises(httpx.RemoteProtocolError):
+        client.get(f"http://127.0.0.1:{world.server.port}/r", headers={"Host": "flaky.example.net"})
+    with pytest.raises(InputError, match="origin"):
+        world.route("http://flaky.example.net/x", Reply(), failure_rate=0.5, failure="refused")
+    with pytest.raises(InputError, match="between 0 and 1"):
+        world.route("http://flaky.example.net/y", Reply(), failure_rate=1.5)

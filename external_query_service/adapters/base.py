@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -132,15 +132,29 @@ class AdapterRuntime:
 
     #: Told of every call to a tool server outside HTTP; None: nobody listens.
     tool_observer: ToolObserver | None = None
+    #: The trusted client of a search engine's API root (its replies are ``search`` cache
+    #: hits, not ``api`` ones); None: ``endpoint``.
+    search_endpoint: EndpointFactory | None = None
+
+    def search_client(self, base_url: str) -> EndpointClient:
+        """The client a search adapter calls its engine through."""
+        return (self.search_endpoint or self.endpoint)(base_url)
 
 
-def analysis_memo(cache: CacheSettings, shared: SharedMemo | None = None) -> ThreadMemo:
+def analysis_memo(
+    cache: CacheSettings,
+    shared: SharedMemo | None = None,
+    *,
+    on_hit: Callable[[str], None] | None = None,
+) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
     ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on,
-    and in ``shared`` too (other processes') when given."""
+    and in ``shared`` too (other processes') when given; each kept analysis used again is
+    told to ``on_hit`` as an ``analysis`` hit."""
+    told = (lambda: on_hit("analysis")) if on_hit is not None else None
     if not cache.enabled:
-        return ThreadMemo(0, size=_analysis_size)
-    return ThreadMemo(cache.analysis_max_bytes, size=_analysis_size, shared=shared)
+        return ThreadMemo(0, size=_analysis_size, on_hit=told)
+    return ThreadMemo(cache.analysis_max_bytes, size=_analysis_size, shared=shared, on_hit=told)
 
 
 def _analysis_size(analysis: object) -> int:

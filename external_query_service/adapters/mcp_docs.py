@@ -302,6 +302,7 @@ class McpDocsAdapter(Adapter):
             results=len(texts) + len(hits),
             pages_fetched=harvest.fetched,
             pages_failed=harvest.failed,
+            bytes_fetched=harvest.bytes_fetched,
             detail={
                 "tool": self.options.tool,
                 "documents": len(texts),

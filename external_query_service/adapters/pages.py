@@ -3,10 +3,11 @@
 The walk. Hits are tried in list order, ``network.max_pages`` at a time, through the safe
 fetcher; each page that fails frees its place for the next hit, until ``max_pages`` pages
 were read, ``ATTEMPTS_PER_PAGE × max_pages`` fetches were started, the list ran out, or the
-question's deadline is near. Stragglers do not set the latency: a page still loading
-``STRAGGLER_GRACE_S`` after another page was read frees its place (it keeps loading), and once
-``max_pages`` pages were read, or at least one was and nothing is left to start, pages still
-loading get ``STRAGGLER_GRACE_S`` more and are then cut off. A read page is decoded,
+question's deadline is near. Stragglers do not set the latency: a page still loading after
+another page was read, for as long again as the slowest read page took (at most
+``STRAGGLER_GRACE_S``), frees its place (it keeps loading); once ``max_pages`` pages were read
+the pages still loading are cut off at once, and once at least one was read and nothing is
+left to start they get ``STRAGGLER_GRACE_S`` more and are then cut off. A read page is decoded,
 extracted, chunked and scored; its best snippets become ``page_body`` evidence.
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
@@ -88,11 +89,13 @@ gather_deadline: ContextVar[float | None] = ContextVar("gather_deadline", defaul
 DEADLINE_MARGIN_S = 0.25
 #: Of that margin, how long a page already read may still spend in analysis.
 _ANALYSIS_GRACE_S = 0.15
-#: Once the walk has what it can get (``max_pages`` pages read, or some read and nothing
-#: left to start), how much longer pages still loading may take before they are cut off.
-#: A quarter second is the same allowance as ``DEADLINE_MARGIN_S``: long enough for a page
-#: whose last bytes are already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short
-#: enough that one dripping or silent page adds no noticeable latency to the answer.
+#: Once the walk has what it can get short of ``max_pages`` (some pages read and nothing
+#: left to start), how much longer pages still loading may take before they are cut off;
+#: also the longest a page may still load after another was read before it loses its
+#: place. (With ``max_pages`` pages read nothing more is waited for.) A quarter second is
+#: the same allowance as ``DEADLINE_MARGIN_S``: long enough for a page whose last bytes are
+#: already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short enough that one
+#: dripping or silent page adds no noticeable latency to the answer.
 STRAGGLER_GRACE_S = 0.25
 
 _NOT_A_DOCUMENT = "not_a_document"
@@ -132,6 +135,9 @@ class PageHarvest:
     failed: int
     #: (url, reason) for every hit the walk reached that was not read (module docstring).
     failures: tuple[tuple[str, str], ...]
+    #: Page body bytes received from the network, unusable pages included (pages replayed
+    #: from the response cache count nothing).
+    bytes_fetched: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,8 @@ class _Read:
     stand_in: bool = False
     #: Term statistics of the page's chunks (empty when the page was not read).
     stats: TermStats = field(default_factory=TermStats)
+    #: Body bytes received from the network for this hit (0 for a kept reply).
+    received: int = 0
 
 
 async def harvest_pages(
@@ -170,8 +178,8 @@ async def harvest_pages(
     a query with page-body evidence gets none. At most ``max_pages`` fetches run at once
     (under the fetcher's own global and per-host limits); every fetch ends by the question's
     deadline (``gather_deadline``) less ``DEADLINE_MARGIN_S``, and no new one starts then.
-    Pages still loading once the walk has what it can get are cut off after
-    ``STRAGGLER_GRACE_S`` (``cut_off``).
+    Pages still loading once ``max_pages`` pages are read are cut off then (``cut_off``);
+    once the walk has what it can get short of that, after ``STRAGGLER_GRACE_S``.
     """
     source = _Source(adapter_id, provider_type)
     candidates = _dedupe(hits)
@@ -187,7 +195,10 @@ async def harvest_pages(
     stats = sum((read.stats for _, read in reads), TermStats())
     evidence = _best_first(evidence, plan, stats)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
-    return PageHarvest(tuple(evidence), len(reads) - len(failures), len(failures), failures)
+    received = sum(read.received for _, read in reads)
+    return PageHarvest(
+        tuple(evidence), len(reads) - len(failures), len(failures), failures, received
+    )
 
 
 def _best_first(
@@ -220,10 +231,13 @@ async def _walk(
     started = read = 0
     exhausted = False  # no hit left to start: the list ran out or the budget is spent
     cut_by: float | None = None  # when the stragglers still loading are cut off
-    # Pages still loading STRAGGLER_GRACE_S after another page was read no longer hold a
-    # place: the next hit starts beside them (still within the fetch budget).
+    # Pages still loading after another page was read, for as long again as the slowest read
+    # page took (at most STRAGGLER_GRACE_S), no longer hold a place: the next hit starts
+    # beside them (still within the fetch budget).
     stragglers: set[asyncio.Task[_Read]] = set()
     demote_at: float | None = None
+    begun: dict[asyncio.Task[_Read], float] = {}  # when each fetch started
+    slowest = 0.0  # the longest a read page took (fetch and analysis)
 
     def start_more() -> None:
         nonlocal started, exhausted
@@ -243,12 +257,18 @@ async def _walk(
                 reads[index] = _Read(tuple(found), "source_policy")
                 continue
             started += 1
-            running[asyncio.create_task(_read(hit, plan, source, runtime, fetch_by))] = index
+            task = asyncio.create_task(_read(hit, plan, source, runtime, fetch_by))
+            running[task] = index
+            begun[task] = loop.time()
 
     try:
         start_more()
         while running:
-            if cut_by is None and (read >= wanted or (read and exhausted)):
+            if read >= wanted:
+                # Every page the walk wants is read: the pages still loading (stragglers that
+                # lost their place) would only add to it, so they end now.
+                break
+            if cut_by is None and read and exhausted:
                 # The walk has what it can get: a slow page must not set the latency.
                 cut_by = loop.time() + STRAGGLER_GRACE_S
             stop = [] if cut_by is None else [cut_by]
@@ -270,7 +290,10 @@ async def _walk(
                 reads[index] = task.result()
                 if reads[index].failure is None:
                     read += 1
-                    demote_at = loop.time() + STRAGGLER_GRACE_S
+                    slowest = max(slowest, loop.time() - begun[task])
+                    # Pages as quick as these leave a page still loading as long again
+                    # after them no excuse: its place goes to the next hit sooner.
+                    demote_at = loop.time() + min(STRAGGLER_GRACE_S, slowest)
             start_more()
     except Exception:
         # Not a page failure (a bug, a recording over its cap): the fetches in flight end
@@ -303,6 +326,7 @@ async def _read(
         page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
         return _fetch_failure(exc)
+    received = len(page.body) if page.fetched_at is None else 0
     try:
         analysis = await runtime.analyses.run(
             analyse_page,
@@ -315,8 +339,9 @@ async def _read(
             min_score=PAGE_MIN_SCORE,
         )
     except ExtractionFailed as exc:
-        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}")
-    return _Read(_body_evidence(hit, page, analysis, source, runtime), stats=analysis.stats)
+        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}", received=received)
+    evidence = _body_evidence(hit, page, analysis, source, runtime)
+    return _Read(evidence, stats=analysis.stats, received=received)
 
 
 def _fetch_failure(exc: FetchError) -> _Read:

@@ -162,7 +162,7 @@ class KeyedSearchAdapter(Adapter):
                 failure="misconfigured",
                 detail={"api_key_env": variable},
             )
-        endpoint = self.runtime.endpoint(self.options.base_url)
+        endpoint = self.runtime.search_client(self.options.base_url)
         per_query: list[list[Found]] = []
         for query in plan.search_queries[:MAX_QUERIES]:
             try:
@@ -198,6 +198,7 @@ class KeyedSearchAdapter(Adapter):
             results=total,
             pages_fetched=harvest.fetched,
             pages_failed=harvest.failed,
+            bytes_fetched=harvest.bytes_fetched,
             detail={
                 "page_failures": [f"{url} {why}" for url, why in harvest.failures],
                 "provider_texts": len(given),

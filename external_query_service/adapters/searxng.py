@@ -89,7 +89,7 @@ class SearxngAdapter(Adapter):
         # with JSON output disabled answers /config but refuses /search with 403).
         params: dict[str, str | int] = {"q": "searxng", "format": "json", "pageno": 1}
         try:
-            await self.runtime.endpoint(self.options.base_url).get_json("search", params)
+            await self.runtime.search_client(self.options.base_url).get_json("search", params)
         except UpstreamStatus as exc:
             return Readiness(ready=False, reason=f"upstream_status_{exc.status}")
         except FetchError as exc:
@@ -98,7 +98,7 @@ class SearxngAdapter(Adapter):
 
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
         assert self.options.base_url is not None
-        endpoint = self.runtime.endpoint(self.options.base_url)
+        endpoint = self.runtime.search_client(self.options.base_url)
         params: dict[str, str | int] = {"format": "json", "language": _language(plan.language)}
         if plan.query_kind == "news":
             params["categories"] = "news"
@@ -150,6 +150,7 @@ class SearxngAdapter(Adapter):
             results=total,
             pages_fetched=harvest.fetched,
             pages_failed=harvest.failed,
+            bytes_fetched=harvest.bytes_fetched,
             detail={
                 "page_failures": [f"{url} {why}" for url, why in harvest.failures],
                 "unresponsive_engines": unresponsive,

@@ -23,7 +23,13 @@ from .models import (
 from .plan import verify_plan
 from .receipt import check_identity, parse_receipt, receipt_digest
 
-__all__ = ["admission_id_of", "check_admission", "decide", "verify_admission"]
+__all__ = [
+    "admission_id_of",
+    "check_admission",
+    "decide",
+    "decide_built",
+    "verify_admission",
+]
 
 
 def admission_id_of(admission: Admission) -> str:
@@ -49,6 +55,33 @@ def decide(
     """
     checked_plan = verify_plan(plan)
     checked = parse_receipt(receipt)
+    return decide_built(
+        checked_plan,
+        checked,
+        receipt_digest=receipt_digest(checked),
+        decision=decision,
+        reason=reason,
+        admit_sources=admit_sources,
+        decided_by=decided_by,
+        source_decisions=source_decisions,
+    )
+
+
+def decide_built(
+    checked_plan: EvidencePlan,
+    checked: EvidenceReceipt,
+    *,
+    receipt_digest: str,
+    decision: Literal["admit", "reject"],
+    reason: str,
+    admit_sources: Iterable[str] = (),
+    decided_by: Literal["parent", "verifier"] = "parent",
+    source_decisions: Sequence[SourceDecision] = (),
+) -> Admission:
+    """``decide`` for a plan and receipt the caller has just built itself (``build_plan``,
+    a validated receipt) with the receipt's digest already computed: they are not
+    re-verified and re-hashed (the answer chain binds every answer this way). The
+    identity and provenance rules still apply; ``decide`` is for presented records."""
     check_identity(checked_plan, checked)
     if not reason.strip():
         raise ContractRejected("missing_reason", "an admission states its reason")
@@ -61,7 +94,7 @@ def decide(
         "request_id": checked_plan.request.request_id,
         "provider_id": checked.provider_id,
         "provider_kind": checked.provider_kind,
-        "receipt_digest": receipt_digest(checked),
+        "receipt_digest": receipt_digest,
         "receipt_status": checked.status,
         "receipt_source_refs": sorted(checked.source_refs),
         "decision": decision,

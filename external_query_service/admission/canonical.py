@@ -12,6 +12,7 @@ version, and the golden ids pinned in the tests must change with it.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -50,16 +51,21 @@ def is_digest(value: str) -> bool:
 
 def check_hashable(value: object, *, where: str = "$", depth: int = 0) -> None:
     """Raise ``EvidenceInputError`` unless ``value`` may enter a hashed record."""
+    _checked(value, where, depth)
+
+
+def _checked(value: object, where: str, depth: int) -> bool:
+    """``check_hashable``; True when every object in ``value`` is a dict with ASCII keys."""
     if depth > MAX_DEPTH:
         raise EvidenceInputError("invalid_json", f"nested deeper than {MAX_DEPTH} at {where}")
     if value is None or isinstance(value, bool):
-        return
+        return True
     if isinstance(value, int):
         if abs(value) > MAX_SAFE_INTEGER:
             raise EvidenceInputError(
                 "integer_out_of_range", f"integer at {where} is beyond ±(2**53 - 1)"
             )
-        return
+        return True
     if isinstance(value, float):
         raise EvidenceInputError(
             "float_in_hashed_record",
@@ -67,18 +73,20 @@ def check_hashable(value: object, *, where: str = "$", depth: int = 0) -> None:
         )
     if isinstance(value, str):
         _check_text(value, where)
-        return
+        return True
     if isinstance(value, list | tuple):
+        plain = True
         for index, item in enumerate(value):
-            check_hashable(item, where=f"{where}[{index}]", depth=depth + 1)
-        return
+            plain = _checked(item, f"{where}[{index}]", depth + 1) and plain
+        return plain
     if isinstance(value, Mapping):
+        plain = type(value) is dict  # another mapping type goes to rfc8785 (which refuses it)
         for key, item in value.items():
             if not isinstance(key, str):
                 raise EvidenceInputError("invalid_json", f"non-string key at {where}")
             _check_text(key, f"{where} (a key)")
-            check_hashable(item, where=f"{where}.{key}", depth=depth + 1)
-        return
+            plain = _checked(item, f"{where}.{key}", depth + 1) and key.isascii() and plain
+        return plain
     raise EvidenceInputError("invalid_json", f"{type(value).__name__} at {where} is not JSON")
 
 
@@ -94,8 +102,17 @@ def _check_text(text: str, where: str) -> None:
 
 
 def canonical_json(value: object) -> bytes:
-    """RFC 8785 bytes of ``value`` after ``check_hashable``."""
-    check_hashable(value)
+    """RFC 8785 bytes of ``value`` after ``check_hashable``.
+
+    A checked record holds no floats, so numbers are plain integers, and the standard
+    library's JSON writer escapes strings exactly as RFC 8785 does; only the key order can
+    differ (code points against UTF-16 code units), and not for ASCII keys. Records whose
+    keys are all ASCII are written by ``json`` (in C); the rest by ``rfc8785``. The tests
+    hold both to the same bytes."""
+    if _checked(value, "$", 0):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode(
+            "utf-8"
+        )
     # check_hashable has proven the shape rfc8785 types as its own JSON alias.
     return rfc8785.dumps(value)  # type: ignore[arg-type]
 

@@ -26,7 +26,7 @@ from ..models import (
     VerifierResult,
 )
 from ..settings import CacheSettings, Settings
-from .admit import decide
+from .admit import decide_built
 from .models import (
     PROTOCOL,
     Admission,
@@ -41,7 +41,7 @@ from .models import (
 from .plan import build_plan, build_request
 from .projection import compact
 from .receipt import receipt_digest
-from .retire import retire
+from .retire import retire_built
 
 __all__ = [
     "SCHEMA_CHAIN",
@@ -290,7 +290,9 @@ def _receipt(
     return parse_model(EvidenceReceipt, data, "invalid_receipt")
 
 
-def _admission(plan: EvidencePlan, receipt: EvidenceReceipt, verifier: VerifierResult) -> Admission:
+def _admission(
+    plan: EvidencePlan, receipt: EvidenceReceipt, digest: str, verifier: VerifierResult
+) -> Admission:
     verdicts = {item.evidence_id: item for item in (*verifier.accepted, *verifier.rejected)}
     decisions = []
     for ref in receipt.source_refs:
@@ -310,9 +312,12 @@ def _admission(plan: EvidencePlan, receipt: EvidenceReceipt, verifier: VerifierR
         reason = f"verifier admitted {len(admitted)} of {len(decisions)} source(s); {outcome}"
     else:
         reason = f"verifier rejected every source; {outcome}"
-    return decide(
+    # Plan and receipt were built just now (``build_plan``, ``_receipt``): bound as they
+    # are, without verifying and hashing them over again.
+    return decide_built(
         plan,
         receipt,
+        receipt_digest=digest,
         decision="admit" if admitted else "reject",
         reason=reason,
         admit_sources=admitted,
@@ -369,16 +374,17 @@ def bind_answer(
         )
         own = [item for item in gathered.gathered if item.adapter_id == attempt.adapter_id]
         receipt = _receipt(evidence_plan, attempt, own, finished)
-        admission = _admission(evidence_plan, receipt, verifier)
+        digest = receipt_digest(receipt)
+        admission = _admission(evidence_plan, receipt, digest, verifier)
         links.append(
             ChainLink(
                 adapter_id=attempt.adapter_id,
                 attempt_status=attempt.status,
                 plan=evidence_plan,
                 receipt=receipt,
-                receipt_digest=receipt_digest(receipt),
+                receipt_digest=digest,
                 admission=admission,
-                retirement=retire(admission, downstream),
+                retirement=retire_built(admission, downstream),
             )
         )
     reasons = [

@@ -88,7 +88,8 @@ def _text(value: str) -> str:
 
 
 def _ref(value: str) -> str:
-    if not value or any(char.isspace() for char in value):
+    # ``split`` breaks at exactly the characters ``str.isspace`` names, in C.
+    if value.split(maxsplit=1) != [value]:
         raise PydanticCustomError("invalid_ref", "must be non-empty without whitespace")
     return value
 

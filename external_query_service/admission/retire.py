@@ -13,7 +13,7 @@ from typing import Any
 from .admit import verify_admission
 from .models import Admission, DownstreamSource, Retirement
 
-__all__ = ["retire"]
+__all__ = ["retire", "retire_built"]
 
 
 def retire(
@@ -21,7 +21,12 @@ def retire(
     downstream: Iterable[DownstreamSource | str],
 ) -> Retirement:
     """Retirement readiness. ``downstream`` items are refs or ``DownstreamSource``s."""
-    checked = verify_admission(admission)
+    return retire_built(verify_admission(admission), downstream)
+
+
+def retire_built(checked: Admission, downstream: Iterable[DownstreamSource | str]) -> Retirement:
+    """``retire`` for an admission the caller has just made (``decide``, ``decide_built``):
+    not re-validated and re-hashed. ``retire`` is for presented admissions."""
     seen: set[str] = set()
     reasons: list[str] = []
     expected = {item.source_ref: item.content_digest for item in checked.admitted_sources}

@@ -25,6 +25,7 @@ __all__ = [
     "ArgumentParser",
     "build_parser",
     "main",
+    "run",
 ]
 
 PROG = "external-query"
@@ -46,12 +47,16 @@ class ArgumentParser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``external-query`` parser with every command registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``external-query`` parser with every command registered; with ``command`` naming
+    a command module of its own (``ask``, ``eval``, ``record``, ``serve``), that module
+    alone, so a one-shot run does not import what the other commands need."""
     parser = ArgumentParser(prog=PROG, description="Answer questions only from external evidence.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
-    for name in _command_modules():
+    modules = _command_modules()
+    own = f"{__name__}.{command}"
+    for name in [own] if command and own in modules else modules:
         importlib.import_module(name).register(commands)
     return parser
 
@@ -61,7 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     130 when interrupted, 1 for an internal failure (a traceback only with
     ``EXTERNAL_QUERY_DEBUG`` set)."""
     try:
-        args = build_parser().parse_args(argv)
+        given = list(sys.argv[1:] if argv is None else argv)
+        first = given[0] if given and not given[0].startswith("-") else None
+        args = build_parser(first).parse_args(given)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except InputError as exc:
@@ -75,3 +82,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+def run() -> NoReturn:
+    """The ``external-query`` program: ``main()`` on the command line, then exit with its
+    code at once. Everything a command opened is closed when ``main`` returns and its output
+    is flushed here; tearing down the interpreter's modules (about a tenth of a second for
+    the text pipeline, pydantic and the segmenter's dictionary) would only delay a one-shot
+    ``ask``. A command that ends with ``SystemExit`` (``--help``, ``--version``) exits the
+    ordinary way."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a reader that went away, or a closed stream
+        code = code or 1
+    os._exit(code)

@@ -223,6 +223,7 @@ def _attempt(
         results=outcome.results,
         pages_fetched=outcome.pages_fetched,
         pages_failed=outcome.pages_failed,
+        bytes_fetched=outcome.bytes_fetched,
         evidence_count=len(outcome.evidence),
         duration_ms=round((time.perf_counter() - started) * 1000),
         failure=(outcome.failure or "transient") if failed else None,

@@ -56,6 +56,22 @@ def _load_entry_points() -> None:
     _loaded_entry_points = True
 
 
+def _load_entry_point(kind: str) -> None:
+    """Load the entry point named ``kind`` alone (the first that loads), so a service
+    imports only the adapters it is configured with."""
+    if _loaded_entry_points or kind in _registered or kind in _broken:
+        return
+    for point in entry_points(group=ENTRY_POINT_GROUP, name=kind):
+        try:
+            cls = point.load()
+        except Exception as exc:  # a broken plugin must not take the others down
+            _broken[point.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        with _lock:
+            _registered.setdefault(point.name, cls)
+        return
+
+
 def _ensure_builtins() -> None:
     # Entry points exist only once the distribution is installed; a source checkout on
     # sys.path still gets the built-ins, registered the same way.
@@ -76,8 +92,10 @@ def known_kinds() -> list[str]:
 def adapter_class(kind: str) -> type[Adapter]:
     """The adapter class registered for ``kind``; ``UnknownAdapterKind`` when none is, a
     ``SettingsError`` when its plugin failed to load."""
-    _load_entry_points()
-    _ensure_builtins()
+    _load_entry_point(kind)
+    if kind not in _registered:
+        _load_entry_points()  # an unknown kind's message names every kind there is
+        _ensure_builtins()
     if kind in _broken and kind not in _registered:
         raise SettingsError(f"adapter plugin {kind!r} failed to load: {_broken[kind]}")
     try:

@@ -31,6 +31,10 @@ entry is JSON metadata plus the raw body — never a pickle, so a shared cache c
 code — kept at most until it goes stale (plus ``[cache] stale_keep_s`` when it has a
 validator). With a shared store, ``single_flight`` makes one process fetch a URL while the
 others wait for its reply (a lease of ``[cache] lease_s``).
+
+Every fresh reply served is a hit, told to ``on_hit`` with the kind of caller it was kept
+for (the key's first part: ``page``, ``search`` or ``api``) as it happens
+(``events.py``); a revalidated reply (a 304) is not counted as one.
 """
 
 from __future__ import annotations
@@ -390,6 +394,7 @@ class ResponseCache:
     ``clock`` is the service's: entries age by it, and ``fetched_at`` is read from it.
     ``shared`` (optional) keeps the entries where other processes see them instead of in
     this process's memory, and lets ``single_flight`` coordinate fetches between them.
+    ``on_hit`` (optional) is told the kind of every hit when it happens.
     """
 
     def __init__(
@@ -398,10 +403,12 @@ class ResponseCache:
         *,
         clock: Clock = system_clock,
         shared: SharedStore | None = None,
+        on_hit: Callable[[str], None] | None = None,
     ):
         self.settings = settings or CacheSettings()
         self._clock = clock
         self._shared = shared
+        self._on_hit = on_hit
         self._entries: CacheEntries = (
             SharedEntries(shared, clock=clock, stale_keep_s=self.settings.stale_keep_s)
             if shared is not None
@@ -482,6 +489,8 @@ class ResponseCache:
         if entry is None or not entry.fresh(self._clock().timestamp()):
             return None
         self.hits += 1
+        if self._on_hit is not None:
+            self._on_hit(key[0])
         return replace(entry.exchange, kept=True)
 
     def store(
@@ -549,8 +558,16 @@ class ResponseCache:
 
 
 def response_cache(
-    settings: CacheSettings, clock: Clock = system_clock, shared: SharedStore | None = None
+    settings: CacheSettings,
+    clock: Clock = system_clock,
+    shared: SharedStore | None = None,
+    *,
+    on_hit: Callable[[str], None] | None = None,
 ) -> ResponseCache | None:
-    """The cache ``[cache]`` asks for (entries in ``shared`` when given): None when caching
-    is off."""
-    return ResponseCache(settings, clock=clock, shared=shared) if settings.enabled else None
+    """The cache ``[cache]`` asks for (entries in ``shared`` when given; telling ``on_hit``
+    of its hits): None when caching is off."""
+    return (
+        ResponseCache(settings, clock=clock, shared=shared, on_hit=on_hit)
+        if settings.enabled
+        else None
+    )

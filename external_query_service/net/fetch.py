@@ -18,6 +18,7 @@ import email.utils
 import json
 import ssl
 import string
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -163,10 +164,42 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return (url.scheme, normalize_host(url.raw_host.decode("ascii")), port)
 
 
+class _DeferredRoots(ssl.SSLContext):
+    """A verifying client context that loads certifi's roots on its first TLS connection:
+    parsing the bundle costs tens of milliseconds that a run over plain http (a loopback
+    world, a local SearXNG) never needs. Settings are those of
+    ``ssl.create_default_context``."""
+
+    _roots_file: str | None = None
+    _roots_lock = threading.Lock()  # shared by all: taken once per context at most
+
+    def _load_roots(self) -> None:
+        if self._roots_file is None:
+            return
+        with self._roots_lock:
+            if self._roots_file is not None:
+                self.load_verify_locations(cafile=self._roots_file)
+                self._roots_file = None
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        """``SSLContext.wrap_bio`` once the roots are loaded."""
+        self._load_roots()
+        return super().wrap_bio(*args, **kwargs)
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        """``SSLContext.wrap_socket`` once the roots are loaded."""
+        self._load_roots()
+        return super().wrap_socket(*args, **kwargs)
+
+
 def _verifying_context(network: NetworkSettings) -> ssl.SSLContext:
-    """Certificates checked against certifi's roots plus ``network.ca_bundle`` (if set);
+    """Certificates checked against certifi's roots (loaded on the first TLS connection)
+    plus ``network.ca_bundle`` (if set, loaded now, so a bad file fails early);
     SSL_CERT_FILE and friends ignored."""
-    context = httpx.create_ssl_context(verify=True, trust_env=False)
+    import certifi  # only a context builder needs it
+
+    context = _DeferredRoots(ssl.PROTOCOL_TLS_CLIENT)  # verify_mode and check_hostname set
+    context._roots_file = certifi.where()
     if network.ca_bundle is not None:
         try:
             context.load_verify_locations(cafile=str(network.ca_bundle))
@@ -390,6 +423,10 @@ class SafeFetcher:
         self._progress: dict[str, _Progress] = {}  # how far each shared fetch in flight got
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
+
+    def prepare(self) -> None:
+        """Build the running loop's client now rather than on its first fetch."""
+        self._loops.get()
 
     def _new_state(self) -> _FetchLoopState:
         self._ssl_context = self._ssl_context or _verifying_context(self._network)
@@ -638,8 +675,11 @@ class TrustedEndpoint:
         breaker: CircuitBreaker | None = None,
         cache: ResponseCache | None = None,
         clock: Clock = system_clock,
+        kind: str = "api",
     ) -> None:
         base = check_url(base_url)
+        #: What its replies are kept as in the cache (``api``, or ``search`` for an engine).
+        self.kind = kind
         self._breaker = breaker or CircuitBreaker()
         self._base_url = base_url
         self._base = base.copy_with(query=None, fragment=None)
@@ -773,7 +813,7 @@ class TrustedEndpoint:
         once; only GET replies are kept."""
         url = str(target)
         body_key = sha256_digest(content) if content is not None else ""
-        key = ("api", method, url if method == "GET" else f"{url} {body_key}")
+        key = (self.kind, method, url if method == "GET" else f"{url} {body_key}")
         if self._cache is not None and method == "GET":
             kept = self._cache.fresh(key)
             if kept is not None:
@@ -881,19 +921,30 @@ class HttpRuntime:
         self.cache = cache
         self._clock = clock
         self.fetcher = SafeFetcher(network, resolver=resolver, cache=cache, clock=clock)
-        self._endpoints: dict[str, TrustedEndpoint] = {}
+        self._endpoints: dict[tuple[str, str], TrustedEndpoint] = {}
 
-    def endpoint(self, base_url: str) -> TrustedEndpoint:
-        """The trusted endpoint for ``base_url``, made once and reused."""
-        endpoint = self._endpoints.get(base_url)
+    def endpoint(self, base_url: str, *, kind: str = "api") -> TrustedEndpoint:
+        """The trusted endpoint for ``base_url``, made once and reused; ``kind`` is what
+        its replies are kept as (``api``; ``search`` for a search engine:
+        ``search_endpoint``)."""
+        endpoint = self._endpoints.get((base_url, kind))
         if endpoint is None:
-            endpoint = self._endpoints[base_url] = self._new_endpoint(base_url)
+            endpoint = self._endpoints[(base_url, kind)] = self._new_endpoint(base_url, kind)
         return endpoint
 
-    def _new_endpoint(self, base_url: str) -> TrustedEndpoint:
+    def search_endpoint(self, base_url: str) -> TrustedEndpoint:
+        """``endpoint(base_url, kind="search")``: a search engine's API root."""
+        return self.endpoint(base_url, kind="search")
+
+    def _new_endpoint(self, base_url: str, kind: str = "api") -> TrustedEndpoint:
         """Builds the endpoint ``endpoint()`` keeps; a subclass (the recorder) wraps it."""
         return TrustedEndpoint(
-            base_url, self._network, resolver=self._resolver, cache=self.cache, clock=self._clock
+            base_url,
+            self._network,
+            resolver=self._resolver,
+            cache=self.cache,
+            clock=self._clock,
+            kind=kind,
         )
 
     async def aclose(self) -> None:

@@ -95,6 +95,7 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
             if refresher is not None:
                 refresher.cancel()
             await in_flight.drain(limits.shutdown_grace_s)
+            metrics.close()
             if close_service:
                 await service.aclose()
             metrics.close()

@@ -6,7 +6,8 @@ tests, never collide in the global one).
 - ``external_query_adapter_attempts_total{adapter, status}``: adapter attempts
 - ``external_query_adapter_attempt_seconds{adapter}``: attempt time (histogram)
 - ``external_query_fetched_pages_total{adapter}``: pages fetched
-- ``external_query_cache_hits_total{kind}``: response cache hits
+- ``external_query_fetched_bytes_total{adapter}``: page body bytes received from the network
+- ``external_query_cache_hits_total{kind}``: cache hits (search, api, page, analysis)
 - ``external_query_request_errors_total{reason}``: error answers
 - ``external_query_questions_active``, ``external_query_questions_waiting``: the gate now
 - ``external_query_cache_errors_total``: shared cache (Redis) operations that failed; each
@@ -18,9 +19,10 @@ every worker writes its samples to that folder and ``/metrics`` adds up all of t
 workers; the two gauges are ``livesum`` (the workers alive now, each refreshed every
 second) and a worker's files are marked dead when it stops.
 
-Fetch volume is counted in pages, not bytes: an attempt records how many pages it fetched,
-not their size. ``cache_hits`` is for a response cache to increment (``cache_hit(kind)``);
-nothing increments it yet.
+Every counter moves when its event happens, never at scrape time: answers, attempts, pages
+and bytes when an answer is given (``answered``; bytes from ``AdapterAttempt.bytes_fetched``,
+so replies replayed from the cache add none), cache hits when the response cache or the
+analysis memo uses a kept result (the service's ``cache_hits``, which this subscribes to).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from prometheus_client import (
     multiprocess,
 )
 
+from ..events import CACHE_HIT_KINDS
 from ..models import ExternalAnswer
 from ..service import ExternalQueryService
 
@@ -53,7 +56,8 @@ _SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 
 
 
 class ServerMetrics:
-    """The server's Prometheus metrics: questions, attempts, pages, cache hits, latency."""
+    """The server's Prometheus metrics: questions, attempts, pages, bytes, cache hits,
+    latency. Subscribes to the service's cache hits; ``close()`` ends that."""
 
     def __init__(self, service: ExternalQueryService) -> None:
         #: True under ``serve --workers N``: samples go to files every worker adds up.
@@ -88,16 +92,24 @@ class ServerMetrics:
         )
         self.fetched_pages = Counter(
             "external_query_fetched_pages",
-            "Pages fetched by adapters (a page count: attempts do not record bytes).",
+            "Pages fetched by adapters (a page count; bytes are external_query_fetched_bytes).",
+            ["adapter"],
+            registry=registry,
+        )
+        self.fetched_bytes = Counter(
+            "external_query_fetched_bytes",
+            "Page body bytes adapters received from the network (cache replays add none).",
             ["adapter"],
             registry=registry,
         )
         self.cache_hits = Counter(
             "external_query_cache_hits",
-            "Response cache hits, by kind.",
+            "Cache hits, by kind: search, api and page replies, page analyses.",
             ["kind"],
             registry=registry,
         )
+        for kind in CACHE_HIT_KINDS:
+            self.cache_hits.labels(kind=kind)  # every kind shown, at 0 until its first hit
         self.request_errors = Counter(
             "external_query_request_errors",
             "Error answers, by reason (malformed_json, invalid_question, ...).",
@@ -127,6 +139,7 @@ class ServerMetrics:
         if not self.multiprocess:
             self._active.set_function(lambda: gate.active)
             self._waiting.set_function(lambda: gate.waiting)
+        self._unsubscribe = service.cache_hits.subscribe(self.cache_hit)
 
     def answered(self, answer: ExternalAnswer, route: str, seconds: float) -> None:
         """Count one answer, its attempts and its time."""
@@ -140,6 +153,8 @@ class ServerMetrics:
                 )
             if attempt.pages_fetched:
                 self.fetched_pages.labels(adapter=attempt.adapter_id).inc(attempt.pages_fetched)
+            if attempt.bytes_fetched:
+                self.fetched_bytes.labels(adapter=attempt.adapter_id).inc(attempt.bytes_fetched)
 
     def cache_hit(self, kind: str) -> None:
         """Count one cache hit of ``kind`` (search, api, page, analysis)."""
@@ -162,7 +177,9 @@ class ServerMetrics:
             await asyncio.sleep(_REFRESH_S)
 
     def close(self) -> None:
-        """The process stops serving: in multiprocess mode its live gauges stop counting."""
+        """The app is done with the service: stop counting its cache hits, and in
+        multiprocess mode this process's live gauges stop counting."""
+        self._unsubscribe()
         if self.multiprocess:
             multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 

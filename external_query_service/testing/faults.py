@@ -6,6 +6,7 @@
 | ``refused``        | the origin's port refuses connections      | ``failed``, connect_failed    |
 | ``reset``          | the connection closes without an answer    | ``failed``, protocol_error    |
 | ``slow_body``      | 200, then one byte every 0.2 s             | deadline_exceeded             |
+| ``drip``           | 200, then one byte a second (rate settable)| page ``cut_off``              |
 | ``hang``           | nothing until the client gives up          | deadline_exceeded             |
 | ``oversized``      | 200, then 64 KiB blocks up to 64 MiB       | page ``content_too_large``    |
 | ``redirect_private`` | 302 to the cloud metadata address        | page ``blocked_destination``  |
@@ -14,6 +15,8 @@
 | ``gzip_bomb``      | 200 gzip that inflates to 64 MiB of zeros  | page ``content_too_large``    |
 | ``redirect_loop``  | 302 to itself, forever                     | page ``too_many_redirects``   |
 
+``drip`` sends ``drip_bytes_per_s`` bytes a second (default 1, ``DRIP_BYTES_PER_S``) of an
+page; ``World.fault(url, "drip", drip_bytes_per_s=...)`` sets the rate.
 ``latency_ms`` (any route) delays the status line; beyond the per-question
 ``deadline_s`` the attempt is a ``timeout``. ``refused`` and ``blocked`` act on the whole
 origin (``host:port``) through ``[network] connect_to``; the others on one route.
@@ -35,6 +38,7 @@ from .server import Reply
 
 __all__ = [
     "BLOCKED_ADDRESS",
+    "DRIP_BYTES_PER_S",
     "FAULTS",
     "ORIGIN_FAULTS",
     "PRIVATE_REDIRECT",
@@ -47,6 +51,7 @@ Fault = Literal[
     "refused",
     "reset",
     "slow_body",
+    "drip",
     "hang",
     "oversized",
     "redirect_private",
@@ -65,6 +70,9 @@ PRIVATE_REDIRECT = "http://169.254.169.254/latest/meta-data/"
 #: Where a ``blocked`` origin connects: TEST-NET-1, outside every policy, never reached.
 BLOCKED_ADDRESS = "192.0.2.1"
 
+#: How fast ``drip`` sends, unless told otherwise: one byte a second.
+DRIP_BYTES_PER_S = 1.0
+
 #: Long enough to outlast any client deadline; the server's stop ends it early.
 _HANG_S = 3600.0
 _DRIP_S = 0.2
@@ -79,6 +87,15 @@ _NOISE_BYTES = 4096
 
 def _drip() -> Iterator[bytes]:
     for _ in range(3000):
+        yield b" "
+
+
+def _page_drip() -> Iterator[bytes]:
+    """The start of a page, then spaces: one byte at a time, an hour's worth at one a second
+    (a client that stops reading ends it sooner)."""
+    for byte in b"<html><body><p>":
+        yield bytes([byte])
+    for _ in range(3600):
         yield b" "
 
 
@@ -116,9 +133,16 @@ def _noise() -> bytes:
     return random.Random(0).randbytes(_NOISE_BYTES)
 
 
-def fault_reply(fault: Fault, *, content_type: str | None = None, path: str = "/") -> Reply:
+def fault_reply(
+    fault: Fault,
+    *,
+    content_type: str | None = None,
+    path: str = "/",
+    drip_bytes_per_s: float = DRIP_BYTES_PER_S,
+) -> Reply:
     """The reply that produces ``fault`` on one route (origin faults have none). ``path`` is
-    the request's own path and query, where ``redirect_loop`` points back to."""
+    the request's own path and query, where ``redirect_loop`` points back to;
+    ``drip_bytes_per_s`` is ``drip``'s rate (more than zero)."""
     if fault == "http_500":
         body = json.dumps({"error": "search error"}).encode()
         return Reply(status=500, body=body, content_type="application/json")
@@ -131,6 +155,14 @@ def fault_reply(fault: Fault, *, content_type: str | None = None, path: str = "/
             content_type=content_type or "text/html; charset=utf-8",
             chunks=_drip(),
             chunk_delay_s=_DRIP_S,
+        )
+    if fault == "drip":
+        if not drip_bytes_per_s > 0:
+            raise ValueError(f"drip_bytes_per_s must be more than zero, not {drip_bytes_per_s}")
+        return Reply(
+            content_type=content_type or "text/html; charset=utf-8",
+            chunks=_page_drip(),
+            chunk_delay_s=1 / drip_bytes_per_s,
         )
     if fault == "oversized":
         return Reply(content_type=content_type or "text/html; charset=utf-8", chunks=_oversized())

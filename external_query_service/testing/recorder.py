@@ -326,8 +326,9 @@ class RecordingRuntime(HttpRuntime):
         self.recording = recording if recording is not None else Recording()
         self.fetcher = RecordingFetcher(network, self.recording, resolver=resolver)
 
-    def _new_endpoint(self, base_url: str) -> TrustedEndpoint:
-        """A recording endpoint for ``base_url`` (kept and closed by ``HttpRuntime``)."""
+    def _new_endpoint(self, base_url: str, kind: str = "api") -> TrustedEndpoint:
+        """A recording endpoint for ``base_url`` (kept and closed by ``HttpRuntime``; it
+        keeps nothing, so ``kind`` does not matter)."""
         return RecordingEndpoint(base_url, self._network, self.recording, resolver=self._resolver)
 
 

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
+import math
 import os
 import shutil
 import socket
@@ -50,7 +51,7 @@ from ..gateway.registry import adapter_options
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, Settings, format_validation_error
 from .content import brave_body, searx_body, tavily_body
-from .faults import BLOCKED_ADDRESS, ORIGIN_FAULTS, Fault, fault_reply
+from .faults import BLOCKED_ADDRESS, DRIP_BYTES_PER_S, ORIGIN_FAULTS, Fault, fault_reply
 from .secrets import REDACTED
 from .server import LoopbackServer, RecordedRequest, Reply, json_reply
 from .tls import WorldCA
@@ -237,16 +238,26 @@ class World(Closing):
         *,
         latency_ms: int = 0,
         match: Mapping[str, Any] | None = None,
+        failure_rate: float = 0.0,
+        failure: Fault = "http_500",
     ) -> str:
         """Answer requests for ``url`` with ``reply``; returns ``url``. The URL's query is
         the subset a request must carry (none: any query), ``match`` the top-level fields its
         JSON body must hold (a POST's). A later route with the same query and match
-        replaces an earlier one."""
+        replaces an earlier one. ``failure_rate`` (0 to 1) answers that share of the
+        route's requests with the route fault ``failure`` instead, spread evenly and the
+        same every run: at 0.3 the 4th, 7th and 10th of every ten fail."""
         target = _target(url)
         body = tuple(
             sorted((key, json.dumps(value, sort_keys=True)) for key, value in (match or {}).items())
         )
         handler = reply if callable(reply) else (lambda _r, fixed=reply: fixed)
+        if not 0.0 <= failure_rate <= 1.0:
+            raise InputError(f"failure_rate must be between 0 and 1, not {failure_rate}")
+        if failure in ORIGIN_FAULTS:
+            raise InputError(f"{failure} acts on an origin, not on a share of one route")
+        if failure_rate:
+            handler = _flaky(handler, failure_rate, failure)
         if latency_ms:
             inner = handler
             handler = lambda request: _delayed(inner(request), latency_ms)  # noqa: E731
@@ -279,15 +290,18 @@ class World(Closing):
         *,
         content_type: str | None = None,
         match: Mapping[str, Any] | None = None,
+        drip_bytes_per_s: float = DRIP_BYTES_PER_S,
     ) -> str:
         """Inject ``fault`` (``faults.py``): on ``url``'s route (with ``match``, a POST's),
-        or on its whole origin for ``refused`` and ``blocked``."""
+        or on its whole origin for ``refused`` and ``blocked``. ``drip_bytes_per_s`` is the
+        rate of a ``drip``."""
         if fault in ORIGIN_FAULTS:
             target = _target(url)
             with self._lock:
                 self._origin_faults[(target.host, target.port)] = fault
             return url
-        return self.route(url, _fault_handler(fault, content_type), match=match)
+        handler = _fault_handler(fault, content_type, drip_bytes_per_s=drip_bytes_per_s)
+        return self.route(url, handler, match=match)
 
     def _dispatcher(self, key: tuple[str, str, str]) -> Handler:
         def dispatch(request: RecordedRequest) -> Reply:
@@ -703,12 +717,37 @@ def _adapter_settings(table: Mapping[str, Any], where: str) -> AdapterSettings:
         raise SettingsError(f"{where}.{format_validation_error(exc)}") from None
 
 
-def _fault_handler(fault: Fault, content_type: str | None) -> Handler:
+def _fault_handler(
+    fault: Fault, content_type: str | None, *, drip_bytes_per_s: float = DRIP_BYTES_PER_S
+) -> Handler:
+    if fault == "drip" and not drip_bytes_per_s > 0:
+        raise InputError(f"drip_bytes_per_s must be more than zero, not {drip_bytes_per_s}")
+
     def handler(request: RecordedRequest) -> Reply:
         here = request.path + (f"?{request.raw_query}" if request.raw_query else "")
-        return fault_reply(fault, content_type=content_type, path=here)
+        return fault_reply(
+            fault, content_type=content_type, path=here, drip_bytes_per_s=drip_bytes_per_s
+        )
 
     return handler
+
+
+def _flaky(handler: Handler, rate: float, failure: Fault) -> Handler:
+    """``handler``, except that request n (from 1) gets ``failure`` when ``floor(n * rate)``
+    steps up: ``rate`` of all requests, evenly spread, in the same places every run."""
+    fail = _fault_handler(failure, None)
+    lock = threading.Lock()
+    seen = [0]
+
+    def flaky(request: RecordedRequest) -> Reply:
+        with lock:
+            seen[0] += 1
+            n = seen[0]
+        if math.floor(n * rate) > math.floor((n - 1) * rate):
+            return fail(request)
+        return handler(request)
+
+    return flaky
 
 
 def _result_urls(body: bytes) -> list[str]:

@@ -9,6 +9,10 @@ as much again as the extraction itself.
 
 The returned text is ``normalize_text``-ed; that is the text the evidence store keeps and
 that snippets point into.
+
+trafilatura and htmldate (about 0.2 s of imports) are imported by the functions that use
+them, when the first page is extracted: a process that answers from fact APIs only, or
+prints ``--help``, never loads them.
 """
 
 from __future__ import annotations
@@ -19,12 +23,6 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Final
-
-from htmldate import find_date
-from trafilatura import bare_extraction
-from trafilatura import external as trafilatura_external
-from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
-from trafilatura.utils import load_html
 
 from ..errors import ExtractionFailed
 
@@ -102,6 +100,8 @@ def preload_extraction() -> None:
     """Load what trafilatura would otherwise load while extracting the first page: jusText's
     stoplists (every language's, merged; about 0.15 s). Idempotent, no I/O beyond the
     installed package's data files."""
+    from trafilatura import external as trafilatura_external
+
     if not trafilatura_external.JT_STOPLIST:
         trafilatura_external.jt_stoplist_init()
 
@@ -122,6 +122,8 @@ def extract_page(html: str, url: str, *, content_type: str = "text/html") -> Ext
         # NUL never occurs in real markup: a binary body (or UTF-16 without a BOM).
         raise ExtractionFailed(url, reason="parser_error")
     tree = _parse(html, url)
+    from trafilatura import bare_extraction
+
     try:
         # ``bare_extraction`` copies a tree it is given, so ``tree`` stays intact for metadata.
         # The fallbacks stay on (not ``fast``): on the page corpus ``fast`` saves a fifth of
@@ -150,6 +152,8 @@ def extract_page(html: str, url: str, *, content_type: str = "text/html") -> Ext
 
 
 def _parse(html: str, url: str) -> Any:
+    from trafilatura.utils import load_html
+
     try:
         tree = load_html(html)
         if tree is None:
@@ -173,6 +177,8 @@ def _checked(text: str, url: str) -> str:
 
 def _title(tree: Any) -> str:
     # trafilatura's own order: OpenGraph/meta, then JSON-LD, then <h1>/<title> heuristics.
+    from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
+
     try:
         metadata = examine_meta(tree)
         # trafilatura guards this call the same way (malformed JSON-LD).
@@ -187,6 +193,8 @@ def _title(tree: Any) -> str:
 def _published(tree: Any, url: str) -> date | None:
     # Extensive search scans every text node for date-like strings: one corpus page took
     # 1.7 s with it. Meta tags, JSON-LD, <time> elements and the URL are enough here.
+    from htmldate import find_date
+
     try:
         found = find_date(
             tree,

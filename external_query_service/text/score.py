@@ -41,6 +41,7 @@ first (and, in ``rerank``, the earlier page: the search engine's order).
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections import Counter
@@ -164,7 +165,7 @@ class _Query:
     def _idf(self, df: int, times: int) -> float:
         return times * math.log(1 + (self.chunks - df + 0.5) / (df + 0.5))
 
-    def points(self, present: set[str]) -> int:
+    def points(self, present: AbstractSet[str]) -> int:
         if not self.total or not present:
             return 0
         credit = sum(weight for term, weight in self.weights.items() if term in present)
@@ -178,7 +179,7 @@ class _Query:
             return 0
         return max(0, min(10000, round(10000 * credit / weight * held / self.total)))
 
-    def answer_points(self, text: str, present: set[str]) -> int:
+    def answer_points(self, text: str, present: AbstractSet[str]) -> int:
         """``points`` blended with the points of the terms mentioned outside the question
         spans of ``text`` (``ANSWER_WEIGHT`` tenths)."""
         whole = self.points(present)
@@ -186,6 +187,14 @@ class _Query:
             return 0
         answered = self.points(answer_terms(text, self.question, self.wanted) & present)
         return (whole * (10 - ANSWER_WEIGHT) + answered * ANSWER_WEIGHT) // 10
+
+
+@functools.lru_cache(maxsize=2048)
+def _presence(text: str) -> frozenset[str]:
+    """The distinct terms of a chunk. Kept for recent texts: the second pass (``rerank``)
+    and every copy of a question asked at once score the very snippets the page analysis
+    cut already."""
+    return frozenset(terms(text))
 
 
 def score_chunks(
@@ -216,7 +225,7 @@ def score_with_stats(
         folded = _fold(target)[:MAX_QUERY_CHARS]
         if folded and folded not in folded_targets:
             folded_targets[folded] = target
-    chunk_terms = [set(terms(chunk.text)) for chunk in chunks]  # presence is all that counts
+    chunk_terms = [_presence(chunk.text) for chunk in chunks]  # presence is all that counts
     own = term_stats(chunk_terms)
     wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
