@@ -189,12 +189,21 @@ class ThreadMemo:
     results are kept (at most ``max_size`` by ``size(result)``, least recently used out)
     and identical calls in flight share one run. Exceptions are not kept. With
     ``max_size == 0`` nothing is kept, but concurrent identical calls are still shared.
-    Arguments must be hashable; bytes are keyed by their digest.
+    Arguments must be hashable; bytes are keyed by their digest. ``runner`` replaces
+    ``asyncio.to_thread`` as where the function computes (``runner(fn, *args, **kwargs)``,
+    awaited: a process pool, say); keeping and sharing stay the same.
     """
 
-    def __init__(self, max_size: int = 0, size: Callable[[Any], int] = lambda _v: 1) -> None:
+    def __init__(
+        self,
+        max_size: int = 0,
+        size: Callable[[Any], int] = lambda _v: 1,
+        *,
+        runner: Callable[..., Awaitable[Any]] | None = None,
+    ) -> None:
         self._results: SizedLRU[Hashable, Any] = SizedLRU(max_size, size)
         self._flights = SingleFlight()
+        self._runner: Callable[..., Awaitable[Any]] = runner or asyncio.to_thread
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """The memoized result of ``function(*args)`` under ``key``, computed once in a worker
@@ -209,7 +218,7 @@ class ThreadMemo:
             return found  # type: ignore[no-any-return]
 
         async def compute() -> T:
-            result = await asyncio.to_thread(fn, *args, **kwargs)
+            result: T = await self._runner(fn, *args, **kwargs)
             if self._results.max_size:
                 self._results.put(key, result)
             return result

@@ -17,6 +17,7 @@ from ._closing import Closing
 from ._portal import Portal
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
+from .analysis_pool import AnalysisPool, warm_pipeline
 from .audit import AuditLog
 from .clock import Clock, system_clock
 from .concurrency import QuestionGate
@@ -48,6 +49,7 @@ from .verifier import EvidenceVerifier
 
 __all__ = [
     "MAX_QUESTION_CHARS",
+    "WARM_UP_WORKERS_S",
     "ExternalQueryService",
     "Session",
     "coerce_semantics",
@@ -55,6 +57,9 @@ __all__ = [
 
 #: The longest question ``answer()`` takes, in characters (after stripping white space).
 MAX_QUESTION_CHARS = 20_000
+
+#: How long ``warm_up`` waits for the analysis workers to be warm (they keep starting after).
+WARM_UP_WORKERS_S = 60.0
 
 SemanticsInput = QuerySemantics | Mapping[str, Any] | None
 
@@ -117,6 +122,10 @@ class ExternalQueryService(Closing):
                 self.settings.network, cache=response_cache(caching, self.clock), clock=self.clock
             )
         )
+        #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
+        self.analysis = AnalysisPool(
+            self.settings.analysis, max_page_bytes=self.settings.network.max_page_bytes
+        )
         runtime = AdapterRuntime(
             network=self.settings.network,
             fetcher=self._http.fetcher,
@@ -124,7 +133,7 @@ class ExternalQueryService(Closing):
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
-            analyses=analysis_memo(caching),
+            analyses=analysis_memo(caching, self.analysis.run),
             tool_observer=tool_observer,
         )
         adapters: list[Adapter] = [
@@ -350,34 +359,16 @@ class ExternalQueryService(Closing):
     def warm_up(self) -> None:
         """Pay now, once per process, what the first question would otherwise pay for: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
-        page, rjieba's dictionary through one Chinese tokenization, and the presenter's
-        templates compiled. No network I/O and no adapter is called; safe to call again
-        (later calls cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
-        # Function-local: a process that never warms up (``--help``, the MCP handshake) does
-        # not import the text pipeline for it.
-        import contextlib
-
-        from .errors import ExtractionFailed
-        from .text.analyse import analyse_page
-        from .text.extract import preload_extraction
-
+        page, rjieba's dictionary through one Chinese tokenization, the presenter's templates
+        compiled, and, with ``[analysis] processes`` above 0, the analysis workers started and
+        warm (waited for up to ``WARM_UP_WORKERS_S``). No network I/O and no adapter is called;
+        safe to call again (later calls cost next to nothing). Raises ``ServiceClosed`` after
+        ``close``."""
         self._check_open()
-        preload_extraction()
-        page = (
-            "<html lang='zh'><head><title>湛江天气预报</title></head><body><article>"
-            + "<p>湛江明天多云，气温二十三到二十八摄氏度，东南风三级。</p>" * 8
-            + "</article></body></html>"
-        )
-        # A warm-up page below some future length floor has still warmed the pipeline.
-        with contextlib.suppress(ExtractionFailed):
-            analyse_page(
-                page.encode(),
-                url="https://example.invalid/weather",
-                declared_charset="utf-8",
-                content_type="text/html",
-                query="湛江明天天气怎么样",
-            )
+        self.analysis.start()  # the workers warm up beside this process
+        warm_pipeline()
         self.presenter.load_templates()
+        self.analysis.wait_ready(WARM_UP_WORKERS_S)
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
@@ -387,14 +378,15 @@ class ExternalQueryService(Closing):
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        """Close HTTP clients, stop what adapters started (tool server processes), and end
-        the private loop. Idempotent."""
+        """Close HTTP clients, stop what adapters started (tool server processes) and the
+        analysis workers, and end the private loop. Idempotent."""
         if self._closed:
             return
         self._closed = True
         if self._portal.running:
             self._portal.call(self._release())
         self._portal.stop()
+        self.analysis.close()
         if self._ledger is not None:
             self._ledger.close()
 
@@ -403,6 +395,7 @@ class ExternalQueryService(Closing):
         if self._closed:
             return
         await self._release()
+        await asyncio.to_thread(self.analysis.close)
         self.close()
 
     async def _release(self) -> None:

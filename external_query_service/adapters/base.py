@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -134,10 +134,15 @@ class AdapterRuntime:
     tool_observer: ToolObserver | None = None
 
 
-def analysis_memo(cache: CacheSettings) -> ThreadMemo:
+def analysis_memo(
+    cache: CacheSettings, runner: Callable[..., Awaitable[Any]] | None = None
+) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
-    ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on."""
-    return ThreadMemo(cache.analysis_max_bytes if cache.enabled else 0, size=_analysis_size)
+    ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on,
+    computed by ``runner`` (the service's analysis pool; a thread when None)."""
+    return ThreadMemo(
+        cache.analysis_max_bytes if cache.enabled else 0, size=_analysis_size, runner=runner
+    )
 
 
 def _analysis_size(analysis: object) -> int:
