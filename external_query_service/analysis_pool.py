@@ -10,8 +10,9 @@ when ``processes`` is 0 or while the workers are still starting.
   the parent's ``__main__`` is run again), each warming the text pipeline before it reports
   ready. Until one is ready, pages are analysed in a thread.
 - Bounds: a body over ``max_page_bytes`` is refused before any parsing; in a worker, one page
-  may use ``page_cpu_s`` seconds of CPU (``ITIMER_PROF``: a ``BaseException`` raised in the
-  page's code, which no ``except Exception`` swallows; the worker survives). A page stuck in C
+  may use ``page_cpu_s`` seconds of CPU (``ITIMER_PROF``: ``KeyboardInterrupt``, a
+  ``BaseException`` no ``except Exception`` swallows, raised in the page's code, as Ctrl-C
+  would; the worker, which ignores real SIGINTs, survives). A page stuck in C
   code past twice that is stopped by a second timer (``ITIMER_VIRTUAL``, whose default action
   ends the worker). Both end as ``ExtractionFailed`` with reason ``cpu_deadline``; an
   oversized body as ``content_too_large``.
@@ -126,10 +127,10 @@ def _check_size(args: tuple[Any, ...], kwargs: Mapping[str, Any], max_bytes: int
 # -- the worker side -------------------------------------------------------------------------
 
 
-class _CpuDeadline(BaseException):
-    """Raised inside a page's code when its CPU time is up (``BaseException``, so that the
-    libraries' ``except Exception`` clauses let it through)."""
-
+#: Raised inside a page's code when its CPU time is up: a ``BaseException``, so the
+#: libraries' ``except Exception`` clauses let it through, and one nothing else raises in a
+#: worker (which ignores SIGINT), so catching it means the deadline and nothing else.
+_CpuDeadline = KeyboardInterrupt
 
 _armed = False
 
@@ -234,6 +235,7 @@ class _Worker:
         self.process = process
         self.inbox = inbox  # what the worker reads
         self.outbox = outbox  # what the worker writes
+        self.ready = False  # warm, and counted in the pool's ``ready``
 
     @classmethod
     def spawn(cls, limits: Mapping[str, float | int]) -> _Worker:
@@ -311,6 +313,9 @@ class AnalysisPool:
         self._ready = 0
         self._became_ready = threading.Condition(self._lock)
         self._closed = False
+        #: Pages (calls) computed in a worker and in a thread of this process, so far.
+        self.in_workers = 0
+        self.in_thread = 0
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -365,7 +370,11 @@ class AnalysisPool:
             if self._ready:
                 future: Future[T] = Future()
                 self._jobs.put(_Job(_Task(fn, args, dict(kwargs)), future))
+                with self._lock:
+                    self.in_workers += 1
                 return await asyncio.wrap_future(future)
+        with self._lock:
+            self.in_thread += 1
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -412,10 +421,37 @@ class AnalysisPool:
                     return
             finally:
                 with self._lock:
-                    self._ready -= 1
+                    if worker.ready:
+                        worker.ready = False
+                        self._ready -= 1
                     if self._workers.get(slot) is worker:
                         del self._workers[slot]
                 worker.stop()
+
+    def _lost(self, worker: _Worker) -> bool:
+        """``worker`` is gone: count it out, and when no warm worker is left, analyse the
+        pages waiting for one in this thread. False when the pool is closing."""
+        with self._lock:
+            if worker.ready:
+                worker.ready = False
+                self._ready -= 1
+            alone = self._ready == 0
+        if self._closed:
+            return False
+        while alone:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if not isinstance(job, _Job):
+                self._jobs.put(job)  # a stop for some dispatcher: leave it
+                return False
+            if job.future.set_running_or_notify_cancel():
+                try:
+                    job.future.set_result(job.task.fn(*job.task.args, **job.task.kwargs))
+                except BaseException as exc:
+                    job.future.set_exception(exc)
+        return True
 
     def _start_worker(self, slot: int) -> _Worker | None:
         """A warm worker in ``slot``, or None when it could not start (or the pool closed)."""
@@ -442,6 +478,7 @@ class AnalysisPool:
                     del self._workers[slot]
                 worker.stop()
                 return None
+            worker.ready = True
             self._ready += 1
             self._became_ready.notify_all()
         return worker
@@ -454,13 +491,15 @@ class AnalysisPool:
                 job = self._jobs.get(timeout=_IDLE_CHECK_S)
             except queue.Empty:
                 if worker.process.poll() is not None:
-                    return True  # died while idle: replace it
+                    return self._lost(worker)  # died while idle: replace it
                 continue
             if not isinstance(job, _Job):
                 return False
             if worker.process.poll() is not None:
-                self._jobs.put(job)  # never reached this worker: another one takes it
-                return True
+                # Died while idle: the page never reached it. Another worker takes it; with
+                # none left, what waits is analysed here rather than after a respawn.
+                self._jobs.put(job)
+                return self._lost(worker)
             if not job.future.set_running_or_notify_cancel():
                 continue  # its caller stopped waiting before it started
             try:
@@ -470,7 +509,7 @@ class AnalysisPool:
                 reason = WORKER_LOST if self._closed else worker.lost_reason()
                 lost = ExtractionFailed(_page_url(job.task.kwargs), reason=reason)
                 job.future.set_exception(lost)
-                return not self._closed
+                return self._lost(worker)
             except Exception as exc:  # the task itself did not pickle: the caller's bug
                 job.future.set_exception(exc)
                 continue
