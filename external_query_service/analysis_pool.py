@@ -7,8 +7,9 @@ when ``processes`` is 0 or while the workers are still starting.
 
 - Lazy: no process exists until the first ``run`` (or ``start``). Workers are separate
   interpreters started with ``subprocess`` (fork + exec, safe in a threaded process; nothing of
-  the parent's ``__main__`` is run again), each warming the text pipeline before it reports
-  ready. Until one is ready, pages are analysed in a thread.
+  the parent's ``__main__`` is run again) at a lower CPU priority (``WORKER_NICENESS``), each
+  warming the text pipeline before it reports ready. Until one is ready, pages are analysed in
+  a thread.
 - Bounds: a body over ``max_page_bytes`` is refused before any parsing; in a worker, one page
   may use ``page_cpu_s`` seconds of CPU (``ITIMER_PROF``: ``KeyboardInterrupt``, a
   ``BaseException`` no ``except Exception`` swallows, raised in the page's code, as Ctrl-C
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CPU_DEADLINE",
     "WORKER_LOST",
+    "WORKER_NICENESS",
     "AnalysisPool",
     "usable_cores",
     "warm_pipeline",
@@ -74,7 +76,13 @@ _IDLE_CHECK_S = 1.0
 
 log = logging.getLogger(__name__)
 
+#: How much lower a worker's CPU priority is than its parent's (``nice``): the process serving
+#: the event loop (network, verifier, presenter) goes first when the cores are busy, and a
+#: one-shot question is not slowed down by workers still importing the text pipeline.
+WORKER_NICENESS = 5
+
 _BOOT = (
+    f"import os; os.nice({WORKER_NICENESS}); "
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
     "from external_query_service.analysis_pool import _worker_main; "
     "_worker_main(int(sys.argv[2]), int(sys.argv[3]))"

@@ -363,12 +363,21 @@ def test_processes_zero_keeps_the_service_in_one_process(world: World) -> None:
 
 
 def test_a_page_over_its_cpu_time_is_not_a_document(world: World) -> None:
-    with service(world, processes=1, page_cpu_s=0.001) as svc:
+    # About half a second of CPU to analyse (the small pages take a hundredth of that).
+    paragraphs = [
+        f"湛江港集团发布数据显示，今年湛江港货物吞吐量增长。第{n}段。" for n in range(8000)
+    ]
+    heavy = world.route("https://heavy.example.cn/port", Reply(body=article("湛江港", paragraphs)))
+    search = f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION}))
+    hits = [hit(heavy, "湛江港吞吐量", "湛江港吞吐量", "2026-11-20")]
+    world.route(search, json_reply(searx_body(QUESTION, hits)))
+    with service(world, processes=1, page_cpu_s=0.1) as svc:
         svc.warm_up()
+        (worker,) = svc.analysis.pids()
         answer = svc.answer(QUESTION)
-    failures = page_failures(answer)
-    assert len(failures) == PAGES
-    assert all(failure.endswith(" not_a_document:cpu_deadline") for failure in failures)
+        assert svc.analysis.pids() == (worker,)  # the worker went on
+        assert svc.analysis.in_workers == 1
+    assert page_failures(answer) == [f"{heavy} not_a_document:cpu_deadline"]
     assert answer.status != "answered"
 
 
