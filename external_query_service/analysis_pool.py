@@ -39,8 +39,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -73,6 +74,11 @@ _EXIT_GRACE_S = 2.0
 _RESPAWN_BACKOFF_S = 0.5
 #: How often an idle dispatcher checks that its worker is still alive.
 _IDLE_CHECK_S = 1.0
+#: Pages handed to one worker at once: the one it analyses, and those waiting in its pipe.
+_AHEAD = 2
+#: The pipe buffer asked for (Linux allows up to 1 MiB unprivileged), so most pages can wait
+#: in a worker's pipe; where it cannot be set, the system's (64 KiB on Linux) is used.
+_PIPE_BYTES = 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +242,19 @@ class _Job:
 _STOP = object()
 
 
+def _grow_pipe(fd: int) -> int:
+    """Ask for a ``_PIPE_BYTES`` buffer on pipe ``fd``; the size it has (minus the message
+    header), or 0 when unknown."""
+    try:
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)) - 64
+    except (ImportError, AttributeError, OSError):
+        return 0
+
+
 class _Worker:
     """One worker process and the parent's ends of its two pipes."""
 
@@ -244,6 +263,8 @@ class _Worker:
         self.inbox = inbox  # what the worker reads
         self.outbox = outbox  # what the worker writes
         self.ready = False  # warm, and counted in the pool's ``ready``
+        #: What the pipe to the worker holds: a page bigger than this is never sent ahead.
+        self.pipe_bytes = 0
 
     @classmethod
     def spawn(cls, limits: Mapping[str, float | int]) -> _Worker:
@@ -274,11 +295,14 @@ class _Worker:
             raise
         os.close(to_child_r)
         os.close(from_child_w)
+        pipe_bytes = _grow_pipe(to_child_w)
+        _grow_pipe(from_child_r)
         worker = cls(
             process,
             Connection(to_child_w, readable=False),
             Connection(from_child_r, writable=False),
         )
+        worker.pipe_bytes = pipe_bytes
         worker.inbox.send_bytes(json.dumps(dict(limits)).encode())
         return worker
 
@@ -407,10 +431,8 @@ class AnalysisPool:
                 job = self._jobs.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(job, _Job) and job.future.set_running_or_notify_cancel():
-                job.future.set_exception(
-                    ExtractionFailed(_page_url(job.task.kwargs), reason=WORKER_LOST)
-                )
+            if isinstance(job, _Job):
+                _resolve(job, reason=WORKER_LOST)
 
     def _serve(self, slot: int) -> None:
         """One slot's dispatcher: keep a worker alive, feed it pages one at a time."""
@@ -428,22 +450,24 @@ class AnalysisPool:
                 if not self._feed(worker):
                     return
             finally:
+                self._count_out(worker)
                 with self._lock:
-                    if worker.ready:
-                        worker.ready = False
-                        self._ready -= 1
                     if self._workers.get(slot) is worker:
                         del self._workers[slot]
                 worker.stop()
 
-    def _lost(self, worker: _Worker) -> bool:
-        """``worker`` is gone: count it out, and when no warm worker is left, analyse the
-        pages waiting for one in this thread. False when the pool is closing."""
+    def _count_out(self, worker: _Worker) -> None:
+        """``worker`` takes no more pages: it no longer counts as ready."""
         with self._lock:
             if worker.ready:
                 worker.ready = False
                 self._ready -= 1
-            alone = self._ready == 0
+
+    def _lost(self, worker: _Worker) -> bool:
+        """``worker`` is gone: count it out, and when no warm worker is left, analyse the
+        pages waiting for one in this thread. False when the pool is closing."""
+        self._count_out(worker)
+        alone = self._ready == 0
         if self._closed:
             return False
         while alone:
@@ -454,11 +478,13 @@ class AnalysisPool:
             if not isinstance(job, _Job):
                 self._jobs.put(job)  # a stop for some dispatcher: leave it
                 return False
-            if job.future.set_running_or_notify_cancel():
+            if not job.future.cancelled():
                 try:
-                    job.future.set_result(job.task.fn(*job.task.args, **job.task.kwargs))
-                except BaseException as exc:
-                    job.future.set_exception(exc)
+                    result = job.task.fn(*job.task.args, **job.task.kwargs)
+                except Exception as exc:
+                    _resolve(job, exception=exc)
+                else:
+                    _resolve(job, result=result)
         return True
 
     def _start_worker(self, slot: int) -> _Worker | None:
@@ -493,45 +519,106 @@ class AnalysisPool:
 
     def _feed(self, worker: _Worker) -> bool:
         """Hand pages to ``worker`` until it is lost (False: stop for good, the pool closed;
-        True: replace the worker)."""
+        True: replace the worker).
+
+        Up to ``_AHEAD`` pages are in the worker's pipe at once, so it starts the next page as
+        soon as it is done with one instead of waiting for this thread (which needs the
+        interpreter lock the event loop is using) to collect the result and hand over another.
+        A page is sent ahead only when it fits in the pipe's buffer: the worker may be blocked
+        writing a large result meanwhile, and both sides must never wait on a full pipe."""
+        outstanding: deque[_Job] = deque()
         while True:
-            try:
-                job = self._jobs.get(timeout=_IDLE_CHECK_S)
-            except queue.Empty:
+            while len(outstanding) < _AHEAD:
+                try:
+                    job = self._jobs.get(timeout=_IDLE_CHECK_S) if not outstanding else None
+                except queue.Empty:
+                    if worker.process.poll() is not None:
+                        return self._lost(worker)  # died while idle: replace it
+                    continue
+                if job is None:
+                    try:
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        break
+                if not isinstance(job, _Job):
+                    self._fail(outstanding, WORKER_LOST)  # the pool is closing
+                    return False
+                if job.future.cancelled():
+                    continue  # its caller stopped waiting before it was sent
+                try:
+                    data = pickle.dumps(job.task)
+                except Exception as exc:  # the task does not pickle: the caller's bug
+                    _resolve(job, exception=exc)
+                    continue
+                if outstanding and len(data) > worker.pipe_bytes:
+                    self._jobs.put(job)  # too big to wait in the pipe: later, or elsewhere
+                    break
                 if worker.process.poll() is not None:
-                    return self._lost(worker)  # died while idle: replace it
+                    # Died while idle: the page never reached it. Another worker takes it;
+                    # with none left, what waits is analysed here rather than after a respawn.
+                    self._jobs.put(job)
+                    self._requeue(outstanding)
+                    return self._lost(worker)
+                try:
+                    worker.inbox.send_bytes(data)
+                except OSError:
+                    self._jobs.put(job)
+                    break  # the worker is gone: the receive below says so
+                outstanding.append(job)
+            if not outstanding:
                 continue
-            if not isinstance(job, _Job):
-                return False
-            if worker.process.poll() is not None:
-                # Died while idle: the page never reached it. Another worker takes it; with
-                # none left, what waits is analysed here rather than after a respawn.
-                self._jobs.put(job)
-                return self._lost(worker)
-            if not job.future.set_running_or_notify_cancel():
-                continue  # its caller stopped waiting before it started
             try:
-                worker.inbox.send(job.task)
                 reply = worker.outbox.recv()
             except (EOFError, OSError):
+                # The first page sent is the one it was analysing; the others never started.
                 reason = WORKER_LOST if self._closed else worker.lost_reason()
-                lost = ExtractionFailed(_page_url(job.task.kwargs), reason=reason)
-                job.future.set_exception(lost)
+                self._count_out(worker)  # before anyone hears of it: no new page for it
+                _resolve(outstanding.popleft(), reason=reason)
+                if self._closed:
+                    self._fail(outstanding, WORKER_LOST)
+                    return False
+                self._requeue(outstanding)
                 return self._lost(worker)
-            except Exception as exc:  # the task itself did not pickle: the caller's bug
-                job.future.set_exception(exc)
-                continue
-            _settle(job, reply)
+            _settle(outstanding.popleft(), reply)
+
+    def _requeue(self, jobs: deque[_Job]) -> None:
+        while jobs:
+            self._jobs.put(jobs.popleft())
+
+    @staticmethod
+    def _fail(jobs: deque[_Job], reason: str) -> None:
+        while jobs:
+            _resolve(jobs.popleft(), reason=reason)
+
+
+def _resolve(
+    job: _Job,
+    *,
+    result: Any = None,
+    exception: BaseException | None = None,
+    reason: str | None = None,
+) -> None:
+    """Settle ``job``'s future (a failure ``reason`` is an ``ExtractionFailed``); nothing when
+    its caller cancelled it meanwhile."""
+    if reason is not None:
+        exception = ExtractionFailed(_page_url(job.task.kwargs), reason=reason)
+    try:
+        if exception is not None:
+            job.future.set_exception(exception)
+        else:
+            job.future.set_result(result)
+    except InvalidStateError:
+        pass  # cancelled by its caller
 
 
 def _settle(job: _Job, reply: tuple[Any, ...]) -> None:
     """Resolve ``job``'s future from a worker's reply."""
     kind = reply[0]
     if kind == "ok":
-        job.future.set_result(reply[1])
+        _resolve(job, result=reply[1])
     elif kind == "failed":
-        job.future.set_exception(ExtractionFailed(_page_url(job.task.kwargs), reason=reply[1]))
+        _resolve(job, reason=reply[1])
     else:
         blob, text = reply[1], reply[2]
         error = pickle.loads(blob) if blob is not None else None
-        job.future.set_exception(error if isinstance(error, BaseException) else RuntimeError(text))
+        _resolve(job, exception=error if isinstance(error, BaseException) else RuntimeError(text))
