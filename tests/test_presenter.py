@@ -678,3 +678,15 @@ def test_summary_quotes_further_documents_when_they_share_one_site() -> None:
     )
     shown = ExternalAnswerPresenter().present(make_packet(docs))
     assert [f"第{n}篇文档的摘录" in shown.text for n in range(4)] == [True, True, True, False]
+
+
+def test_the_plain_text_fast_path_never_keeps_an_invisible_character() -> None:
+    plain = [
+        chr(point)
+        for point in range(0x10000)
+        if not 0xD800 <= point <= 0xDFFF and presenter_module._PLAIN.fullmatch(chr(point))
+    ]
+    assert len(plain) > 20_000  # ASCII, CJK punctuation, ideographs, full-width forms
+    assert [char for char in plain if presenter_module._is_invisible(char)] == []
+    assert strip_invisible("湛江港，2.6亿吨\n") == "湛江港，2.6亿吨\n"
+    assert strip_invisible("湛江\u200b港\u2066") == "湛江港"
