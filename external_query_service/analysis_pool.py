@@ -496,7 +496,7 @@ class AnalysisPool:
                 worker = _Worker.spawn(
                     {"page_cpu_s": self.page_cpu_s, "max_page_bytes": self.max_page_bytes}
                 )
-            except OSError as exc:
+            except Exception as exc:  # no interpreter to start (an embedded Python), no fds
                 log.warning("analysis worker could not start: %s", exc)
                 return None
             self._workers[slot] = worker
