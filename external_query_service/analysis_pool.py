@@ -345,6 +345,7 @@ class AnalysisPool:
         self._ready = 0
         self._became_ready = threading.Condition(self._lock)
         self._closed = False
+        self._closing = threading.Event()  # set with _closed: ends a respawn's wait at once
         #: Pages (calls) computed in a worker and in a thread of this process, so far.
         self.in_workers = 0
         self.in_thread = 0
@@ -417,6 +418,7 @@ class AnalysisPool:
             if self._closed:
                 return
             self._closed = True
+            self._closing.set()
             self._became_ready.notify_all()
             workers = list(self._workers.values())
             threads = list(self._threads)
@@ -440,9 +442,8 @@ class AnalysisPool:
         while True:
             worker = self._start_worker(slot)
             if worker is None:
-                if self._closed:
+                if self._closing.wait(backoff):
                     return
-                time.sleep(backoff)
                 backoff = min(backoff * 2, 60.0)
                 continue
             backoff = _RESPAWN_BACKOFF_S

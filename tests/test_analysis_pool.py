@@ -417,3 +417,20 @@ def test_a_service_without_pages_never_starts_a_worker(tmp_path: Path) -> None:
         svc.answer("What does the verifier check?", {"query_kind": "documentation"})
         assert children() == before
         assert not svc.analysis.started
+
+
+def test_workers_that_cannot_start_leave_pages_in_a_thread_and_close_stays_prompt(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("sys.executable", "/nonexistent/python3")
+    analysis = pool(2)
+    try:
+        assert not analysis.wait_ready(1.0)
+        assert run(lambda: analysis.run(os.getpid)) == os.getpid()
+        assert analysis.in_thread == 1
+        assert "analysis worker could not start" in caplog.text
+    finally:
+        analysis.close()  # returns at once: the respawn back-off's wait ends with the pool
+    assert analysis.pids() == ()
+    assert analysis._threads  # they were started, and close() joined them
+    assert not [thread for thread in analysis._threads if thread.is_alive()]
