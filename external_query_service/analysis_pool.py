@@ -343,6 +343,7 @@ class AnalysisPool:
         self._threads: list[threading.Thread] = []
         self._workers: dict[int, _Worker] = {}  # slot → the worker serving it now
         self._ready = 0
+        self._failed_starts = 0  # workers that exited (or never ran) before they were warm
         self._became_ready = threading.Condition(self._lock)
         self._closed = False
         self._closing = threading.Event()  # set with _closed: ends a respawn's wait at once
@@ -381,12 +382,18 @@ class AnalysisPool:
                 thread.start()
 
     def wait_ready(self, timeout: float) -> bool:
-        """Start the workers and wait up to ``timeout`` seconds until every one is warm;
-        whether they are (True at once with ``processes == 0``: nothing to wait for)."""
+        """Start the workers and wait up to ``timeout`` seconds until every one is warm (or
+        as many have failed to start); whether they are (True at once with ``processes ==
+        0``: nothing to wait for)."""
         self.start()
         deadline = time.monotonic() + timeout
         with self._became_ready:
-            while self._ready < self.processes and not self._closed:
+            # Workers that cannot start (no interpreter to run, say) are not waited for.
+            while (
+                self._ready < self.processes
+                and not self._closed
+                and self._failed_starts < self.processes
+            ):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -499,6 +506,8 @@ class AnalysisPool:
                 )
             except Exception as exc:  # no interpreter to start (an embedded Python), no fds
                 log.warning("analysis worker could not start: %s", exc)
+                self._failed_starts += 1
+                self._became_ready.notify_all()
                 return None
             self._workers[slot] = worker
         try:
@@ -509,6 +518,8 @@ class AnalysisPool:
             if hello is None or hello[0] != "ready" or self._closed:
                 if not self._closed:
                     log.warning("analysis worker exited while warming up")
+                    self._failed_starts += 1
+                    self._became_ready.notify_all()
                 if self._workers.get(slot) is worker:
                     del self._workers[slot]
                 worker.stop()

@@ -425,7 +425,7 @@ def test_workers_that_cannot_start_leave_pages_in_a_thread_and_close_stays_promp
     monkeypatch.setattr("sys.executable", "/nonexistent/python3")
     analysis = pool(2)
     try:
-        assert not analysis.wait_ready(1.0)
+        assert not analysis.wait_ready(READY_S)  # returns once both starts failed
         assert run(lambda: analysis.run(os.getpid)) == os.getpid()
         assert analysis.in_thread == 1
         assert "analysis worker could not start" in caplog.text
