@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
+from external_query_service.analysis_pool import usable_cores
 from external_query_service.testing import Reply, World, hit, json_reply, searx_body
 from external_query_service.testing.server import RecordedRequest
 
@@ -273,10 +274,11 @@ def main() -> None:
             assert world.pid is not None
             profile = f"{args.profile}.{name}" if args.profile else None
             result = asyncio.run(measure(settings, questions, args.concurrency, world.pid, profile))
+            size = settings.analysis.processes or usable_cores()
             label = (
                 "analysis in a thread ([analysis] processes = 0)"
                 if processes == 0
-                else f"analysis pool ({settings.analysis.processes or 'one per core'} processes)"
+                else f"analysis pool ({size} worker processes)"
             )
             result.report(label, deadline)
             if name == "pool":
