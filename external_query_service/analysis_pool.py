@@ -338,6 +338,17 @@ class AnalysisPool:
         self.processes = usable_cores() if settings.processes is None else settings.processes
         self.page_cpu_s = settings.page_cpu_s
         self.max_page_bytes = max_page_bytes
+        self._closed = False
+        self._reset()
+        self._closing = threading.Event()  # set with _closed: ends a respawn's wait at once
+        #: Pages (calls) computed in a worker and in a thread of this process, so far.
+        self.in_workers = 0
+        self.in_thread = 0
+
+    def _reset(self) -> None:
+        """No worker, no thread, nothing waiting: a new pool, or one in a forked child (whose
+        parent's workers and dispatcher threads are not its own)."""
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -345,11 +356,6 @@ class AnalysisPool:
         self._ready = 0
         self._failed_starts = 0  # workers that exited (or never ran) before they were warm
         self._became_ready = threading.Condition(self._lock)
-        self._closed = False
-        self._closing = threading.Event()  # set with _closed: ends a respawn's wait at once
-        #: Pages (calls) computed in a worker and in a thread of this process, so far.
-        self.in_workers = 0
-        self.in_thread = 0
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -370,7 +376,9 @@ class AnalysisPool:
     # -- running ---------------------------------------------------------------------------
     def start(self) -> None:
         """Start the workers in the background (no wait); nothing when ``processes == 0``,
-        already started, or closed."""
+        already started, or closed. In a process forked after the start, starts its own."""
+        if self._pid != os.getpid():
+            self._reset()
         with self._lock:
             if self._closed or self._threads or self.processes == 0:
                 return
@@ -420,7 +428,9 @@ class AnalysisPool:
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         """Stop every worker, join the dispatcher threads; pages still waiting fail as
-        ``worker_lost``. Idempotent."""
+        ``worker_lost``. Idempotent. In a forked child, the parent's workers are left alone."""
+        if self._pid != os.getpid():
+            self._reset()
         with self._lock:
             if self._closed:
                 return

@@ -111,6 +111,19 @@ def analyse(analysis_pool: AnalysisPool, body: bytes) -> Coroutine[Any, Any, Pag
     )
 
 
+def reap(child: int) -> int:
+    """The exit code of forked ``child``; one stuck for ``READY_S`` is killed (-9), so a
+    child deadlocked at fork cannot hang the suite."""
+    give_up = time.monotonic() + READY_S
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > give_up:
+            os.kill(child, signal.SIGKILL)
+        time.sleep(0.05)
+
+
 def nap(seconds: float, *, url: str) -> int:
     """A page function that holds its worker without using CPU; its worker's pid."""
     time.sleep(seconds)
@@ -434,3 +447,24 @@ def test_workers_that_cannot_start_leave_pages_in_a_thread_and_close_stays_promp
     assert analysis.pids() == ()
     assert analysis._threads  # they were started, and close() joined them
     assert not [thread for thread in analysis._threads if thread.is_alive()]
+
+
+def test_a_forked_child_starts_its_own_workers_and_leaves_its_parents_alone() -> None:
+    analysis = pool(1)
+    try:
+        assert analysis.wait_ready(READY_S)
+        (worker,) = analysis.pids()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child reports through its exit status)
+            code = 1
+            try:
+                pid = asyncio.run(analysis.run(os.getpid))  # in a thread: its own pool starts
+                analysis.close()
+                code = 0 if pid == os.getpid() else 2
+            finally:
+                os._exit(code)
+        assert reap(child) == 0
+        assert analysis.pids() == (worker,)  # the child's close() did not stop it
+        assert run(lambda: analysis.run(os.getpid)) == worker
+    finally:
+        analysis.close()
