@@ -18,11 +18,15 @@ when ``processes`` is 0 or while the workers are still starting.
   ends the worker). Both end as ``ExtractionFailed`` with reason ``cpu_deadline``; an
   oversized body as ``content_too_large``.
 - Faults: each worker has its own pipes and its own dispatcher thread, so a worker that dies
-  (killed, out of memory, a crash in C) fails only the page it held
-  (``ExtractionFailed`` ``worker_lost``) and is replaced; the other workers go on.
-- The event loop only awaits: the page is handed over by a dispatcher thread, and the result
-  arrives as a ``concurrent.futures.Future`` (any event loop, any thread may call ``run``).
-- ``close()`` stops every worker and joins every thread; no child process is left.
+  (killed, out of memory, a crash in C) fails only the page it was analysing
+  (``ExtractionFailed`` ``worker_lost``) and is replaced; a page queued behind it goes to
+  another worker, or is analysed in a thread when no warm worker is left. The other workers
+  go on. A worker that cannot start at all leaves every page in a thread.
+- The event loop only awaits: a dispatcher thread hands the page over (up to ``_AHEAD`` per
+  worker, so a worker never waits for the parent's interpreter lock between pages), and the
+  result arrives as a ``concurrent.futures.Future`` (any event loop or thread may ``run``).
+- ``close()`` stops every worker and joins every thread; no child process is left. A pool
+  used in a forked child starts workers of its own and never touches its parent's.
 """
 
 from __future__ import annotations
