@@ -10,6 +10,14 @@ than 200, transport errors, exceptions), throughput, p50/p95/max latency and the
 
     python bench/serve_load.py [--clients 50] [--questions 400] [--limit-s 120]
         [--search-ms 200] [--page-ms 300] [--pages 3] [--max-concurrent 64]
+        [--workers N [--redis redis://127.0.0.1:6379/0]]
+
+With ``--workers N`` (N > 1) the in-process run is replaced by a comparison: the same load
+against ``external-query serve --workers 1`` and then ``--workers N`` (the CLI in a child
+process, both with the Redis cache under a fresh key prefix, deleted afterwards); printed
+for each as above, then the throughput ratio N:1 and both p95s. Each question is distinct
+(its number is part of it), so every one analyses its pages again: the work is CPU-bound,
+as a real server's is, and the figure says what N processes buy on this machine.
 """
 
 from __future__ import annotations
@@ -17,8 +25,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
+import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,8 +46,10 @@ from e2e_latency import QUESTION, build
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service.testing import World
+from external_query_service.testing.world_files import dump_toml
 
 NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+_CLI = (sys.executable, "-m", "external_query_service.cli")
 
 
 @dataclass
@@ -126,6 +143,70 @@ async def in_process(settings: Settings, args: argparse.Namespace) -> Run:
         return await drive(ask, args.clients, args.questions, args.limit_s)
 
 
+def _serve_cli(settings: Settings, workers: int, folder: str) -> tuple[subprocess.Popen[str], str]:
+    """``external-query serve --workers N`` on a free port; the process and its URL once every
+    worker has started."""
+    config = os.path.join(folder, f"serve-{workers}.toml")
+    with open(config, "w", encoding="utf-8") as file:
+        file.write(dump_toml(settings.model_dump(mode="json", exclude_none=True)))
+    process = subprocess.Popen(
+        [*_CLI, "serve", "--config", config, "--port", "0", "--workers", str(workers)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    url = ""
+    started = 0
+    while started < workers:
+        line = process.stderr.readline()
+        if not line:
+            raise SystemExit(f"serve --workers {workers} ended before it started")
+        found = re.search(r"Serving on (http://\S+)", line)
+        url = found.group(1) if found else url
+        started += "Application startup complete" in line
+    stream = process.stderr
+    threading.Thread(target=lambda: stream.read(), daemon=True).start()  # keep it drained
+    return process, url
+
+
+def _compare_workers(settings: Settings, args: argparse.Namespace) -> None:
+    """The same load against ``serve --workers 1`` and ``--workers N``."""
+    import redis
+
+    prefix = f"bench-{uuid.uuid4().hex[:8]}:"
+    runs: dict[int, Run] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for workers in (1, args.workers):
+            cache = settings.cache.model_copy(
+                update={"url": args.redis, "key_prefix": f"{prefix}{workers}:"}
+            )
+            process, url = _serve_cli(settings.model_copy(update={"cache": cache}), workers, folder)
+            try:
+                runs[workers] = asyncio.run(over_http(url, args))
+            finally:
+                process.terminate()
+                process.wait(60)
+    client = redis.Redis.from_url(args.redis)
+    for key in client.scan_iter(match=prefix + "*", count=500):
+        client.delete(key)
+    client.close()
+    for workers, run in runs.items():
+        run.report(f"serve --workers {workers} (HTTP, Redis cache)")
+    one, many = runs[1], runs[args.workers]
+    ratio = (len(many.latencies) / many.wall) / (len(one.latencies) / one.wall)
+    print(
+        f"throughput {args.workers}:1 = {ratio:.2f}; p95 {_p95(one) * 1000:.0f} ms with 1 worker, "
+        f"{_p95(many) * 1000:.0f} ms with {args.workers}"
+    )
+
+
+def _p95(run: Run) -> float:
+    ordered = sorted(run.latencies)
+    return ordered[max(0, round(0.95 * len(ordered)) - 1)] if ordered else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
@@ -135,6 +216,8 @@ def main() -> None:
     parser.add_argument("--page-ms", type=int, default=300)
     parser.add_argument("--pages", type=int, default=3)
     parser.add_argument("--max-concurrent", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
     args = parser.parse_args()
 
     with World() as world:
@@ -143,6 +226,13 @@ def main() -> None:
             update={"max_concurrent_questions": args.max_concurrent}
         )
         settings = settings.model_copy(update={"network": network})
+        if args.workers > 1:
+            print(
+                f"{args.clients} clients, {args.questions} distinct questions; world: search "
+                f"{args.search_ms} ms + {args.pages} pages at {args.page_ms} ms"
+            )
+            _compare_workers(settings, args)
+            return
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         server = context.Process(

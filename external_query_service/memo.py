@@ -1,7 +1,9 @@
 """Sharing work: a size-bounded LRU map, and single-flight for identical calls in flight.
 
 Pure helpers with no I/O of their own: the response cache (``net/cache.py``), the evidence
-store and the page-analysis memo build on them.
+store and the page-analysis memo build on them. ``SharedStore`` is what a store shared
+between processes offers them (``storage/redis_cache.py`` is one); ``SharedMemo`` is what
+``ThreadMemo`` keeps its results in besides its own memory.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["SingleFlight", "SizedLRU", "ThreadMemo"]
+__all__ = ["SharedMemo", "SharedStore", "SingleFlight", "SizedLRU", "ThreadMemo", "memo_key"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -120,6 +122,68 @@ class SizedLRU(Generic[K, V]):
             return iter(list(self._items))
 
 
+class SharedStore(Protocol):
+    """Entries (metadata bytes plus a body) kept where several processes see them, bounded
+    in bytes (least recently used out), each for at most ``ttl_s``; plus short claims
+    ("leases") so that one process at a time does a piece of work.
+
+    Every method is a best effort that never raises: a store that cannot be reached answers
+    as if empty (``get`` None, ``put`` False, ``claimed`` False) and ``claim`` gives a token
+    anyway (``""``: go ahead without one).
+    """
+
+    def get(self, key: str) -> tuple[bytes, bytes] | None:
+        """The metadata and body under ``key`` (now the most recently used), or None."""
+        ...
+
+    def put(self, key: str, meta: bytes, body: bytes, *, ttl_s: float) -> bool:
+        """Keep an entry for at most ``ttl_s``; False when not kept."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Drop the entry under ``key``, if any."""
+        ...
+
+    def claim(self, name: str, ttl_s: float) -> str | None:
+        """Take the lease ``name`` for ``ttl_s``: a token to release it with (``""`` when the
+        store cannot coordinate: go ahead without a lease), or None while another holds it."""
+        ...
+
+    def claimed(self, name: str) -> bool:
+        """True while someone holds the lease ``name``."""
+        ...
+
+    def release(self, name: str, token: str) -> None:
+        """Give the lease back, if ``token`` still holds it."""
+        ...
+
+    def total(self) -> int:
+        """Bytes held, as the store accounts them (0 when it cannot be reached)."""
+        ...
+
+    def count(self) -> int:
+        """Entries held (0 when it cannot be reached)."""
+        ...
+
+
+class SharedMemo(Protocol):
+    """Where ``ThreadMemo`` also keeps results: visible to other processes, best effort."""
+
+    def get(self, key: str) -> Any | None:
+        """The result kept under ``key``, or None."""
+        ...
+
+    def put(self, key: str, value: Any) -> None:
+        """Keep ``value`` under ``key`` (a value the memo cannot encode is not kept)."""
+        ...
+
+
+def memo_key(key: Hashable) -> str:
+    """A stable text key for a memo key made of str, int, float, None and tuples of them
+    (the same in every process: ``repr`` of those does not depend on hash seeds)."""
+    return hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+
+
 @dataclass
 class _Flight:
     task: asyncio.Future[Any]
@@ -189,9 +253,11 @@ class ThreadMemo:
     results are kept (at most ``max_size`` by ``size(result)``, least recently used out)
     and identical calls in flight share one run. Exceptions are not kept. With
     ``max_size == 0`` nothing is kept, but concurrent identical calls are still shared.
-    Arguments must be hashable; bytes are keyed by their digest. ``runner`` replaces
-    ``asyncio.to_thread`` as where the function computes (``runner(fn, *args, **kwargs)``,
-    awaited: a process pool, say); keeping and sharing stay the same.
+    Arguments must be hashable; bytes are keyed by their digest. With ``shared``, results
+    are also looked up and kept there (under ``memo_key`` of the key), so other processes
+    reuse them. ``runner`` replaces ``asyncio.to_thread`` as where the function computes
+    (``runner(fn, *args, **kwargs)``, awaited: a process pool, say); keeping and sharing stay
+    the same.
     """
 
     def __init__(
@@ -199,11 +265,13 @@ class ThreadMemo:
         max_size: int = 0,
         size: Callable[[Any], int] = lambda _v: 1,
         *,
+        shared: SharedMemo | None = None,
         runner: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         self._results: SizedLRU[Hashable, Any] = SizedLRU(max_size, size)
         self._flights = SingleFlight()
-        self._runner: Callable[..., Awaitable[Any]] = runner or asyncio.to_thread
+        self._shared = shared
+        self._runner = runner
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """The memoized result of ``function(*args)`` under ``key``, computed once in a worker
@@ -217,8 +285,37 @@ class ThreadMemo:
         if found is not None:
             return found  # type: ignore[no-any-return]
 
+        shared = self._shared
+
+        def work() -> T:
+            # Off the event loop: the shared store's round trips too.
+            if shared is None:
+                return fn(*args, **kwargs)
+            shared_key = memo_key(key)
+            kept = shared.get(shared_key)
+            if kept is not None:
+                return kept  # type: ignore[no-any-return]
+            result = fn(*args, **kwargs)
+            shared.put(shared_key, result)
+            return result
+
+        runner = self._runner
+
+        async def elsewhere() -> T:
+            # The shared store's round trips in a thread; the work where ``runner`` puts it.
+            assert runner is not None
+            shared_key = memo_key(key) if shared is not None else ""
+            if shared is not None:
+                kept = await asyncio.to_thread(shared.get, shared_key)
+                if kept is not None:
+                    return kept  # type: ignore[no-any-return]
+            result: T = await runner(fn, *args, **kwargs)
+            if shared is not None:
+                await asyncio.to_thread(shared.put, shared_key, result)
+            return result
+
         async def compute() -> T:
-            result: T = await self._runner(fn, *args, **kwargs)
+            result = await (asyncio.to_thread(work) if runner is None else elsewhere())
             if self._results.max_size:
                 self._results.put(key, result)
             return result

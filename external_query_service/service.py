@@ -43,8 +43,10 @@ from .net.fetch import HttpRuntime
 from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter import ExternalAnswerPresenter
 from .settings import Settings, format_validation_error
-from .storage import LedgerError, open_configured_ledger
+from .storage import SCHEMA_VERSION, LedgerError, open_configured_ledger
+from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo, SharedCache, open_shared_cache
 from .store import EvidenceStore
+from .text.analyse import PageAnalysis, analysis_from_json, analysis_to_json
 from .verifier import EvidenceVerifier
 
 __all__ = [
@@ -114,12 +116,19 @@ class ExternalQueryService(Closing):
             if store is not None
             else EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
         )
+        #: The Redis cache ``[cache] url`` names (None: everything in this process's memory).
+        self.shared_cache: SharedCache | None = open_shared_cache(caching)
+        shared = self.shared_cache
         # ``http`` lets a caller wrap network access (recording a fixture world, say).
         self._http = (
             http
             if http is not None
             else HttpRuntime(
-                self.settings.network, cache=response_cache(caching, self.clock), clock=self.clock
+                self.settings.network,
+                cache=response_cache(
+                    caching, self.clock, shared.responses if shared is not None else None
+                ),
+                clock=self.clock,
             )
         )
         #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
@@ -133,7 +142,7 @@ class ExternalQueryService(Closing):
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
-            analyses=analysis_memo(caching, self.analysis.run),
+            analyses=analysis_memo(caching, _shared_analyses(shared), self.analysis.run),
             tool_observer=tool_observer,
         )
         adapters: list[Adapter] = [
@@ -341,15 +350,43 @@ class ExternalQueryService(Closing):
         return True
 
     # -- sessions and discovery -----------------------------------------------------------
-    def session(self, *, history_limit: int | None = None) -> Session:
+    def session(
+        self, *, history_limit: int | None = None, last_plan: ExternalQueryPlan | None = None
+    ) -> Session:
         """A conversation whose follow-ups continue verifying on the external chain
-        (``history_limit``: see ``Session``)."""
-        return Session(self, history_limit=history_limit)
+        (``history_limit``: see ``Session``; ``last_plan``: resume one whose last question
+        had that plan)."""
+        return Session(self, history_limit=history_limit, last_plan=last_plan)
 
     async def aprobe(self) -> dict[str, Readiness]:
         """Each adapter's real, bounded readiness probe."""
         self._check_open()
         return await self.gateway.probe()
+
+    async def aprobe_backends(self) -> dict[str, Readiness]:
+        """The configured shared parts, each really asked now: ``ledger`` (a ledger file or
+        database; not listed when answers keep their records in memory) and ``cache`` (only
+        with ``[cache] url``). ``reason`` says why one is not ready."""
+        self._check_open()
+        found: dict[str, Readiness] = {}
+        if self._ledger is not None:
+            ledger = self._ledger
+            try:
+                version = await asyncio.wait_for(asyncio.to_thread(ledger.schema_version), _PROBE_S)
+                found["ledger"] = Readiness(
+                    ready=version == SCHEMA_VERSION,
+                    reason=None if version == SCHEMA_VERSION else "ledger_needs_migration",
+                )
+            except LedgerError as exc:
+                found["ledger"] = Readiness(ready=False, reason=exc.reason)
+            except (TimeoutError, OSError):
+                found["ledger"] = Readiness(ready=False, reason="ledger_unavailable")
+        if self.shared_cache is not None:
+            why = await asyncio.to_thread(self.shared_cache.ping)
+            found["cache"] = Readiness(
+                ready=why is None, reason=None if why is None else "cache_unavailable"
+            )
+        return found
 
     def probe(self) -> dict[str, Readiness]:
         """Synchronous ``aprobe``: each adapter's real, bounded readiness probe."""
@@ -389,6 +426,8 @@ class ExternalQueryService(Closing):
         self.analysis.close()
         if self._ledger is not None:
             self._ledger.close()
+        if self.shared_cache is not None:
+            self.shared_cache.close()
 
     async def aclose(self) -> None:
         """Close this loop's HTTP clients, then everything else."""
@@ -440,18 +479,25 @@ def _packet(
 
 
 class Session:
-    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external).
+    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external);
+    ``last_plan`` resumes a session kept elsewhere (a server's shared session table).
 
     ``history`` holds the answers, only the latest ``history_limit`` of them when a limit is
     given (0 keeps none: a long-lived server needs the last plan, not every answer).
     """
 
-    def __init__(self, service: ExternalQueryService, *, history_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        service: ExternalQueryService,
+        *,
+        history_limit: int | None = None,
+        last_plan: ExternalQueryPlan | None = None,
+    ) -> None:
         if history_limit is not None and history_limit < 0:
             raise ValueError("history_limit must not be negative")
         self._service = service
         self._history_limit = history_limit
-        self._last_plan: ExternalQueryPlan | None = None
+        self._last_plan: ExternalQueryPlan | None = last_plan
         self.history: list[ExternalAnswer] = []
 
     @property
@@ -487,6 +533,26 @@ class Session:
     def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``afollow_up``."""
         return self._service._portal.call(self.afollow_up(question, query_semantics))
+
+
+#: The longest a readiness probe of the ledger waits.
+_PROBE_S = 5.0
+
+
+def _encode_analysis(value: Any) -> bytes | None:
+    """A page analysis as JSON for the shared cache (anything else is not shared)."""
+    return analysis_to_json(value) if isinstance(value, PageAnalysis) else None
+
+
+def _shared_analyses(shared: SharedCache | None) -> RedisMemo | None:
+    if shared is None:
+        return None
+    return RedisMemo(
+        shared.analyses,
+        encode=_encode_analysis,
+        decode=analysis_from_json,
+        ttl_s=ANALYSIS_TTL_S,
+    )
 
 
 def _check_question(question: str) -> str:

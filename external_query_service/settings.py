@@ -28,6 +28,12 @@ max_bytes = 268435456          # response cache bound (bodies, LRU)
 analysis_max_bytes = 67108864  # page-analysis memo bound (texts, LRU)
 store_max_bytes = 268435456    # evidence store bound (texts, LRU)
 store_hold_s = 600             # a returned answer's passages stay readable this long
+# url = "redis://127.0.0.1:6379/0"  # share the cache between processes (Redis)
+key_prefix = "external-query:" # every Redis key starts with it
+lease_s = 10.0                 # cross-process single-flight: how long a fetch claim lasts
+stale_keep_s = 3600.0          # Redis: keep time past freshness of entries with validators
+redis_timeout_s = 0.25         # Redis socket timeouts
+redis_retry_s = 5.0            # after a Redis failure, direct fetches this long before retrying
 
 [analysis]
 processes = 2                  # analysis worker processes; omitted: one per core, 0: in a thread
@@ -59,6 +65,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -76,6 +83,7 @@ from .jsonio import read_regular_file
 from .language import LanguageSetting
 
 __all__ = [
+    "CACHE_URL_SCHEMES",
     "DEFAULT_USER_AGENT",
     "LEDGER_URL_SCHEMES",
     "MAX_SETTINGS_BYTES",
@@ -100,6 +108,8 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_USER_AGENT = f"external-query-service/{__version__} (evidence fetcher)"
 MAX_SETTINGS_BYTES = 1024 * 1024
 LEDGER_URL_SCHEMES = ("postgresql://", "postgres://")
+#: The URL schemes ``[cache] url`` takes (a Redis server over TCP, TLS or a Unix socket).
+CACHE_URL_SCHEMES = ("redis", "rediss", "unix")
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -352,6 +362,44 @@ class CacheSettings(_Section):
     analysis_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     store_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     store_hold_s: float = Field(default=600.0, ge=0)
+    #: A Redis server (``redis://``, ``rediss://``, ``unix://``) that keeps the response
+    #: cache, page analyses, cross-process fetch claims and server sessions for every
+    #: process with the same URL and ``key_prefix``; None: all in this process's memory.
+    url: str | None = None
+    #: Every Redis key starts with it, so deployments (and tests) can share one server.
+    key_prefix: str = Field(default="external-query:", min_length=1, max_length=200)
+    #: How long a process's claim to fetch a URL lasts: others wait for its reply at most
+    #: this long (a claim whose holder died expires then).
+    lease_s: float = Field(default=10.0, gt=0, le=600)
+    #: Redis only: how long past its freshness an entry with a validator is kept for
+    #: revalidation (stale entries without one are never kept).
+    stale_keep_s: float = Field(default=3600.0, ge=0)
+    #: Redis socket timeouts (connect and each command).
+    redis_timeout_s: float = Field(default=0.25, gt=0, le=30)
+    #: After a Redis failure, the process fetches directly this long before trying it again.
+    redis_retry_s: float = Field(default=5.0, ge=0)
+
+    @field_validator("url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        parts = urlsplit(url)
+        if parts.scheme not in CACHE_URL_SCHEMES:
+            raise ValueError(f"must start with {', '.join(s + '://' for s in CACHE_URL_SCHEMES)}")
+        if parts.scheme == "unix":
+            if not parts.path:
+                raise ValueError("a unix:// URL needs a socket path")
+        elif not parts.hostname:
+            raise ValueError("a redis:// URL needs a host")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError as exc:
+            raise ValueError(f"bad port: {exc}") from None
+        database = parts.path.strip("/") if parts.scheme != "unix" else ""
+        if database and not database.isdigit():
+            raise ValueError(f"the database must be a number, not {database!r}")
+        return url
 
 
 class AnalysisSettings(_Section):

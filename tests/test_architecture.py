@@ -122,6 +122,6 @@ def test_the_gateway_orchestrates_and_leaves_sockets_to_net() -> None:
 
 
 def test_only_storage_talks_to_a_database() -> None:
-    clients = {"sqlite3", "psycopg", "psycopg_pool"}
+    clients = {"sqlite3", "psycopg", "psycopg_pool", "redis"}
     talking = {unit for unit in _graph() if _third_party(unit) & clients}
     assert talking <= {"storage"}

@@ -13,8 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from external_query_service.text.chunk import Chunk, chunk_text
+from external_query_service.text.echo import answer_terms, fold, question_spans
 from external_query_service.text.score import (
+    ANSWER_WEIGHT,
     MAX_QUERY_CHARS,
+    MIN_COPIED_TERMS,
     MIN_SCORE,
     TermStats,
     best_snippets,
@@ -22,7 +25,7 @@ from external_query_service.text.score import (
     score_with_stats,
     term_stats,
 )
-from external_query_service.text.tokens import terms
+from external_query_service.text.tokens import query_terms, terms
 
 # Text drawn from pieces that exercise every splitting rule: CJK and Latin terminators,
 # closing quotes, commas, newlines and odd whitespace.
@@ -319,6 +322,71 @@ def test_best_snippets_respects_limit_and_min_score() -> None:
     assert len(best_snippets(chunks, "北京明天天气", limit=5, min_score=0)) == 3
 
 
+# -- spans that ask the question earn less than spans that answer it --------------------------
+
+ENDING = "星河传说大结局是什么"
+#: An introduction that asks the question in its own words: every query term, no answer.
+ASKS = "电视剧星河传说终于播出，观众期待满满，那么星河传说大结局是什么？和原著小说一样吗？"
+#: The passage that tells the ending, naming the same terms in a statement.
+TELLS = "星河传说大结局是林舟与阿岚在海边重逢，两人一起回到了故乡。"
+
+
+def spans_of(text: str, question: str = "") -> list[str]:
+    folded = fold(text)
+    return [folded[start:end] for start, end in question_spans(folded, fold(question))]
+
+
+def test_question_sentences_and_interrogative_clauses_are_question_spans() -> None:
+    text = "星河传说的大结局是什么？很多观众都在问。\n哪里能看星河传说全集，答案见下文。"
+    assert spans_of(text) == ["星河传说的大结局是什么？", "哪里能看星河传说全集"]
+    assert spans_of("Where is the station? It is on Main Street.") == ["where is the station?"]
+
+
+def test_a_label_and_its_value_or_a_count_with_ji_are_no_question() -> None:
+    # A colon joins a label to its value; 几十万 counts, it does not ask.
+    assert spans_of("身高:168cm，体重:50kg。礼服价值几十万。") == []
+
+
+def test_a_copy_of_the_question_is_a_span_wherever_it_sits() -> None:
+    assert spans_of("儿童感冒的护理方法_育儿频道", "儿童感冒的护理方法？") == ["儿童感冒的护理方法"]
+
+
+def test_answer_terms_are_the_query_terms_mentioned_outside_the_question_spans() -> None:
+    wanted = query_terms(ENDING)
+    assert answer_terms(ASKS, "", wanted) == set()
+    assert answer_terms(TELLS, "", wanted) == set(wanted)
+    # Terms are matched folded: full-width letters meet their ASCII terms.
+    assert answer_terms("ＰＶＣ地垫最耐用。", "", ["pvc"]) == {"pvc"}
+
+
+def test_a_passage_that_tells_outranks_one_that_asks_with_the_same_words() -> None:
+    asks, tells, other = chunks_of(ASKS, TELLS, "今天的天气很好。")
+    scored = {item.chunk.text: item for item in score_chunks([asks, tells, other], ENDING)}
+    # Both cover every query term; only the statement earns the answering part.
+    assert scored[TELLS].query_score == 10000
+    assert scored[ASKS].query_score == 10000 * (10 - ANSWER_WEIGHT) // 10
+    assert score_chunks([asks, tells, other], ENDING)[0].chunk is tells
+
+
+def test_a_heading_that_asks_leaves_the_answer_below_it_most_of_its_score() -> None:
+    # The heading asks; the text below answers without repeating the question's words.
+    heading_and_answer = "爬行垫什么材质好\n聚乙烯材质无毒无味，防潮隔热，宝宝爬行更安全。"
+    scored = score_chunks(chunks_of(heading_and_answer, "今天的天气很好。"), "爬行垫什么材质好")
+    assert MIN_SCORE < scored[0].query_score < 10000
+    assert scored[0].chunk.text == heading_and_answer
+
+
+def test_a_copied_question_is_an_echo_but_a_copied_keyword_pair_is_not() -> None:
+    title = "儿童感冒的护理方法_育儿频道。多喝水，注意休息。"
+    question = "儿童感冒的护理方法"
+    assert len(set(query_terms(question))) >= MIN_COPIED_TERMS
+    # The title copies the question and the rest never names 护理 or 方法: no answering credit.
+    assert score_chunks(chunks_of(title), question)[0].query_score < 10000
+    # A passage naming a two-word query in a row simply answers it.
+    assert len(set(query_terms("北京明天"))) < MIN_COPIED_TERMS
+    assert score_chunks(chunks_of("北京明天多云。"), "北京明天")[0].query_score == 10000
+
+
 # -- every pattern on the evidence path is safe from catastrophic backtracking ---------------
 # (pages and files are untrusted input: a pattern they reach must run in linear time)
 #
@@ -445,6 +513,11 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "decode._CHARSET_ATTR",
         "decode._META_TAG",
         "decode._XML_DECL",
+        "echo._ASKS",
+        "echo._CLAUSE_BREAK",
+        "echo._COMPATIBLE",
+        "echo._INTERROGATIVE",
+        "echo._SENTENCE",
         "extract._CJK",
         "extract._CONTROLS",
         "extract._HAN",

@@ -91,8 +91,10 @@ def test_a_hong_kong_dollar_page_does_not_answer_a_us_dollar_question(
             "names USD, CNY",
         ),
         (
+            # Traditional script shares only 美元, 人民 and 是 with the question's terms; the
+            # answer names them too, so the page does not rest on the words of its question.
             "美元兌人民幣匯率",
-            "網友提問：美元兌人民幣匯率是多少？熱心網友回答：11月30日美元兌人民幣匯率為7.1，"
+            "網友提問：美元兌人民幣匯率是多少？熱心網友回答：11月30日美元兌人民幣匯率是7.1，"
             "即1美元可兌換7.1元人民幣。",
             "names USD (美元), CNY (人民币)",
         ),

@@ -61,6 +61,22 @@ def test_the_same_input_always_gives_the_same_order_and_scores() -> None:
     assert all(isinstance(item, Reranked) and 0 <= item.score <= 10000 for item in first)
 
 
+ENDING_QUESTION = "星河传说大结局是什么"
+#: A page's introduction: it names every term of the question, in questions of its own.
+INTRO_THAT_ASKS = "星河传说热播，网友都在问：星河传说大结局是什么？和原著一样吗？"
+#: Another page's passage that tells the ending.
+ENDING = "星河传说大结局是林舟与阿岚在海边重逢，两人一起回到了故乡。"
+
+
+def test_a_passage_that_tells_outranks_an_earlier_introduction_that_asks() -> None:
+    passages = [Candidate(INTRO_THAT_ASKS, ENDING_QUESTION), Candidate(ENDING, ENDING_QUESTION)]
+    stats = stats_of(INTRO_THAT_ASKS, ENDING, "星河传说演员表。", "今天的天气很好。")
+    ranked = rerank(passages, stats)
+    # Both mention every query term; the introduction only inside its questions.
+    assert [item.index for item in ranked] == [1, 0]
+    assert ranked[0].score == 10000 > ranked[1].score
+
+
 def test_no_passages_rank_to_nothing() -> None:
     assert rerank([], TermStats()) == []
 
@@ -113,3 +129,40 @@ def test_evidence_0_is_the_answer_from_the_second_page_not_the_first_pages_title
     assert scores == sorted(scores, reverse=True)
     # The extractive answer quotes the best passage first.
     assert answer.text.index("2.6亿吨") < answer.text.index("专题")
+
+
+def test_evidence_0_tells_the_ending_rather_than_the_first_page_asking_for_it(
+    world: World,
+) -> None:
+    # The first hit's page opens by asking the question; the second page tells the ending.
+    asks = world.page(
+        "drama-news.test",
+        "/intro",
+        article(
+            "星河传说热播",
+            [
+                INTRO_THAT_ASKS,
+                "该剧由多位新人主演，拍摄历时半年，外景地选在南方的一座海滨小城。",
+            ],
+            published="2026-11-28",
+        ),
+    )
+    tells = world.page(
+        "drama-story.test",
+        "/ending",
+        article(
+            "星河传说剧情",
+            [ENDING, "剧中的海滨小城也因此成为热门的旅游目的地，吸引了不少观众前往。"],
+            published="2026-11-29",
+            site_name="剧情网",
+        ),
+    )
+    world.results(
+        ENDING_QUESTION, [hit(asks, "星河传说热播", "热播"), hit(tells, "星河传说剧情", "剧情")]
+    )
+    with ExternalQueryService(world.settings(world.searxng()), clock=fixed_clock(NOW)) as service:
+        answer = service.answer(ENDING_QUESTION)
+
+    assert answer.status == "answered"
+    assert answer.evidence[0].url == tells
+    assert "海边重逢" in answer.evidence[0].snippet

@@ -1,11 +1,15 @@
 """The response cache under the safe fetcher and trusted endpoints, over real loopback HTTP.
 
 Time is an injected clock that tests move by hand: nothing here sleeps to let an entry age.
+Every test runs on both entry stores: this process's memory and Redis (a key prefix of the
+test's own, deleted afterwards).
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +19,7 @@ from external_query_service.errors import BlockedDestination, UpstreamStatus
 from external_query_service.net.cache import ResponseCache, cache_rules
 from external_query_service.net.fetch import FetchedPage, HttpRuntime, SafeFetcher
 from external_query_service.settings import CacheSettings, NetworkSettings
+from external_query_service.storage.redis_cache import open_shared_cache
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.testing.server import RecordedRequest, json_reply
 
@@ -49,11 +54,27 @@ def url(server: LoopbackServer, path: str, host: str = "site-a.test") -> str:
 
 
 class Fetching:
-    """A fetcher over a cache on ``clock``; ``get`` fetches in a fresh event loop."""
+    """A fetcher over a cache on ``clock``; ``get`` fetches in a fresh event loop. Its
+    entries live in Redis when ``redis`` (URL, key prefix) is set (the ``backend`` fixture)."""
+
+    redis: tuple[str, str] | None = None
 
     def __init__(self, clock: Clock, net: NetworkSettings | None = None, **cache: Any) -> None:
-        self.cache = ResponseCache(CacheSettings(**cache), clock=clock)
+        self.cache = self.make_cache(clock, **cache)
         self.fetcher = SafeFetcher(net or network(), cache=self.cache, clock=clock)
+
+    @classmethod
+    def make_cache(cls, clock: Clock, **cache: Any) -> ResponseCache:
+        """A cache on ``clock`` in the test's backend."""
+        if cls.redis is None:
+            return ResponseCache(CacheSettings(**cache), clock=clock)
+        url, prefix = cls.redis
+        settings = CacheSettings(url=url, key_prefix=prefix, **cache)
+        store = open_shared_cache(settings)
+        assert store is not None
+        made = ResponseCache(settings, clock=clock, shared=store.responses)
+        assert made.shared
+        return made
 
     def get(self, target: str) -> FetchedPage:
         async def go() -> FetchedPage:
@@ -63,6 +84,26 @@ class Fetching:
                 await self.fetcher.aclose()
 
         return asyncio.run(go())
+
+
+@pytest.fixture(autouse=True, params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Where ``Fetching`` keeps entries: memory, then Redis."""
+    if request.param == "memory":
+        yield "memory"
+        return
+    url: str = request.getfixturevalue("redis_url")
+    prefix = f"eq-test-{uuid.uuid4().hex[:12]}:"
+    monkeypatch.setattr(Fetching, "redis", (url, prefix))
+    yield "redis"
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        for key in client.scan_iter(match=prefix + "*", count=500):
+            client.delete(key)
+    finally:
+        client.close()
 
 
 def page(body: str, **headers: str) -> Reply:
@@ -230,7 +271,7 @@ def test_a_kept_page_is_refused_once_the_resolver_points_its_host_elsewhere(
 
     loopback.route("/moved", page("moved", **{"Cache-Control": "max-age=600"}))
     net = network(resolve={})
-    cache = ResponseCache(clock=Clock())
+    cache = Fetching.make_cache(Clock())
     fetcher = SafeFetcher(net, resolver=resolver, cache=cache, clock=Clock())
     target = url(loopback, "/moved", host="moving.test")
 
@@ -253,7 +294,7 @@ def test_a_shared_cache_never_serves_a_page_the_second_runtime_policy_refuses(
 ) -> None:
     loopback.route("/shared-cache", page("kept", **{"Cache-Control": "max-age=600"}))
     clock = Clock()
-    cache = ResponseCache(clock=clock)
+    cache = Fetching.make_cache(clock)
     open_runtime = HttpRuntime(network(), cache=cache, clock=clock)
     # site-a.test still resolves to 127.0.0.1, which this policy does not admit.
     closed = network(allowed_networks=["10.0.0.0/8"])
@@ -330,7 +371,7 @@ def test_api_replies_are_kept_and_their_fetched_at_replayed(loopback: LoopbackSe
         "/api/latest", json_reply({"rate": "7.1"}, headers={"Cache-Control": "max-age=60"})
     )
     clock = Clock()
-    runtime = HttpRuntime(network(), cache=ResponseCache(clock=clock), clock=clock)
+    runtime = HttpRuntime(network(), cache=Fetching.make_cache(clock), clock=clock)
     endpoint = runtime.endpoint(f"http://127.0.0.1:{loopback.port}/api")
 
     async def go() -> tuple[Any, Any]:

@@ -4,6 +4,7 @@ a local docs folder or a slow loopback world behind it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -33,6 +34,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from external_query_service.server import ServerThread
+from external_query_service.storage import migrate_ledger
 
 
 @pytest.fixture(scope="module")
@@ -109,13 +111,23 @@ def test_evidence_reads_are_bounded_and_walk_the_whole_text(client: httpx.Client
 def test_healthz_answers_with_the_gate_counts(client: httpx.Client) -> None:
     reply = client.get("/healthz")
     assert reply.status_code == 200
-    assert reply.json() == {"status": "ok", "questions_active": 0, "questions_waiting": 0}
+    assert reply.json() == {
+        "status": "ok",
+        "questions_active": 0,
+        "questions_waiting": 0,
+        "pid": os.getpid(),  # a server thread answers from this process
+    }
 
 
 def test_readyz_lists_each_adapter_and_is_200_when_one_is_ready(client: httpx.Client) -> None:
     reply = client.get("/readyz")
     assert reply.status_code == 200
-    assert reply.json() == {"ready": True, "adapters": {"docs": {"ready": True, "reason": None}}}
+    assert reply.json() == {
+        "ready": True,
+        "adapters": {"docs": {"ready": True, "reason": None}},
+        "ledger": None,  # answers keep their records in memory: nothing to ask
+        "cache": None,  # no [cache] url
+    }
 
 
 def test_readyz_is_503_when_no_adapter_is_ready(tmp_path: Path) -> None:
@@ -133,7 +145,28 @@ def test_readyz_is_503_when_no_adapter_is_ready(tmp_path: Path) -> None:
             "docs": {"ready": False, "reason": "root_missing"},
             "b": {"ready": False, "reason": "root_missing"},
         },
+        "ledger": None,
+        "cache": None,
     }
+
+
+def test_readyz_asks_the_configured_ledger_and_is_503_when_it_needs_migrating(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    migrate_ledger(postgres_url)
+    settings = Settings.from_mapping({"ledger": {"url": postgres_url}})
+    service = ExternalQueryService(settings.with_docs(write_docs(tmp_path / "docs")))
+    with ServerThread(service) as server:
+        ready = httpx.get(f"{server.url}/readyz")
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("DROP TABLE meta")
+        unready = httpx.get(f"{server.url}/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["ledger"] == {"ready": True, "reason": None}
+    assert unready.status_code == 503
+    assert unready.json()["ledger"]["ready"] is False
 
 
 def test_metrics_count_questions_attempts_and_latency(

@@ -43,6 +43,13 @@ def test_a_question_drops_its_chinese_function_words() -> None:
     assert not {"跟", "吗"} & set(query_terms("比熊跟泰迪能配吗"))
 
 
+def test_a_question_drops_its_degree_interrogatives_which_jieba_tags_as_content() -> None:
+    # 多高 ("how tall") is an adjective to jieba and 多久 a numeral: the answer holds a measure.
+    assert query_terms("范冰冰多高") == ["冰冰", "范冰冰"]
+    assert "多久" not in query_terms("办护照要多久")
+    assert "多长时间" in query_terms("多长时间能到")  # a longer word keeps its own term
+
+
 def test_a_question_drops_its_english_function_words_but_keeps_content_and_numbers() -> None:
     assert query_terms("When was Rust 1.80 released?") == ["rust", "1", "80", "releas"]
     assert query_terms("What is the capital of France?") == ["capit", "franc"]

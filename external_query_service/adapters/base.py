@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from ..clock import Clock
 from ..digests import sha256_digest
-from ..memo import ThreadMemo
+from ..memo import SharedMemo, ThreadMemo
 from ..models import (
     AdapterCapability,
     AdapterOutcome,
@@ -135,14 +135,17 @@ class AdapterRuntime:
 
 
 def analysis_memo(
-    cache: CacheSettings, runner: Callable[..., Awaitable[Any]] | None = None
+    cache: CacheSettings,
+    shared: SharedMemo | None = None,
+    runner: Callable[..., Awaitable[Any]] | None = None,
 ) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
     ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on,
-    computed by ``runner`` (the service's analysis pool; a thread when None)."""
-    return ThreadMemo(
-        cache.analysis_max_bytes if cache.enabled else 0, size=_analysis_size, runner=runner
-    )
+    and in ``shared`` too (other processes') when given; computed by ``runner`` (the
+    service's analysis pool; a thread when None)."""
+    if not cache.enabled:
+        return ThreadMemo(0, size=_analysis_size, runner=runner)
+    return ThreadMemo(cache.analysis_max_bytes, size=_analysis_size, shared=shared, runner=runner)
 
 
 def _analysis_size(analysis: object) -> int:

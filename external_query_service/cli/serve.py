@@ -2,7 +2,8 @@
 
 Exit codes: 0 when stopped by SIGINT or SIGTERM (in-flight questions get ``[server]
 shutdown_grace_s`` to finish); 2 bad input: settings, flags, an address that cannot be
-bound, or the ``[server]`` extra missing (one line with the install command).
+bound, ``--workers`` above 1 without ``[cache] url``, or the ``[server]`` extra missing
+(one line with the install command).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ Serve the answer chain over HTTP: one long-lived service for many callers at onc
 
 Limits come from --config: [network] max_concurrent_questions and queue_timeout_s,
 [server] request_deadline_s, max_request_bytes, max_sessions, session_idle_s and
-shutdown_grace_s. Needs the extra: pip install 'external_query_service[server]'."""
+shutdown_grace_s. --workers N runs N processes on one socket; they share the ledger and
+the cache, and need [cache] url (Redis) so that follow-up sessions reach every worker.
+Needs the extra: pip install 'external_query_service[server]'."""
 
 
 def register(commands: Subparsers) -> None:
@@ -44,14 +47,16 @@ def register(commands: Subparsers) -> None:
             (0, "stopped by SIGINT or SIGTERM, in-flight questions finished or cancelled"),
             (
                 2,
-                "bad input: settings, a flag, an address that cannot be bound, or the\n"
-                "[server] extra not installed (one line on stderr)",
+                "bad input: settings, a flag, an address that cannot be bound, --workers\n"
+                "above 1 without [cache] url, or the [server] extra not installed (one line\n"
+                "on stderr)",
             ),
             (1, "an internal failure"),
         ],
         examples=[
             "external-query serve --docs docs/architecture --port 8080",
             "external-query serve --config external-query.toml --host 0.0.0.0 --port 9000",
+            "external-query serve --config external-query.toml --workers 4 --port 9000",
         ],
     )
     serve.add_argument("--config", metavar="FILE", type=Path, help="settings file (TOML)")
@@ -67,6 +72,13 @@ def register(commands: Subparsers) -> None:
         default=DEFAULT_PORT,
         help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
     )
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="worker processes accepting on the one socket (default 1; above 1 needs [cache] url)",
+    )
     add_model_flags(serve)
     serve.set_defaults(handler=_run)
 
@@ -74,6 +86,12 @@ def register(commands: Subparsers) -> None:
 def _port(value: str) -> int:
     if not value.isdigit() or int(value) > 65535:
         raise argparse.ArgumentTypeError(f"not a port number (0-65535): {value!r}")
+    return int(value)
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 64:
+        raise argparse.ArgumentTypeError(f"not a number of workers (1-64): {value!r}")
     return int(value)
 
 
@@ -90,5 +108,5 @@ def _run(args: argparse.Namespace) -> int:
             "no data source is configured: pass --config FILE with [[adapters]], "
             "or --docs DIR for a local folder"
         )
-    serve(settings, host=args.host, port=args.port)
+    serve(settings, host=args.host, port=args.port, workers=args.workers)
     return 0

@@ -24,29 +24,51 @@ from the origin, or when the origin last confirmed it with a 304). The cache nev
 the network policy: callers check the policy before they use an entry (``fetch.py``).
 Bounded by ``[cache] max_bytes`` (bodies plus a small overhead each), least recently used
 out. Thread-safe; one cache may serve several runtimes, each checking its own policy.
+
+Where entries live is pluggable, the rules above are not: this process's memory
+(``SizedLRU``), or a ``SharedStore`` several processes use (Redis, ``[cache] url``), where an
+entry is JSON metadata plus the raw body — never a pickle, so a shared cache cannot carry
+code — kept at most until it goes stale (plus ``[cache] stale_keep_s`` when it has a
+validator). With a shared store, ``single_flight`` makes one process fetch a URL while the
+others wait for its reply (a lease of ``[cache] lease_s``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
 from ..clock import Clock, system_clock
-from ..memo import SizedLRU
+from ..memo import SharedStore, SizedLRU
 from ..settings import CacheSettings
 
 __all__ = [
     "ENTRY_OVERHEAD",
+    "CacheEntries",
+    "CacheKey",
     "CachedResponse",
     "HttpExchange",
+    "MemoryEntries",
     "ResponseCache",
+    "SharedEntries",
     "cache_rules",
+    "decode_entry",
+    "encode_entry",
     "response_cache",
+    "shared_key",
 ]
+
+_T = TypeVar("_T")
+#: (caller kind, method, URL): what an entry is kept under.
+CacheKey = tuple[str, str, str]
 
 #: Bytes counted for an entry besides its body (URL, headers, bookkeeping).
 ENTRY_OVERHEAD = 512
@@ -195,17 +217,195 @@ def _kept(headers: Mapping[str, str] | httpx.Headers) -> tuple[tuple[str, str], 
     return tuple((name, headers[name]) for name in _KEPT_HEADERS if name in headers)
 
 
+def _size(entry: CachedResponse) -> int:
+    return len(entry.exchange.body) + ENTRY_OVERHEAD
+
+
+def encode_entry(entry: CachedResponse) -> bytes:
+    """``entry`` without its body, as UTF-8 JSON (``decode_entry`` reads it back)."""
+    exchange = entry.exchange
+    document = {
+        "url": exchange.url,
+        "status": exchange.status,
+        "content_type": exchange.content_type,
+        "charset": exchange.charset,
+        "fetched_at": exchange.fetched_at.isoformat(),
+        "location": exchange.location,
+        "connected_address": exchange.connected_address,
+        "headers": [list(pair) for pair in entry.headers],
+        "received": entry.received,
+        "initial_age": entry.initial_age,
+        "lifetime": entry.lifetime,
+        "no_cache": entry.no_cache,
+        "etag": entry.etag,
+        "last_modified": entry.last_modified,
+    }
+    return json.dumps(document, separators=(",", ":")).encode("utf-8")
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def decode_entry(meta: bytes, body: bytes) -> CachedResponse:
+    """The entry ``encode_entry`` wrote, with ``body``; ``ValueError``, ``KeyError`` or
+    ``TypeError`` for anything else."""
+    document: dict[str, Any] = json.loads(meta.decode("utf-8"))
+    fetched_at = datetime.fromisoformat(str(document["fetched_at"]))
+    if fetched_at.utcoffset() == timedelta(0):
+        fetched_at = fetched_at.replace(tzinfo=UTC)
+    exchange = HttpExchange(
+        url=str(document["url"]),
+        status=int(document["status"]),
+        content_type=str(document["content_type"]),
+        charset=_optional(document["charset"]),
+        body=bytes(body),
+        fetched_at=fetched_at,
+        location=_optional(document["location"]),
+        connected_address=_optional(document["connected_address"]),
+    )
+    return CachedResponse(
+        exchange=exchange,
+        headers=tuple((str(name), str(value)) for name, value in document["headers"]),
+        received=float(document["received"]),
+        initial_age=float(document["initial_age"]),
+        lifetime=float(document["lifetime"]),
+        no_cache=bool(document["no_cache"]),
+        etag=_optional(document["etag"]),
+        last_modified=_optional(document["last_modified"]),
+    )
+
+
+class CacheEntries(Protocol):
+    """Where a ``ResponseCache`` keeps its entries (the rules stay in the cache)."""
+
+    def get(self, key: CacheKey) -> CachedResponse | None:
+        """The entry under ``key`` (now the most recently used), or None."""
+        ...
+
+    def put(self, key: CacheKey, entry: CachedResponse) -> bool:
+        """Keep ``entry``; False when it is not kept."""
+        ...
+
+    def pop(self, key: CacheKey) -> None:
+        """Drop the entry under ``key``, if any."""
+        ...
+
+    def total(self) -> int:
+        """Bytes held (bodies plus ``ENTRY_OVERHEAD`` each)."""
+        ...
+
+    def __len__(self) -> int: ...
+
+
+class MemoryEntries:
+    """Entries in this process's memory, at most ``max_bytes``, least recently used out."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._entries: SizedLRU[CacheKey, CachedResponse] = SizedLRU(max_bytes, _size)
+
+    def get(self, key: CacheKey) -> CachedResponse | None:
+        """The entry under ``key``, or None."""
+        return self._entries.get(key)
+
+    def put(self, key: CacheKey, entry: CachedResponse) -> bool:
+        """Keep ``entry`` (False when it alone exceeds the bound)."""
+        return self._entries.put(key, entry)
+
+    def pop(self, key: CacheKey) -> None:
+        """Drop the entry under ``key``."""
+        self._entries.pop(key)
+
+    def total(self) -> int:
+        """Bytes held."""
+        return self._entries.total
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def shared_key(key: CacheKey) -> str:
+    """The text key of a cache key in a shared store (a digest: URLs can be long)."""
+    return hashlib.sha256("\n".join(key).encode("utf-8")).hexdigest()
+
+
+class SharedEntries:
+    """Entries in a ``SharedStore`` (bounded there), as JSON metadata plus the raw body.
+
+    An entry is kept until it goes stale by the clock, plus ``stale_keep_s`` when it has a
+    validator (to be revalidated); the store expires it then. An entry that cannot be read
+    back is dropped and counts as missing.
+    """
+
+    def __init__(self, store: SharedStore, *, clock: Clock, stale_keep_s: float) -> None:
+        self.store = store
+        self._clock = clock
+        self._stale_keep_s = stale_keep_s
+
+    def get(self, key: CacheKey) -> CachedResponse | None:
+        """The entry under ``key``, or None."""
+        name = shared_key(key)
+        found = self.store.get(name)
+        if found is None:
+            return None
+        try:
+            return decode_entry(*found)
+        except (ValueError, KeyError, TypeError):
+            self.store.delete(name)
+            return None
+
+    def put(self, key: CacheKey, entry: CachedResponse) -> bool:
+        """Keep ``entry`` for as long as it can be used."""
+        keep = entry.lifetime - entry.age(self._clock().timestamp())
+        if entry.no_cache:
+            keep = 0.0
+        if entry.validators():
+            keep = max(keep, 0.0) + self._stale_keep_s
+        if keep <= 0:
+            self.store.delete(shared_key(key))
+            return False
+        meta = encode_entry(entry)
+        return self.store.put(shared_key(key), meta, entry.exchange.body, ttl_s=keep)
+
+    def pop(self, key: CacheKey) -> None:
+        """Drop the entry under ``key``."""
+        self.store.delete(shared_key(key))
+
+    def total(self) -> int:
+        """Bytes held in the store."""
+        return self.store.total()
+
+    def __len__(self) -> int:
+        return self.store.count()
+
+
+#: How long a process waiting for another's fetch sleeps between looks, first and at most.
+_POLL_FIRST_S = 0.01
+_POLL_MAX_S = 0.2
+
+
 class ResponseCache:
     """Replies kept by (caller kind, method, URL), under HTTP's caching rules.
 
     ``clock`` is the service's: entries age by it, and ``fetched_at`` is read from it.
+    ``shared`` (optional) keeps the entries where other processes see them instead of in
+    this process's memory, and lets ``single_flight`` coordinate fetches between them.
     """
 
-    def __init__(self, settings: CacheSettings | None = None, *, clock: Clock = system_clock):
+    def __init__(
+        self,
+        settings: CacheSettings | None = None,
+        *,
+        clock: Clock = system_clock,
+        shared: SharedStore | None = None,
+    ):
         self.settings = settings or CacheSettings()
         self._clock = clock
-        self._entries: SizedLRU[tuple[str, str, str], CachedResponse] = SizedLRU(
-            self.settings.max_bytes, lambda entry: len(entry.exchange.body) + ENTRY_OVERHEAD
+        self._shared = shared
+        self._entries: CacheEntries = (
+            SharedEntries(shared, clock=clock, stale_keep_s=self.settings.stale_keep_s)
+            if shared is not None
+            else MemoryEntries(self.settings.max_bytes)
         )
         #: Counters since the cache was made (reads served fresh, revalidated, stored).
         self.hits = 0
@@ -219,12 +419,53 @@ class ResponseCache:
     @property
     def size(self) -> int:
         """Bytes held (bodies plus the per-entry overhead)."""
-        return self._entries.total
+        return self._entries.total()
+
+    @property
+    def shared(self) -> bool:
+        """True when the entries live in a store other processes share."""
+        return self._shared is not None
+
+    async def single_flight(
+        self,
+        key: CacheKey,
+        fetch: Callable[[], Awaitable[_T]],
+        kept: Callable[[], Awaitable[_T | None]],
+    ) -> _T:
+        """``fetch()`` for ``key`` once across the processes sharing the store.
+
+        The process that takes the lease fetches (and stores) and then gives it back; the
+        others look for the reply with ``kept()`` after short, growing pauses, until it
+        appears, or the lease is gone — given back without a storable reply, or expired
+        with its holder — and they try to take it themselves. Without a shared store (or
+        when it cannot be reached) this is just ``fetch()``. Callers bound the wait with
+        their own deadline.
+        """
+        if self._shared is None:
+            return await fetch()
+        lease = "lease:" + shared_key(key)
+        while True:
+            token = self._shared.claim(lease, self.settings.lease_s)
+            if token is not None:
+                try:
+                    return await fetch()
+                finally:
+                    if token:
+                        self._shared.release(lease, token)
+            pause = _POLL_FIRST_S
+            while True:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _POLL_MAX_S)
+                found = await kept()
+                if found is not None:
+                    return found
+                if not self._shared.claimed(lease):
+                    break
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, key: tuple[str, str, str]) -> CachedResponse | None:
+    def lookup(self, key: CacheKey) -> CachedResponse | None:
         """The entry for ``key`` if it is fresh or can be revalidated; a stale entry without
         a validator is dropped."""
         entry = self._entries.get(key)
@@ -235,7 +476,7 @@ class ResponseCache:
         self._entries.pop(key)
         return None
 
-    def fresh(self, key: tuple[str, str, str]) -> HttpExchange | None:
+    def fresh(self, key: CacheKey) -> HttpExchange | None:
         """The kept reply for ``key`` when it may be used without asking the origin."""
         entry = self.lookup(key)
         if entry is None or not entry.fresh(self._clock().timestamp()):
@@ -245,7 +486,7 @@ class ResponseCache:
 
     def store(
         self,
-        key: tuple[str, str, str],
+        key: CacheKey,
         exchange: HttpExchange,
         headers: httpx.Headers,
         *,
@@ -274,7 +515,7 @@ class ResponseCache:
             self.stored += 1
 
     def revalidated(
-        self, key: tuple[str, str, str], entry: CachedResponse, headers: httpx.Headers
+        self, key: CacheKey, entry: CachedResponse, headers: httpx.Headers
     ) -> HttpExchange:
         """A 304 answered ``entry``'s conditional request: the stored body stands, confirmed
         now; its caching headers are updated from the 304's (RFC 9111 §4.3.4)."""
@@ -307,6 +548,9 @@ class ResponseCache:
         return exchange
 
 
-def response_cache(settings: CacheSettings, clock: Clock = system_clock) -> ResponseCache | None:
-    """The cache ``[cache]`` asks for: None when caching is off."""
-    return ResponseCache(settings, clock=clock) if settings.enabled else None
+def response_cache(
+    settings: CacheSettings, clock: Clock = system_clock, shared: SharedStore | None = None
+) -> ResponseCache | None:
+    """The cache ``[cache]`` asks for (entries in ``shared`` when given): None when caching
+    is off."""
+    return ResponseCache(settings, clock=clock, shared=shared) if settings.enabled else None

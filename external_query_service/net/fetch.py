@@ -433,10 +433,23 @@ class SafeFetcher:
             async with _caller_deadline(url, deadline):
                 if not shared:
                     return await self._fetch(url, start, allow_redirect, progress)
-                return await self._flights.run(url, lambda: self._fetch(url, start, None, progress))
+                return await self._flights.run(url, lambda: self._shared(url, start, progress))
         except FetchError as exc:
             exc.responded = exc.responded or progress.responded
             raise
+
+    async def _shared(self, url: str, start: httpx.URL, progress: _Progress) -> FetchedPage:
+        """``_fetch`` once across the processes sharing the cache: the others wait for the
+        reply this one keeps (``ResponseCache.single_flight``)."""
+        if self._cache is None or not self._cache.shared:
+            return await self._fetch(url, start, None, progress)
+
+        async def kept() -> FetchedPage | None:
+            return await self._follow(url, start, None, self._kept_hop)
+
+        return await self._cache.single_flight(
+            _page_key(start), lambda: self._fetch(url, start, None, progress), kept
+        )
 
     async def _fetch(
         self,
@@ -765,8 +778,21 @@ class TrustedEndpoint:
             kept = self._cache.fresh(key)
             if kept is not None:
                 return kept
+        cache = self._cache
+        if cache is None or not cache.shared or method != "GET":
+            return await self._flights.run(
+                key[2], lambda: self._send(target, key, method, headers, content)
+            )
+        shared_cache = cache
+
+        async def kept_reply() -> HttpExchange | None:
+            return shared_cache.fresh(key)
+
         return await self._flights.run(
-            key[2], lambda: self._send(target, key, method, headers, content)
+            key[2],
+            lambda: shared_cache.single_flight(
+                key, lambda: self._send(target, key, method, headers, content), kept_reply
+            ),
         )
 
     async def _send(

@@ -8,6 +8,7 @@ same models, with no second description to keep in step.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -24,7 +25,7 @@ from .errors import ApiError, install_error_handlers
 from .limits import BodyLimit
 from .metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from .schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
-from .sessions import SessionTable
+from .sessions import SessionTable, SharedSessionTable
 
 __all__ = ["create_app"]
 
@@ -77,17 +78,26 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
     cancelled; the service is closed unless ``close_service`` is False."""
     limits = service.settings.server
     metrics = ServerMetrics(service)
-    sessions = SessionTable(max_sessions=limits.max_sessions, idle_s=limits.session_idle_s)
+    shared = service.shared_cache
+    sessions: SessionTable | SharedSessionTable = (
+        SharedSessionTable(shared.values, service, idle_s=limits.session_idle_s)
+        if shared is not None
+        else SessionTable(max_sessions=limits.max_sessions, idle_s=limits.session_idle_s)
+    )
     in_flight = _InFlight()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        refresher = asyncio.create_task(metrics.keep_fresh()) if metrics.multiprocess else None
         try:
             yield
         finally:
+            if refresher is not None:
+                refresher.cancel()
             await in_flight.drain(limits.shutdown_grace_s)
             if close_service:
                 await service.aclose()
+            metrics.close()
 
     app = FastAPI(
         title="external-query",
@@ -161,6 +171,7 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
         found = await answered(
             "follow_up", lambda: session.afollow_up(request.question, request.semantics)
         )
+        sessions.save(session_id, session)
         return _served(found, session_id)
 
     @app.get(
@@ -184,17 +195,29 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
     @app.get("/healthz", response_model=Health, summary="The process answers")
     async def healthz() -> Health:
         gate = service.questions
-        return Health(questions_active=gate.active, questions_waiting=gate.waiting)
+        return Health(questions_active=gate.active, questions_waiting=gate.waiting, pid=os.getpid())
 
     @app.get(
         "/readyz",
         response_model=ReadinessReport,
-        responses={503: {"model": ReadinessReport, "description": "No adapter is ready."}},
-        summary="Whether any adapter is ready (each adapter's probe)",
+        responses={
+            503: {
+                "model": ReadinessReport,
+                "description": "No adapter is ready, or the configured ledger is not.",
+            }
+        },
+        summary="Whether any adapter is ready (each adapter's probe), and the ledger and cache",
     )
     async def readyz() -> Response:
         probes = await service.aprobe()
-        report = ReadinessReport(ready=any(item.ready for item in probes.values()), adapters=probes)
+        backends = await service.aprobe_backends()
+        ledger = backends.get("ledger")
+        report = ReadinessReport(
+            ready=any(item.ready for item in probes.values()) and (ledger is None or ledger.ready),
+            adapters=probes,
+            ledger=ledger,
+            cache=backends.get("cache"),
+        )
         return JSONResponse(
             report.model_dump(mode="json"), status_code=200 if report.ready else 503
         )

@@ -9,6 +9,14 @@ tests, never collide in the global one).
 - ``external_query_cache_hits_total{kind}``: response cache hits
 - ``external_query_request_errors_total{reason}``: error answers
 - ``external_query_questions_active``, ``external_query_questions_waiting``: the gate now
+- ``external_query_cache_errors_total``: shared cache (Redis) operations that failed; each
+  one meant a direct fetch instead (or a session not kept)
+
+Under ``serve --workers N`` (``PROMETHEUS_MULTIPROC_DIR`` set before the workers start)
+every worker writes its samples to that folder and ``/metrics`` adds up all of them
+(prometheus_client's multiprocess mode): counters and histograms are totals over the
+workers; the two gauges are ``livesum`` (the workers alive now, each refreshed every
+second) and a worker's files are marked dead when it stops.
 
 Fetch volume is counted in pages, not bytes: an attempt records how many pages it fetched,
 not their size. ``cache_hits`` is for a response cache to increment (``cache_hit(kind)``);
@@ -17,6 +25,9 @@ nothing increments it yet.
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -24,12 +35,18 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    multiprocess,
 )
 
 from ..models import ExternalAnswer
 from ..service import ExternalQueryService
 
-__all__ = ["CONTENT_TYPE_LATEST", "ServerMetrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MULTIPROC_ENV", "ServerMetrics"]
+
+#: Set (to a folder) for the workers of ``serve --workers N``: metrics are multiprocess.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: How often a worker refreshes its gauges in multiprocess mode, in seconds.
+_REFRESH_S = 1.0
 
 #: Seconds; a question's whole budget (queue wait and gather deadline) reaches tens of seconds.
 _SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
@@ -39,6 +56,8 @@ class ServerMetrics:
     """The server's Prometheus metrics: questions, attempts, pages, cache hits, latency."""
 
     def __init__(self, service: ExternalQueryService) -> None:
+        #: True under ``serve --workers N``: samples go to files every worker adds up.
+        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self.registry = CollectorRegistry(auto_describe=True)
         registry = self.registry
         self.questions = Counter(
@@ -85,19 +104,29 @@ class ServerMetrics:
             ["reason"],
             registry=registry,
         )
-        gate = service.questions
-        active = Gauge(
+        self.cache_errors = Counter(
+            "external_query_cache_errors",
+            "Shared cache (Redis) operations that failed; answers fetched directly instead.",
+            registry=registry,
+        )
+        if service.shared_cache is not None:
+            service.shared_cache.link.on_error(self.cache_errors.inc)
+        self._gate = gate = service.questions
+        self._active = Gauge(
             "external_query_questions_active",
             "Questions being worked on now.",
+            multiprocess_mode="livesum",
             registry=registry,
         )
-        active.set_function(lambda: gate.active)
-        waiting = Gauge(
+        self._waiting = Gauge(
             "external_query_questions_waiting",
             "Questions waiting in line for a slot now.",
+            multiprocess_mode="livesum",
             registry=registry,
         )
-        waiting.set_function(lambda: gate.waiting)
+        if not self.multiprocess:
+            self._active.set_function(lambda: gate.active)
+            self._waiting.set_function(lambda: gate.waiting)
 
     def answered(self, answer: ExternalAnswer, route: str, seconds: float) -> None:
         """Count one answer, its attempts and its time."""
@@ -120,6 +149,29 @@ class ServerMetrics:
         """Count one error answer with its HTTP status and reason."""
         self.request_errors.labels(reason=reason).inc()
 
+    def refresh(self) -> None:
+        """Set the gauges from the gate now (multiprocess mode; otherwise they read it)."""
+        if self.multiprocess:
+            self._active.set(self._gate.active)
+            self._waiting.set(self._gate.waiting)
+
+    async def keep_fresh(self) -> None:
+        """Refresh the gauges every second until cancelled (multiprocess mode)."""
+        while True:
+            self.refresh()
+            await asyncio.sleep(_REFRESH_S)
+
+    def close(self) -> None:
+        """The process stops serving: in multiprocess mode its live gauges stop counting."""
+        if self.multiprocess:
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
     def render(self) -> bytes:
-        """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition of every metric (of every worker's, added up, in
+        multiprocess mode)."""
+        if not self.multiprocess:
+            return generate_latest(self.registry)
+        self.refresh()
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)

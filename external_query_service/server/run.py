@@ -3,14 +3,25 @@ stop it gracefully) and ``ServerThread`` on a thread (tests, benchmarks, a host'
 
 Both listen on a socket bound here first, so a port in use is an ``InputError`` (one line)
 and port 0 picks a free port that ``ServerThread.url`` names.
+
+``serve(..., workers=N)`` with N > 1 starts N worker processes (uvicorn's supervisor, which
+restarts one that dies) that accept on that one socket. Each builds its own service from
+the same settings; they share the ledger and the cache, and follow-up sessions live in the
+cache, so N > 1 needs ``[cache] url`` (refused otherwise). Metrics: the workers write to a
+fresh temporary ``PROMETHEUS_MULTIPROC_DIR`` made before they start and removed on exit,
+and ``/metrics`` adds them up.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
 import signal
 import socket
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -19,17 +30,22 @@ from typing import Self
 
 import uvicorn
 from fastapi import FastAPI
+from prometheus_client import multiprocess
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors.multiprocess import Multiprocess
 
-from ..errors import InputError
+from ..errors import ExternalQueryError, InputError
 from ..service import ExternalQueryService
 from ..settings import Settings
 from .app import create_app
+from .metrics import MULTIPROC_ENV
 
 __all__ = [
     "QUIET_LOGGERS",
     "ServerThread",
     "listen",
     "serve",
+    "worker_app",
 ]
 
 #: Loggers that would print request lines (a fetched URL, the question in its query) at INFO.
@@ -65,37 +81,97 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def _uvicorn(app: FastAPI, service: ExternalQueryService, *, quiet: bool) -> uvicorn.Server:
-    grace = service.settings.server.shutdown_grace_s
-    config = uvicorn.Config(
-        app,
+def _config(app: object, settings: Settings, *, quiet: bool, workers: int = 1) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        factory=not isinstance(app, FastAPI),
+        workers=workers,
         lifespan="on",
         ws="none",  # no websocket routes: nothing to import for them
         # uvicorn types it as int; asyncio.wait_for takes the float as it is.
-        timeout_graceful_shutdown=grace,  # type: ignore[arg-type]
+        timeout_graceful_shutdown=settings.server.shutdown_grace_s,  # type: ignore[arg-type]
         server_header=False,
         log_config=None if quiet else uvicorn.config.LOGGING_CONFIG,
         log_level="warning" if quiet else "info",
         access_log=not quiet,
     )
-    return _Server(config)
 
 
-def serve(settings: Settings, *, host: str, port: int) -> None:
+def _uvicorn(app: FastAPI, service: ExternalQueryService, *, quiet: bool) -> uvicorn.Server:
+    return _Server(_config(app, service.settings, quiet=quiet))
+
+
+def worker_app(settings: Settings) -> FastAPI:
+    """The app one worker of ``serve --workers N`` serves (called in the worker process).
+    A service that cannot be built ends the worker as a start-up failure, which stops the
+    supervisor instead of restarting the worker forever."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        service = ExternalQueryService(settings)
+    except ExternalQueryError as exc:
+        logging.getLogger("uvicorn.error").error("cannot start a worker: %s", exc)
+        sys.exit(STARTUP_FAILURE)
+    return create_app(service)
+
+
+class _Workers(Multiprocess):
+    """uvicorn's supervisor, marking a dead worker's metrics dead before replacing it."""
+
+    def keep_subprocess_alive(self) -> None:
+        for worker in self.processes:
+            if worker.pid is not None and not worker.process.is_alive():
+                multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+        super().keep_subprocess_alive()
+
+
+def serve(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
     """Serve a service on ``settings`` until SIGINT or SIGTERM; then in-flight questions get
     ``[server] shutdown_grace_s`` to finish, the rest are cancelled, and the service is
-    closed. The address is bound before the service is built."""
+    closed. The address is bound before the service is built. ``workers`` > 1: that many
+    worker processes (see the module docstring); it needs ``[cache] url``."""
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and settings.cache.url is None:
+        raise InputError(
+            "--workers above 1 needs [cache] url (Redis): follow-up sessions must reach "
+            "every worker"
+        )
     sock = listen(host, port)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     service = ExternalQueryService(settings)
-    server = _uvicorn(create_app(service), service, quiet=False)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    logging.getLogger("uvicorn.error").info(
-        "Serving on http://%s:%d (SIGINT or SIGTERM stops)", shown, bound_port
+    log = logging.getLogger("uvicorn.error")
+    if workers == 1:
+        server = _uvicorn(create_app(service), service, quiet=False)
+        log.info("Serving on http://%s:%d (SIGINT or SIGTERM stops)", shown, bound_port)
+        server.run(sockets=[sock])
+        return
+    # Built once here only to fail fast, with one line, on what every worker would meet.
+    service.close()
+    config = _config(
+        functools.partial(worker_app, settings), settings, quiet=False, workers=workers
     )
-    server.run(sockets=[sock])
+    with tempfile.TemporaryDirectory(prefix="external-query-metrics-") as folder:
+        previous = os.environ.get(MULTIPROC_ENV)
+        os.environ[MULTIPROC_ENV] = folder  # the workers inherit it before they import
+        try:
+            config.configure_logging()
+            log.info(
+                "Serving on http://%s:%d with %d workers (SIGINT or SIGTERM stops)",
+                shown,
+                bound_port,
+                workers,
+            )
+            _Workers(config, sockets=[sock]).run()
+        finally:
+            if previous is None:
+                os.environ.pop(MULTIPROC_ENV, None)
+            else:
+                os.environ[MULTIPROC_ENV] = previous
+            sock.close()
 
 
 class ServerThread:

@@ -55,10 +55,17 @@ class ErrorBody(_Body):
 
 
 class ReadinessReport(_Body):
-    """Ready when at least one adapter is."""
+    """Ready when at least one adapter is and the configured ledger answers. The shared
+    cache is reported but does not decide: without it answers go on, fetching directly."""
 
     ready: bool
     adapters: dict[str, Readiness]
+    ledger: Readiness | None = Field(
+        default=None, description="The ledger file or database; null when none is configured."
+    )
+    cache: Readiness | None = Field(
+        default=None, description="The shared cache ([cache] url); null when none is set."
+    )
 
 
 class Health(_Body):
@@ -67,3 +74,4 @@ class Health(_Body):
     status: str = "ok"
     questions_active: int
     questions_waiting: int
+    pid: int = Field(description="The worker process that answered.")

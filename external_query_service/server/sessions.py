@@ -1,9 +1,12 @@
-"""Follow-up sessions kept in memory: bounded in number and in idle time.
+"""Follow-up sessions: in this process's memory, or in the shared cache (Redis) so that a
+follow-up reaches its session whichever worker process takes it.
 
 Each session keeps only its last plan (``Session(history_limit=0)``), which is all a follow-up
-needs. Beyond ``max_sessions`` the least recently used is dropped; one unused for
-``idle_s`` seconds is dropped on the next lookup. The table lives on the server's event loop,
-so it needs no lock.
+needs. In memory: beyond ``max_sessions`` the least recently used is dropped; one unused for
+``idle_s`` seconds is dropped on the next lookup; the table lives on the server's event loop,
+so it needs no lock. Shared (``SharedSessionTable``): the plan as JSON under the session id,
+expiring after ``idle_s`` unused (Redis bounds the number by memory, not ``max_sessions``);
+when Redis cannot be reached a new session is not kept and a follow-up finds none (404).
 """
 
 from __future__ import annotations
@@ -13,9 +16,16 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from ..service import Session
+from pydantic import ValidationError
 
-__all__ = ["SessionTable"]
+from ..models import ExternalQueryPlan
+from ..service import ExternalQueryService, Session
+from ..storage.redis_cache import RedisValues
+
+__all__ = ["SESSION_KEY_PREFIX", "SessionTable", "SharedSessionTable"]
+
+#: Where a shared session's plan is kept, under the shared cache's value keys.
+SESSION_KEY_PREFIX = "session:"
 
 
 class SessionTable:
@@ -50,6 +60,9 @@ class SessionTable:
         self._sessions[session_id] = (session, self._clock())
         return session
 
+    def save(self, session_id: str, session: Session) -> None:
+        """Nothing to do: the table holds the session object itself."""
+
     def _expire(self) -> None:
         oldest = self._clock() - self.idle_s
         while self._sessions:
@@ -60,3 +73,39 @@ class SessionTable:
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+
+class SharedSessionTable:
+    """Sessions every worker sees: each one's last plan as JSON in the shared cache, dropped
+    after ``idle_s`` unused."""
+
+    def __init__(self, values: RedisValues, service: ExternalQueryService, *, idle_s: float):
+        self.idle_s = idle_s
+        self._values = values
+        self._service = service
+
+    def add(self, session: Session) -> str:
+        """Keep ``session`` (its last plan); returns its new id."""
+        session_id = secrets.token_urlsafe(18)
+        self.save(session_id, session)
+        return session_id
+
+    def get(self, session_id: str) -> Session:
+        """The session rebuilt from its plan, its idle time restarted; ``KeyError`` when
+        unknown, expired, unreadable or Redis cannot be reached."""
+        data = self._values.get(SESSION_KEY_PREFIX + session_id, self.idle_s)
+        if data is None:
+            raise KeyError(session_id)
+        try:
+            plan = ExternalQueryPlan.model_validate_json(data)
+        except ValidationError:
+            raise KeyError(session_id) from None
+        return self._service.session(history_limit=0, last_plan=plan)
+
+    def save(self, session_id: str, session: Session) -> None:
+        """Keep the session's last plan for ``idle_s`` (best effort)."""
+        plan = session.last_plan
+        if plan is not None:
+            self._values.set(
+                SESSION_KEY_PREFIX + session_id, plan.model_dump_json().encode(), self.idle_s
+            )

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
-from .chunk import chunk_text
+from .chunk import Chunk, chunk_text
 from .dates import find_dates
 from .decode import decode_body
 from .extract import extract_page
 from .score import MIN_SCORE, ScoredChunk, TermStats, score_with_stats
 
-__all__ = ["PageAnalysis", "analyse_page"]
+__all__ = ["PageAnalysis", "analyse_page", "analysis_from_json", "analysis_to_json"]
 
 
 @dataclass(frozen=True)
@@ -61,4 +63,54 @@ def analyse_page(
         snippets=snippets,
         encoding=decoded.encoding,
         stats=stats,
+    )
+
+
+def analysis_to_json(analysis: PageAnalysis) -> bytes:
+    """``analysis`` as UTF-8 JSON that ``analysis_from_json`` turns back into an equal one
+    (texts, offsets, scores and term sets unchanged): a form other processes can share
+    without running code from it."""
+    document = {
+        "text": analysis.text,
+        "title": analysis.title,
+        "published_at": analysis.published_at.isoformat() if analysis.published_at else None,
+        "about_dates": [item.isoformat() for item in analysis.about_dates],
+        "snippets": [
+            [
+                item.chunk.offset,
+                item.chunk.length,
+                item.chunk.text,
+                item.score,
+                item.query_score,
+                list(item.target_hits),
+            ]
+            for item in analysis.snippets
+        ],
+        "encoding": analysis.encoding,
+        "chunk_terms": [sorted(terms) for terms in analysis.stats.chunk_terms],
+    }
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def analysis_from_json(data: bytes) -> PageAnalysis:
+    """The ``PageAnalysis`` that ``analysis_to_json`` wrote; ``ValueError`` (or ``KeyError``,
+    ``TypeError``) for anything else."""
+    document: dict[str, Any] = json.loads(data.decode("utf-8"))
+    published = document["published_at"]
+    return PageAnalysis(
+        text=str(document["text"]),
+        title=str(document["title"]),
+        published_at=date.fromisoformat(published) if published is not None else None,
+        about_dates=tuple(date.fromisoformat(item) for item in document["about_dates"]),
+        snippets=tuple(
+            ScoredChunk(
+                chunk=Chunk(offset=int(offset), length=int(length), text=str(text)),
+                score=int(score),
+                query_score=int(query_score),
+                target_hits=tuple(str(hit) for hit in hits),
+            )
+            for offset, length, text, score, query_score, hits in document["snippets"]
+        ),
+        encoding=str(document["encoding"]),
+        stats=TermStats(tuple({str(term) for term in terms} for terms in document["chunk_terms"])),
     )

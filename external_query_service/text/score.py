@@ -16,9 +16,17 @@ question, for the second pass in ``rerank``):
   passage that names the question's rare terms once beats a title that repeats its common
   ones, and a readable passage is not penalised for being longer than a fragment;
 - ``coverage = Σ idf(t) over mentioned terms / Σ idf(t)`` over the query terms the collection
-  holds, and ``query_score = 10000 × coverage × found``, where ``found`` is the share of the
+  holds, and ``points = 10000 × coverage × found``, where ``found`` is the share of the
   query's terms the collection holds at all (a page that never uses a query word cannot fully
-  answer it).
+  answer it);
+- the same points counting only the terms mentioned *outside* the spans that ask the question
+  (``echo.answer_terms``: question sentences, clauses with an interrogative word, a word-for-word
+  copy of a question of ``MIN_COPIED_TERMS`` terms or more) are the answering points, and
+  ``query_score = ((10 - ANSWER_WEIGHT) × points + ANSWER_WEIGHT × answering points) // 10``.
+  An introduction that asks "X 的大结局是什么？" covers the question as fully as the passage that
+  tells the ending; this part puts the one that tells first, while a passage that answers
+  without repeating the question's words (a heading asks, the text below answers) keeps most
+  of its score.
 
 The weighting is a few lines here rather than a BM25 library (bm25s): a sparse-matrix index
 pays off for a large corpus queried many times, while each question scores a few hundred
@@ -44,10 +52,13 @@ from typing import Final
 from rapidfuzz import fuzz
 
 from .chunk import Chunk
+from .echo import answer_terms, fold
 from .tokens import query_terms, terms
 
 __all__ = [
+    "ANSWER_WEIGHT",
     "MAX_QUERY_CHARS",
+    "MIN_COPIED_TERMS",
     "MIN_SCORE",
     "QUERY_WEIGHT",
     "TARGET_HIT_RATIO",
@@ -68,6 +79,12 @@ TARGET_WEIGHT: Final = 4
 #: rarity-weighted terms (see bench/snippet_quality.py for where relevant and unrelated
 #: chunks fall).
 MIN_SCORE: Final = 5000
+#: Tenths of ``query_score`` earned by the coverage outside the spans that ask the question
+#: (``echo.answer_terms``); the rest is the coverage of the whole chunk.
+ANSWER_WEIGHT: Final = 3
+#: A copy of the query counts as restating it only when the query has this many distinct
+#: terms: a passage that answers a keyword or two writes them out.
+MIN_COPIED_TERMS: Final = 3
 
 
 @dataclass(frozen=True)
@@ -127,6 +144,10 @@ class _Query:
 
     def __init__(self, query: str, stats: TermStats) -> None:
         self.wanted = Counter(query_terms(query[:MAX_QUERY_CHARS]))
+        # The question as a page would copy it, when it is one: the passages that answer a
+        # keyword or two write them out.
+        asks = len(self.wanted) >= MIN_COPIED_TERMS
+        self.question = fold(query[:MAX_QUERY_CHARS]) if asks else ""
         self.total = sum(self.wanted.values())
         self.chunks = max(stats.chunks, 1)
         # Terms the collection holds, with their weight (idf × times asked); the others.
@@ -156,6 +177,15 @@ class _Query:
         if not weight:
             return 0
         return max(0, min(10000, round(10000 * credit / weight * held / self.total)))
+
+    def answer_points(self, text: str, present: set[str]) -> int:
+        """``points`` blended with the points of the terms mentioned outside the question
+        spans of ``text`` (``ANSWER_WEIGHT`` tenths)."""
+        whole = self.points(present)
+        if not whole:
+            return 0
+        answered = self.points(answer_terms(text, self.question, self.wanted) & present)
+        return (whole * (10 - ANSWER_WEIGHT) + answered * ANSWER_WEIGHT) // 10
 
 
 def score_chunks(
@@ -191,7 +221,7 @@ def score_with_stats(
     wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
     for chunk, its_terms in zip(chunks, chunk_terms, strict=True):
-        query_score = wanted.points(its_terms)
+        query_score = wanted.answer_points(chunk.text, its_terms)
         if folded_targets:
             folded_chunk = _fold(chunk.text)
             hits = tuple(

@@ -12,8 +12,10 @@ where Han script meets any other, then
 
 Punctuation and whitespace are never terms. ``query_terms(text)`` is the same cut for a
 question, less the words that only carry its grammar: jieba's part-of-speech tags mark
-pronouns, particles, prepositions, conjunctions and modal words (什么, 的, 跟, 和, 吗), and
-English has a short closed list of the same classes. Such words rarely occur in the pages
+pronouns, particles, prepositions, conjunctions and modal words (什么, 的, 跟, 和, 吗), the
+interrogatives jieba tags otherwise (``INTERROGATIVES``: 多高 "how tall" is an adjective to
+it, 多少 a numeral) are dropped by name, and English has a short closed list of the same
+classes. Such words rarely occur in the pages
 that answer, so a rarity weight would otherwise take them for telling terms.
 """
 
@@ -29,7 +31,7 @@ import Stemmer
 if TYPE_CHECKING:
     from rjieba import Jieba
 
-__all__ = ["query_terms", "terms"]
+__all__ = ["INTERROGATIVES", "query_terms", "terms"]
 
 _HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Runs of Han characters, and runs of other letters and digits (any script): two scans.
@@ -41,6 +43,39 @@ _COMPATIBILITY = re.compile("[\uf900-\ufaff]")
 #: particles (u), prepositions (p), conjunctions (c), modal particles (y), interjections (e),
 #: onomatopoeia (o). Nouns, verbs, adjectives, numbers and names stay.
 _FUNCTION_TAGS: Final = frozenset("rupcyeo")
+#: Chinese interrogative words: pronouns and adverbs (什么, 哪里, 怎么, 为什么), the degree
+#: questions "多 + a measure adjective" (多高 "how tall", 多久 "how long") and the yes-no
+#: particle 吗. A closed word class: a question is built from them and the passage answering
+#: it holds the measure or the name instead. jieba tags most of them as pronouns, but the
+#: degree questions as adjectives or numerals, so ``query_terms`` drops them by this list
+#: too; ``echo`` takes a clause holding one for a question.
+INTERROGATIVES: Final = frozenset(
+    {
+        "什么",
+        "为什么",
+        "为何",
+        "怎么",
+        "怎样",
+        "怎么样",
+        "如何",
+        "哪里",
+        "哪儿",
+        "哪个",
+        "哪些",
+        "哪种",
+        "哪家",
+        "多少",
+        "多久",
+        "多高",
+        "多大",
+        "多长",
+        "多远",
+        "多深",
+        "多厚",
+        "几",
+        "吗",
+    }
+)
 #: The English counterparts, as stems: interrogatives, auxiliaries, articles, pronouns,
 #: prepositions and conjunctions that questions are built from. Closed word classes, so a
 #: short list is complete in practice; content words are never on it.
@@ -115,5 +150,5 @@ def query_terms(text: str) -> list[str]:
     for run in han:
         for word, tag in _jieba().tag(run):
             if tag[:1] not in _FUNCTION_TAGS:
-                out.extend(_jieba().cut_for_search(word))
+                out.extend(w for w in _jieba().cut_for_search(word) if w not in INTERROGATIVES)
     return out
