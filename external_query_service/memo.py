@@ -257,6 +257,9 @@ class ThreadMemo:
     are also looked up and kept there (under ``memo_key`` of the key), so other processes
     reuse them. ``on_hit`` (optional) is called whenever a kept result is used again, from
     this process's memo or from ``shared`` (a shared run in flight is not a hit).
+    ``runner`` replaces ``asyncio.to_thread`` as where the function computes
+    (``runner(fn, *args, **kwargs)``, awaited: a process pool, say); keeping and sharing stay
+    the same.
     """
 
     def __init__(
@@ -266,11 +269,13 @@ class ThreadMemo:
         *,
         shared: SharedMemo | None = None,
         on_hit: Callable[[], None] | None = None,
+        runner: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         self._results: SizedLRU[Hashable, Any] = SizedLRU(max_size, size)
         self._flights = SingleFlight()
         self._shared = shared
         self._on_hit = on_hit
+        self._runner = runner
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """The memoized result of ``function(*args)`` under ``key``, computed once in a worker
@@ -287,23 +292,22 @@ class ThreadMemo:
             return found  # type: ignore[no-any-return]
 
         shared = self._shared
+        runner = self._runner or asyncio.to_thread
 
-        def work() -> T:
-            # Off the event loop: the shared store's round trips too.
-            if shared is None:
-                return fn(*args, **kwargs)
-            shared_key = memo_key(key)
-            kept = shared.get(shared_key)
+        async def compute() -> T:
+            # The shared store's round trips in a thread; the work where ``runner`` puts it.
+            shared_key = memo_key(key) if shared is not None else ""
+            kept = None
+            if shared is not None:
+                kept = await asyncio.to_thread(shared.get, shared_key)
             if kept is not None:
                 if self._on_hit is not None:
                     self._on_hit()
-                return kept  # type: ignore[no-any-return]
-            result = fn(*args, **kwargs)
-            shared.put(shared_key, result)
-            return result
-
-        async def compute() -> T:
-            result = await asyncio.to_thread(work)
+                result: T = kept
+            else:
+                result = await runner(fn, *args, **kwargs)
+                if shared is not None:
+                    await asyncio.to_thread(shared.put, shared_key, result)
             if self._results.max_size:
                 self._results.put(key, result)
             return result

@@ -131,7 +131,14 @@ def strip_invisible(text: str) -> str:
     This is the view a reader or an LLM gets; stored evidence and its digests keep the
     original text.
     """
+    if _PLAIN.fullmatch(text):  # the common case, checked in C: nothing to strip
+        return text
     return text.translate(_INVISIBLE)
+
+
+#: Characters that are never invisible (printable ASCII and the kept controls, CJK
+#: punctuation, CJK ideographs, full-width forms): a text made of them only is returned as is.
+_PLAIN = re.compile(r"[\x20-\x7e\n\r\t\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e]*")
 
 
 # Bounded quantifiers keep every pattern linear on hostile input.

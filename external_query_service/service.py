@@ -18,6 +18,7 @@ from ._closing import Closing
 from ._portal import Portal
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
+from .analysis_pool import AnalysisPool, warm_pipeline
 from .audit import AuditLog
 from .clock import Clock, system_clock
 from .concurrency import QuestionGate
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_QUESTION_CHARS",
+    "WARM_UP_WORKERS_S",
     "ExternalQueryService",
     "Session",
     "coerce_semantics",
@@ -61,6 +63,9 @@ __all__ = [
 
 #: The longest question ``answer()`` takes, in characters (after stripping white space).
 MAX_QUESTION_CHARS = 20_000
+
+#: How long ``warm_up`` waits for the analysis workers to be warm (they keep starting after).
+WARM_UP_WORKERS_S = 60.0
 
 SemanticsInput = QuerySemantics | Mapping[str, Any] | None
 
@@ -136,6 +141,10 @@ class ExternalQueryService(Closing):
                 clock=self.clock,
             )
         )
+        #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
+        self.analysis = AnalysisPool(
+            self.settings.analysis, max_page_bytes=self.settings.network.max_page_bytes
+        )
         runtime = AdapterRuntime(
             network=self.settings.network,
             fetcher=self._http.fetcher,
@@ -143,7 +152,12 @@ class ExternalQueryService(Closing):
             store=self.store,
             clock=self.clock,
             sources=self.settings.sources,
-            analyses=analysis_memo(caching, _shared_analyses(shared), on_hit=self.cache_hits.hit),
+            analyses=analysis_memo(
+                caching,
+                _shared_analyses(shared),
+                on_hit=self.cache_hits.hit,
+                runner=self.analysis.run,
+            ),
             search_endpoint=self._http.search_endpoint,
             tool_observer=tool_observer,
         )
@@ -411,42 +425,22 @@ class ExternalQueryService(Closing):
         """Pay now what the first question would otherwise pay for. Once per process: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
         page, rjieba's dictionary through one Chinese tokenization, the presenter's
-        templates compiled, the Public Suffix List parsed and anyio's asyncio backend (which
-        httpcore loads on its first request) imported. For the synchronous calls' own loop:
-        its page client built and its worker threads started (``awarm_up`` does that for
-        the running loop instead). No network I/O and no adapter is called; safe to call
-        again (later calls cost next to nothing). Raises ``ServiceClosed`` after
-        ``close``."""
+        templates compiled, the Public Suffix List parsed, anyio's asyncio backend (which
+        httpcore loads on its first request) imported, and, with ``[analysis] processes``
+        above 0, the analysis workers started and warm (waited for up to
+        ``WARM_UP_WORKERS_S``). For the synchronous calls' own loop: its page client built
+        and its worker threads started (``awarm_up`` does that for the running loop
+        instead). No network I/O and no adapter is called; safe to call again (later calls
+        cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
         self._check_open()
         self._warm_process()
         self._portal.call(self._prepare_loop())
 
     def _warm_process(self) -> None:
         """``warm_up``'s once-per-process part (CPU-bound; any thread)."""
-        # Function-local: a process that never warms up (``--help``, the MCP handshake) does
-        # not import the text pipeline for it.
-        import contextlib
-
-        from .errors import ExtractionFailed
-        from .text.analyse import analyse_page
-        from .text.extract import preload_extraction
-
         self._check_open()
-        preload_extraction()
-        page = (
-            "<html lang='zh'><head><title>湛江天气预报</title></head><body><article>"
-            + "<p>湛江明天多云，气温二十三到二十八摄氏度，东南风三级。</p>" * 8
-            + "</article></body></html>"
-        )
-        # A warm-up page below some future length floor has still warmed the pipeline.
-        with contextlib.suppress(ExtractionFailed):
-            analyse_page(
-                page.encode(),
-                url="https://example.invalid/weather",
-                declared_charset="utf-8",
-                content_type="text/html",
-                query="湛江明天天气怎么样",
-            )
+        self.analysis.start()  # the workers warm up beside this process
+        warm_pipeline()
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
         # httpcore asks anyio for the running loop's backend on its first request; anyio
@@ -459,6 +453,7 @@ class ExternalQueryService(Closing):
         runner = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="eqs-warm-up")
         runner.start()
         runner.join()
+        self.analysis.wait_ready(WARM_UP_WORKERS_S)
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
@@ -479,14 +474,15 @@ class ExternalQueryService(Closing):
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        """Close HTTP clients, stop what adapters started (tool server processes), and end
-        the private loop. Idempotent."""
+        """Close HTTP clients, stop what adapters started (tool server processes) and the
+        analysis workers, and end the private loop. Idempotent."""
         if self._closed:
             return
         self._closed = True
         if self._portal.running:
             self._portal.call(self._release())
         self._portal.stop()
+        self.analysis.close()
         if self._ledger is not None:
             self._ledger.close()
         if self.shared_cache is not None:
@@ -497,6 +493,7 @@ class ExternalQueryService(Closing):
         if self._closed:
             return
         await self._release()
+        await asyncio.to_thread(self.analysis.close)
         self.close()
 
     async def _release(self) -> None:

@@ -12,6 +12,7 @@ from external_query_service.adapters import builtin_adapters
 from external_query_service.cli import build_parser
 from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
+    AnalysisSettings,
     CacheSettings,
     NetworkSettings,
     ServerSettings,
@@ -49,7 +50,15 @@ def test_every_builtin_adapter_option_is_documented_in_the_readme(kind: str) -> 
 
 
 @pytest.mark.parametrize(
-    "section", [NetworkSettings, SourceSettings, VerifierSettings, ServerSettings, CacheSettings]
+    "section",
+    [
+        NetworkSettings,
+        SourceSettings,
+        VerifierSettings,
+        ServerSettings,
+        CacheSettings,
+        AnalysisSettings,
+    ],
 )
 def test_every_settings_field_is_documented_in_the_readme(section: type) -> None:
     sample = next(block for block in fenced("toml") if "[network]" in block)

@@ -106,3 +106,22 @@ def test_a_memo_of_size_zero_keeps_nothing() -> None:
     asyncio.run(go())
     assert calls == [2, 2]
     assert len(memo) == 0
+
+
+def test_a_memo_computes_through_its_runner_and_still_keeps_and_shares() -> None:
+    calls: list[tuple[object, ...]] = []
+
+    async def runner(fn: object, *args: object, **kwargs: object) -> str:
+        calls.append((fn, args, tuple(sorted(kwargs.items()))))
+        await asyncio.sleep(0.05)  # long enough for the second caller to join in flight
+        return f"ran {args[0]!r} elsewhere"
+
+    memo = ThreadMemo(max_size=10, runner=runner)
+
+    async def scenario() -> list[str]:
+        first = await asyncio.gather(memo.run(len, b"abc"), memo.run(len, b"abc"))
+        again = await memo.run(len, b"abc")
+        return [*first, again]
+
+    assert asyncio.run(scenario()) == ["ran b'abc' elsewhere"] * 3
+    assert calls == [(len, (b"abc",), ())]

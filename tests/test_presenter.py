@@ -689,3 +689,15 @@ def test_strip_invisible_keeps_its_table_bounded_on_a_text_of_every_code_point()
     assert "湛" in stripped
     assert len(presenter._INVISIBLE) <= presenter._TABLE_MAX
     assert presenter.strip_invisible("a\u200bb\ufe0fc") == "abc"
+
+
+def test_the_plain_text_fast_path_never_keeps_an_invisible_character() -> None:
+    plain = [
+        chr(point)
+        for point in range(0x10000)
+        if not 0xD800 <= point <= 0xDFFF and presenter_module._PLAIN.fullmatch(chr(point))
+    ]
+    assert len(plain) > 20_000  # ASCII, CJK punctuation, ideographs, full-width forms
+    assert [char for char in plain if presenter_module._is_invisible(char)] == []
+    assert strip_invisible("湛江港，2.6亿吨\n") == "湛江港，2.6亿吨\n"
+    assert strip_invisible("湛江\u200b港\u2066") == "湛江港"

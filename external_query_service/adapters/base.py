@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -146,15 +146,19 @@ def analysis_memo(
     shared: SharedMemo | None = None,
     *,
     on_hit: Callable[[str], None] | None = None,
+    runner: Callable[..., Awaitable[Any]] | None = None,
 ) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
     ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on,
-    and in ``shared`` too (other processes') when given; each kept analysis used again is
-    told to ``on_hit`` as an ``analysis`` hit."""
+    and in ``shared`` too (other processes') when given; computed by ``runner`` (the
+    service's analysis pool; a thread when None); each kept analysis used again is told to
+    ``on_hit`` as an ``analysis`` hit."""
     told = (lambda: on_hit("analysis")) if on_hit is not None else None
     if not cache.enabled:
-        return ThreadMemo(0, size=_analysis_size, on_hit=told)
-    return ThreadMemo(cache.analysis_max_bytes, size=_analysis_size, shared=shared, on_hit=told)
+        return ThreadMemo(0, size=_analysis_size, on_hit=told, runner=runner)
+    return ThreadMemo(
+        cache.analysis_max_bytes, size=_analysis_size, shared=shared, on_hit=told, runner=runner
+    )
 
 
 def _analysis_size(analysis: object) -> int:
