@@ -527,3 +527,30 @@ def test_stopping_the_server_with_a_question_in_flight_ends_cleanly(grace_s: flo
         with pytest.raises(ServiceClosed):
             server.service.answer(QUESTION)
     assert _settled(before) == set()
+
+
+def test_the_server_warms_the_analysis_workers_before_any_question(tmp_path: Path) -> None:
+    docs = write_docs(tmp_path)
+    settings = Settings.from_mapping({"analysis": {"processes": 1}}).with_docs(docs)
+    service = ExternalQueryService(settings)
+    assert not service.analysis.started  # nothing starts before the app does
+    with ServerThread(service) as server:
+        assert httpx.get(f"{server.url}/healthz").status_code == 200
+        deadline = time.monotonic() + 60
+        while service.analysis.ready < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert service.analysis.ready == 1
+        workers = service.analysis.pids()
+    assert service.analysis.pids() == ()
+    assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+def test_an_app_asked_not_to_warm_up_starts_no_worker(tmp_path: Path) -> None:
+    from external_query_service.server import create_app
+
+    service = ExternalQueryService(
+        Settings.from_mapping({"analysis": {"processes": 1}}).with_docs(write_docs(tmp_path))
+    )
+    with TestClient(create_app(service, warm_up=False)) as client:
+        assert client.get("/healthz").status_code == 200
+        assert not service.analysis.started

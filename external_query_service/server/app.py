@@ -8,6 +8,7 @@ same models, with no second description to keep in step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,6 +19,7 @@ from fastapi import FastAPI, Path, Query
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
+from ..errors import ServiceClosed
 from ..models import ExternalAnswer
 from ..service import ExternalQueryService
 from ..store import MAX_READ_CHARS, ReadWindow
@@ -72,10 +74,15 @@ class _InFlight:
             await asyncio.wait(pending)
 
 
-def create_app(service: ExternalQueryService, *, close_service: bool = True) -> FastAPI:
-    """The ASGI app over ``service``, bounded by ``service.settings.server``. On shutdown
-    (the ASGI lifespan) in-flight questions get ``shutdown_grace_s`` to finish and are then
-    cancelled; the service is closed unless ``close_service`` is False."""
+def create_app(
+    service: ExternalQueryService, *, close_service: bool = True, warm_up: bool = True
+) -> FastAPI:
+    """The ASGI app over ``service``, bounded by ``service.settings.server``. On start-up
+    (the ASGI lifespan) the service warms up in the background unless ``warm_up`` is False
+    (``awarm_up``: the first questions then find the text pipeline loaded and the analysis
+    workers running; requests are served meanwhile). On shutdown in-flight questions get
+    ``shutdown_grace_s`` to finish and are then cancelled; the service is closed unless
+    ``close_service`` is False."""
     limits = service.settings.server
     metrics = ServerMetrics(service)
     shared = service.shared_cache
@@ -89,16 +96,19 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         refresher = asyncio.create_task(metrics.keep_fresh()) if metrics.multiprocess else None
+        warming = asyncio.create_task(_warm_up(service)) if warm_up else None
         try:
             yield
         finally:
-            if refresher is not None:
-                refresher.cancel()
+            for task in (refresher, warming):
+                if task is not None:
+                    task.cancel()
             await in_flight.drain(limits.shutdown_grace_s)
+            if warming is not None:
+                await asyncio.gather(warming, return_exceptions=True)
             metrics.close()
             if close_service:
                 await service.aclose()
-            metrics.close()
 
     app = FastAPI(
         title="external-query",
@@ -233,6 +243,12 @@ def create_app(service: ExternalQueryService, *, close_service: bool = True) -> 
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+async def _warm_up(service: ExternalQueryService) -> None:
+    """``awarm_up``, unless the service was closed first (a host's own shutdown)."""
+    with contextlib.suppress(ServiceClosed):
+        await service.awarm_up()
 
 
 def _served(found: ExternalAnswer, session_id: str) -> Response:
