@@ -12,6 +12,7 @@ first / second (target <= 1.2); ``--warm-up`` calls ``ExternalQueryService.warm_
 before the first question, outside the measurement.
 
     python bench/cold_start.py [--mode cli|first|both] [--runs 5] [--pages 5] [--warm-up]
+        [--processes N]
 
 ``python -X importtime -m external_query_service.cli ask ...`` shows where import time goes.
 """
@@ -48,7 +49,7 @@ def page(n: int, topic: str) -> str:
     )
 
 
-def build(world: World, pages: int) -> dict[str, object]:
+def build(world: World, pages: int, processes: int | None = None) -> dict[str, object]:
     """Serve two result sets (one per question, other pages each) and return the settings
     table pointing a searxng adapter at the world."""
     for question, prefix, topic in ((QUESTION, "a", "新型无人运输机"), (SECOND, "b", "察打无人机")):
@@ -60,7 +61,7 @@ def build(world: World, pages: int) -> dict[str, object]:
             f"{world.base('/engine')}/search?q={question}",
             json_reply(searx_body(question, results)),
         )
-    return {
+    settings: dict[str, object] = {
         "network": {
             "allowed_networks": ["127.0.0.1/32"],
             "resolve": dict.fromkeys(sorted(world.sites), "127.0.0.1"),
@@ -68,6 +69,9 @@ def build(world: World, pages: int) -> dict[str, object]:
         },
         "adapters": [{"kind": "searxng", "id": "searx", "base_url": world.base("/engine")}],
     }
+    if processes is not None:
+        settings["analysis"] = {"processes": processes}
+    return settings
 
 
 def run_cli(config: Path, runs: int) -> list[float]:
@@ -144,11 +148,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pages", type=int, default=5)
     parser.add_argument("--warm-up", action="store_true", help="call warm_up() before question 1")
+    parser.add_argument(
+        "--processes", type=int, help="[analysis] processes (default: one per usable core)"
+    )
     args = parser.parse_args()
 
     with World() as world, tempfile.TemporaryDirectory(prefix="eqs-cold-") as tmp:
         config = Path(tmp) / "cold.toml"
-        config.write_text(dump_toml(build(world, args.pages)), encoding="utf-8")
+        config.write_text(dump_toml(build(world, args.pages, args.processes)), encoding="utf-8")
         if args.mode in ("cli", "both"):
             walls = run_cli(config, args.runs)
             print(
