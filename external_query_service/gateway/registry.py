@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import threading
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING
 
 from ..errors import SettingsError, UnknownAdapterKind
@@ -44,15 +44,8 @@ def _load_entry_points() -> None:
     if _loaded_entry_points:
         return
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        if point.name in _registered:
-            continue  # an explicit registration wins over the installed entry point
-        try:
-            cls = point.load()
-        except Exception as exc:  # a broken plugin must not take the others down
-            _broken[point.name] = f"{type(exc).__name__}: {exc}"
-            continue
-        with _lock:
-            _registered.setdefault(point.name, cls)
+        if point.name not in _registered:  # an explicit registration wins over the installed one
+            _register_entry_point(point)
     _loaded_entry_points = True
 
 
@@ -62,14 +55,21 @@ def _load_entry_point(kind: str) -> None:
     if _loaded_entry_points or kind in _registered or kind in _broken:
         return
     for point in entry_points(group=ENTRY_POINT_GROUP, name=kind):
-        try:
-            cls = point.load()
-        except Exception as exc:  # a broken plugin must not take the others down
-            _broken[point.name] = f"{type(exc).__name__}: {exc}"
-            continue
-        with _lock:
-            _registered.setdefault(point.name, cls)
-        return
+        if _register_entry_point(point):
+            return
+
+
+def _register_entry_point(point: EntryPoint) -> bool:
+    """Load one entry point and register its class; a plugin that fails to load is kept in
+    ``_broken`` with its error (it must not take the others down). True when it loaded."""
+    try:
+        cls = point.load()
+    except Exception as exc:
+        _broken[point.name] = f"{type(exc).__name__}: {exc}"
+        return False
+    with _lock:
+        _registered.setdefault(point.name, cls)
+    return True
 
 
 def _ensure_builtins() -> None:

@@ -50,7 +50,8 @@ WARNING_INTERVAL_S = 60.0
 #: function of the body and the query; the byte bound usually evicts it first).
 ANALYSIS_TTL_S = 86_400.0
 
-_PUT = """
+#: Lua: drop the entry ARGV[1] (its hash, its place in the last-use order, its size).
+_FORGET = """
 local old = redis.call('HGET', KEYS[3], ARGV[1])
 redis.call('DEL', KEYS[1])
 if old then
@@ -58,6 +59,11 @@ if old then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('DECRBY', KEYS[4], old)
 end
+"""
+
+_PUT = (
+    _FORGET
+    + """
 local size = tonumber(ARGV[4])
 local bound = tonumber(ARGV[6])
 if size > bound then return 0 end
@@ -77,32 +83,29 @@ while total > bound do
 end
 return redis.call('EXISTS', KEYS[1])
 """
+)
 
-_GET = """
+#: An entry gone (expired) or half there is forgotten; a found one becomes the most recent.
+_GET = (
+    """
 local found = redis.call('HMGET', KEYS[1], 'm', 'b')
 if not found[1] or not found[2] then
-  local old = redis.call('HGET', KEYS[3], ARGV[1])
-  if old then
-    redis.call('HDEL', KEYS[3], ARGV[1])
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    redis.call('DECRBY', KEYS[4], old)
-  end
+"""
+    + _FORGET
+    + """
   return false
 end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ARGV[1])
 return found
 """
+)
 
-_DELETE = """
-local old = redis.call('HGET', KEYS[3], ARGV[1])
-redis.call('DEL', KEYS[1])
-if old then
-  redis.call('HDEL', KEYS[3], ARGV[1])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  redis.call('DECRBY', KEYS[4], old)
-end
+_DELETE = (
+    _FORGET
+    + """
 return 1
 """
+)
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
