@@ -4,11 +4,12 @@ The walk. Hits are tried in list order, ``network.max_pages`` at a time, through
 fetcher; each page that fails frees its place for the next hit, until ``max_pages`` pages
 were read, ``ATTEMPTS_PER_PAGE × max_pages`` fetches were started, the list ran out, or the
 question's deadline is near. Stragglers do not set the latency: a page still loading after
-another page was read, for as long again as the slowest read page took (at most
-``STRAGGLER_GRACE_S``), frees its place (it keeps loading); once ``max_pages`` pages were read
-the pages still loading are cut off at once, and once at least one was read and nothing is
-left to start they get ``STRAGGLER_GRACE_S`` more and are then cut off. A read page is decoded,
-extracted, chunked and scored; its best snippets become ``page_body`` evidence.
+another page was read, for as long again as the slowest read page took (at least
+``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it keeps loading);
+once ``max_pages`` pages were read the pages still loading are cut off at once, and once at
+least one was read and nothing is left to start they get ``STRAGGLER_GRACE_S`` more and are
+then cut off. A read page is decoded, extracted, chunked and scored; its best snippets become
+``page_body`` evidence.
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
 
@@ -62,6 +63,7 @@ __all__ = [
     "ATTEMPTS_PER_PAGE",
     "DEADLINE_MARGIN_S",
     "PAGE_MIN_SCORE",
+    "STRAGGLER_FLOOR_S",
     "STRAGGLER_GRACE_S",
     "PageHarvest",
     "SearchHit",
@@ -97,6 +99,11 @@ _ANALYSIS_GRACE_S = 0.15
 #: already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short enough that one
 #: dripping or silent page adds no noticeable latency to the answer.
 STRAGGLER_GRACE_S = 0.25
+#: The least a page still loading after another was read keeps its place, however quick the
+#: read pages were: on a busy host a fast page can be held up by scheduling for tens of
+#: milliseconds, and which pages a walk reads must not hang on that (a replayed fixture world
+#: answers every time with the same pages).
+STRAGGLER_FLOOR_S = 0.1
 
 _NOT_A_DOCUMENT = "not_a_document"
 _NOT_DOCUMENTS = (
@@ -232,8 +239,8 @@ async def _walk(
     exhausted = False  # no hit left to start: the list ran out or the budget is spent
     cut_by: float | None = None  # when the stragglers still loading are cut off
     # Pages still loading after another page was read, for as long again as the slowest read
-    # page took (at most STRAGGLER_GRACE_S), no longer hold a place: the next hit starts
-    # beside them (still within the fetch budget).
+    # page took (between STRAGGLER_FLOOR_S and STRAGGLER_GRACE_S), no longer hold a place:
+    # the next hit starts beside them (still within the fetch budget).
     stragglers: set[asyncio.Task[_Read]] = set()
     demote_at: float | None = None
     begun: dict[asyncio.Task[_Read], float] = {}  # when each fetch started
@@ -293,7 +300,8 @@ async def _walk(
                     slowest = max(slowest, loop.time() - begun[task])
                     # Pages as quick as these leave a page still loading as long again
                     # after them no excuse: its place goes to the next hit sooner.
-                    demote_at = loop.time() + min(STRAGGLER_GRACE_S, slowest)
+                    patience = min(STRAGGLER_GRACE_S, max(STRAGGLER_FLOOR_S, slowest))
+                    demote_at = loop.time() + patience
             start_more()
     except Exception:
         # Not a page failure (a bug, a recording over its cap): the fetches in flight end
