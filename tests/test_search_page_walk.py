@@ -11,6 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
+from external_query_service.adapters.pages import (
+    STRAGGLER_FLOOR_S,
+    STRAGGLER_GRACE_S,
+    straggler_patience,
+)
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.faults import Fault
@@ -249,3 +254,16 @@ def test_a_dripping_page_loses_its_place_to_the_next_hit_and_ends_when_enough_ar
     assert {item.url for item in answer.evidence} == set(good)
     assert answer.attempts[0].pages_fetched == 2
     assert answer.status == "answered"
+
+
+@pytest.mark.parametrize(
+    ("slowest", "patience"),
+    [(0.0, STRAGGLER_FLOOR_S), (0.004, STRAGGLER_FLOOR_S), (0.15, 0.15), (3.0, STRAGGLER_GRACE_S)],
+)
+def test_a_page_keeps_its_place_as_long_again_as_the_slowest_read_page_within_bounds(
+    slowest: float, patience: float
+) -> None:
+    # However quick the pages read were, a page gets STRAGGLER_FLOOR_S: a few milliseconds of
+    # scheduling on a busy host must not decide which pages a replay reads.
+    assert STRAGGLER_FLOOR_S < 0.15 < STRAGGLER_GRACE_S
+    assert straggler_patience(slowest) == patience

@@ -69,6 +69,7 @@ __all__ = [
     "SearchHit",
     "gather_deadline",
     "harvest_pages",
+    "straggler_patience",
 ]
 
 #: A page (or a stand-in search snippet) counts only when its best chunk reaches this score.
@@ -165,6 +166,13 @@ class _Read:
     stats: TermStats = field(default_factory=TermStats)
     #: Body bytes received from the network for this hit (0 for a kept reply).
     received: int = 0
+
+
+def straggler_patience(slowest_s: float) -> float:
+    """How long a page still loading keeps its place after another page was read, when the
+    slowest page read so far took ``slowest_s``: as long again, at least
+    ``STRAGGLER_FLOOR_S`` and at most ``STRAGGLER_GRACE_S``."""
+    return min(STRAGGLER_GRACE_S, max(STRAGGLER_FLOOR_S, slowest_s))
 
 
 async def harvest_pages(
@@ -300,8 +308,7 @@ async def _walk(
                     slowest = max(slowest, loop.time() - begun[task])
                     # Pages as quick as these leave a page still loading as long again
                     # after them no excuse: its place goes to the next hit sooner.
-                    patience = min(STRAGGLER_GRACE_S, max(STRAGGLER_FLOOR_S, slowest))
-                    demote_at = loop.time() + patience
+                    demote_at = loop.time() + straggler_patience(slowest)
             start_more()
     except Exception:
         # Not a page failure (a bug, a recording over its cap): the fetches in flight end
