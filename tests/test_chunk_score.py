@@ -400,6 +400,9 @@ def test_a_breadcrumb_trail_is_navigation_not_an_answer() -> None:
         "首页 > 娱乐 > 电视剧 > 星河传说大结局剧透"
     ]
     assert breadcrumb_spans("资讯»体育»星河队夺冠") == [(0, 11)]
+    assert breadcrumb_spans("首页-->新闻-->星河队夺冠") == [(0, 15)]
+    # A link's arrows are one separator with one item before it: no trail.
+    assert breadcrumb_spans("欢迎参与修正。立即前往>>") == []
     wanted = query_terms(ENDING)
     # The trail names the subject and 大结局; only 是 is said in the passage itself.
     assert answer_terms(text, "", wanted) == {"是"}

@@ -50,8 +50,9 @@ _QUESTION_ENDS = " \t\n?？!！。.,，"
 # full-width punctuation the patterns here list in both widths is left alone: folding it away
 # would cost more than the rest of the pass).
 _COMPATIBLE = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uf900-\ufaff]")
-# A breadcrumb trail has at least this many separators (three items or more).
-_CRUMB_SEPARATORS = 2
+# A breadcrumb trail names at least this many items ("首页 > 新闻 > 标题"; ">>" and "-->" are
+# one separator, and "立即前往>>" names one item).
+_CRUMB_ITEMS = 3
 # Anything that could start a question span (the copy aside): one scan settles most passages.
 _ASKS = re.compile(f"[?？]|{_INTERROGATIVE.pattern}")
 
@@ -92,12 +93,15 @@ def question_spans(text: str, question: str) -> list[tuple[int, int]]:
 
 def breadcrumb_spans(text: str) -> list[tuple[int, int]]:
     """The ``(start, end)`` spans of the lines of ``text`` that are breadcrumb trails: three
-    or more items joined by ``>`` or ``»`` ("首页 > 娱乐 > 电视剧 > 页面标题"), in order."""
+    or more items joined by ``>`` or ``»`` ("首页 > 娱乐 > 电视剧 > 页面标题", "首页>>新闻>>标题"),
+    in order."""
     spans: list[tuple[int, int]] = []
     start = 0
     for line in text.split("\n"):
-        if line.count(">") >= _CRUMB_SEPARATORS or line.count("»") >= _CRUMB_SEPARATORS:
-            spans.append((start, start + len(line)))
+        if ">" in line or "»" in line:
+            items = [item for item in line.replace("»", ">").split(">") if item.strip(" -")]
+            if len(items) >= _CRUMB_ITEMS:
+                spans.append((start, start + len(line)))
         start += len(line) + 1
     return spans
 
