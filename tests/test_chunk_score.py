@@ -13,7 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from external_query_service.text.chunk import Chunk, chunk_text
-from external_query_service.text.echo import answer_terms, fold, question_spans
+from external_query_service.text.echo import (
+    answer_terms,
+    breadcrumb_spans,
+    fold,
+    question_spans,
+)
 from external_query_service.text.score import (
     ANSWER_WEIGHT,
     MAX_QUERY_CHARS,
@@ -385,6 +390,43 @@ def test_a_copied_question_is_an_echo_but_a_copied_keyword_pair_is_not() -> None
     # A passage naming a two-word query in a row simply answers it.
     assert len(set(query_terms("北京明天"))) < MIN_COPIED_TERMS
     assert score_chunks(chunks_of("北京明天多云。"), "北京明天")[0].query_score == 10000
+
+
+def test_a_breadcrumb_trail_is_navigation_not_an_answer() -> None:
+    text = "首页 > 娱乐 > 电视剧 > 星河传说大结局剧透\n主演林舟是首次挑大梁。\n气温>30度时防暑。"
+    folded = fold(text)
+    # Three items or more joined by > (or ») make a trail; one comparison does not.
+    assert [folded[start:end] for start, end in breadcrumb_spans(folded)] == [
+        "首页 > 娱乐 > 电视剧 > 星河传说大结局剧透"
+    ]
+    assert breadcrumb_spans("资讯»体育»星河队夺冠") == [(0, 11)]
+    assert breadcrumb_spans("首页-->新闻-->星河队夺冠") == [(0, 15)]
+    # A link's arrows are one separator with one item before it: no trail.
+    assert breadcrumb_spans("欢迎参与修正。立即前往>>") == []
+    wanted = query_terms(ENDING)
+    # The trail names the subject and 大结局; only 是 is said in the passage itself.
+    assert answer_terms(text, "", wanted) == {"是"}
+    assert answer_terms(text.replace(" > ", " "), "", wanted) == set(wanted)
+
+
+def test_a_term_named_in_passing_after_the_questions_that_use_it_is_still_asked() -> None:
+    wanted = query_terms(ENDING)
+    # Three questions name 星河传说 and 结局; one teaser names them once more.
+    teaser = (
+        "星河传说大结局是什么？主角的结局分别是什么？星河传说的结局是什么呢？"
+        "一起来看看下文星河传说的剧情。"
+    )
+    assert answer_terms(teaser, "", wanted) == set()
+    # Asked once and told once (or more): answered.
+    asks_then_tells = "星河传说大结局是什么？星河传说大结局是林舟与阿岚在海边重逢。"
+    assert answer_terms(asks_then_tells, "", wanted) == set(wanted)
+
+
+def test_an_introduction_that_names_the_subject_only_in_its_trail_scores_below_the_ending() -> None:
+    intro = "首页 > 娱乐 > 电视剧 > 星河传说大结局剧透\n" + ASKS + "\n主演林舟是首次挑大梁。"
+    scored = score_chunks(chunks_of(intro, TELLS, "今天的天气很好。"), ENDING)
+    assert scored[0].chunk.text == TELLS
+    assert scored[0].query_score == 10000 > scored[1].query_score
 
 
 # -- every pattern on the evidence path is safe from catastrophic backtracking ---------------

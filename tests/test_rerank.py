@@ -77,6 +77,28 @@ def test_a_passage_that_tells_outranks_an_earlier_introduction_that_asks() -> No
     assert ranked[0].score == 10000 > ranked[1].score
 
 
+#: Two introductions that name every query term outside their questions too: one in its
+#: breadcrumb trail, one in a teaser after three questions; neither tells the ending.
+INTRO_WITH_TRAIL = (
+    "首页 > 娱乐 > 电视剧 > 星河传说大结局剧透\n"
+    "电视剧星河传说终于播出，观众期待满满，那么星河传说大结局是什么？和原著小说一样吗？\n"
+    "主演林舟是首次挑大梁，为了演好角色，她学骑马、学跳舞。"
+)
+INTRO_WITH_TEASER = (
+    "星河传说大结局是什么？星河传说主角的结局分别是什么？星河传说正在热播，"
+    "那么星河传说结局是什么呢？一起来看看下文关于星河传说的大结局。\n"
+    "主演林舟是首次挑大梁，为了演好角色，她学骑马、学跳舞。"
+)
+
+
+def test_the_ending_outranks_introductions_that_name_its_terms_in_a_trail_or_a_teaser() -> None:
+    texts = (INTRO_WITH_TRAIL, INTRO_WITH_TEASER, ENDING)
+    stats = stats_of(*texts, "今天的天气很好。", "星河传说演员表。")
+    ranked = rerank([Candidate(text, ENDING_QUESTION) for text in texts], stats)
+    assert ranked[0].index == 2
+    assert ranked[0].score == 10000 > ranked[1].score
+
+
 def test_no_passages_rank_to_nothing() -> None:
     assert rerank([], TermStats()) == []
 

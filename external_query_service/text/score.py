@@ -21,7 +21,8 @@ question, for the second pass in ``rerank``):
   answer it);
 - the same points counting only the terms mentioned *outside* the spans that ask the question
   (``echo.answer_terms``: question sentences, clauses with an interrogative word, a word-for-word
-  copy of a question of ``MIN_COPIED_TERMS`` terms or more) are the answering points, and
+  copy of a question of ``MIN_COPIED_TERMS`` terms or more; and breadcrumb trails), at least as
+  often as inside them, are the answering points, and
   ``query_score = ((10 - ANSWER_WEIGHT) × points + ANSWER_WEIGHT × answering points) // 10``.
   An introduction that asks "X 的大结局是什么？" covers the question as fully as the passage that
   tells the ending; this part puts the one that tells first, while a passage that answers
