@@ -267,3 +267,35 @@ def test_a_page_keeps_its_place_as_long_again_as_the_slowest_read_page_within_bo
     # scheduling on a busy host must not decide which pages a replay reads.
     assert STRAGGLER_FLOOR_S < 0.15 < STRAGGLER_GRACE_S
     assert straggler_patience(slowest) == patience
+
+
+def test_a_page_whose_body_arrived_finishes_its_analysis_after_the_straggler_grace(
+    world: World,
+) -> None:
+    # Both pages arrive at once; the long one takes far longer than STRAGGLER_GRACE_S to
+    # analyse. Only pages still loading are stragglers: it is read, not cut off.
+    quick = good_page(world, 1)
+    paragraphs = [
+        f"湛江港集团第{n}段报告：今年前十个月湛江港货物吞吐量达到2.6亿吨，集装箱航线持续增加，"
+        "港口建设投资同比增长百分之十二，码头作业效率进一步提升。"
+        for n in range(6000)
+    ]
+    long_page = world.route(
+        "https://long.example.cn/port",
+        Reply(body=article("湛江港年度报告", paragraphs, published="2026-11-20")),
+    )
+    serve_search(world, [quick, long_page])
+
+    started = time.monotonic()
+    with world.service(
+        ADAPTER,
+        network={**FAST, "max_pages": 3, "max_page_bytes": 4_000_000},
+        analysis={"processes": 0},
+    ) as service:
+        answer = service.answer(QUESTION)
+    elapsed = time.monotonic() - started
+
+    assert page_failures(answer) == []
+    assert answer.attempts[0].pages_fetched == 2
+    assert long_page in {item.url for item in answer.evidence}
+    assert elapsed > STRAGGLER_GRACE_S  # the long analysis really outlasted the grace

@@ -8,8 +8,9 @@ another page was read, for as long again as the slowest read page took (at least
 ``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it keeps loading);
 once ``max_pages`` pages were read the pages still loading are cut off at once, and once at
 least one was read and nothing is left to start they get ``STRAGGLER_GRACE_S`` more and are
-then cut off. A read page is decoded, extracted, chunked and scored; its best snippets become
-``page_body`` evidence.
+then cut off. A page whose body has arrived is no straggler: its analysis is waited for,
+within the question's deadline. A read page is decoded, extracted, chunked and scored; its
+best snippets become ``page_body`` evidence.
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
 
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..adapters.base import AdapterRuntime, evidence_id
@@ -246,6 +248,7 @@ async def _walk(
     started = read = 0
     exhausted = False  # no hit left to start: the list ran out or the budget is spent
     cut_by: float | None = None  # when the stragglers still loading are cut off
+    patience_over = False  # cut_by has passed: pages still loading were cut off
     # Pages still loading after another page was read, for as long again as the slowest read
     # page took (between STRAGGLER_FLOOR_S and STRAGGLER_GRACE_S), no longer hold a place:
     # the next hit starts beside them (still within the fetch budget).
@@ -253,6 +256,11 @@ async def _walk(
     demote_at: float | None = None
     begun: dict[asyncio.Task[_Read], float] = {}  # when each fetch started
     slowest = 0.0  # the longest a read page took (fetch and analysis)
+    # Pages whose body has arrived: they are in analysis, no longer loading, so the straggler
+    # rules leave them alone (the question's deadline still bounds them).
+    arrived: set[asyncio.Task[Any]] = set()
+    cut: dict[asyncio.Task[_Read], int] = {}  # pages cut off while still loading
+    hard_stop = None if fetch_by is None else fetch_by + _ANALYSIS_GRACE_S
 
     def start_more() -> None:
         nonlocal started, exhausted
@@ -272,7 +280,7 @@ async def _walk(
                 reads[index] = _Read(tuple(found), "source_policy")
                 continue
             started += 1
-            task = asyncio.create_task(_read(hit, plan, source, runtime, fetch_by))
+            task = asyncio.create_task(_read(hit, plan, source, runtime, fetch_by, arrived))
             running[task] = index
             begun[task] = loop.time()
 
@@ -286,19 +294,30 @@ async def _walk(
             if cut_by is None and read and exhausted:
                 # The walk has what it can get: a slow page must not set the latency.
                 cut_by = loop.time() + STRAGGLER_GRACE_S
-            stop = [] if cut_by is None else [cut_by]
-            if fetch_by is not None:
-                stop.append(fetch_by + _ANALYSIS_GRACE_S)
-            ends = stop if demote_at is None else [*stop, demote_at]
+            if not patience_over and cut_by is not None and loop.time() >= cut_by:
+                # Out of patience: the pages still loading are cut off; those whose body
+                # arrived finish their analysis.
+                patience_over = True
+                for task in [task for task in running if task not in arrived]:
+                    task.cancel()
+                    cut[task] = running.pop(task)
+                if not running:
+                    break
+            ends = [
+                end
+                for end in (None if patience_over else cut_by, hard_stop, demote_at)
+                if end is not None
+            ]
             timeout = max(0.0, min(ends) - loop.time()) if ends else None
             done, _ = await asyncio.wait(
                 set(running), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
             if not done:
-                if stop and loop.time() >= min(stop):
-                    break  # out of time, or out of patience with the stragglers
-                stragglers.update(running)
-                demote_at = None
+                if hard_stop is not None and loop.time() >= hard_stop:
+                    break  # out of time
+                if demote_at is not None and loop.time() >= demote_at:
+                    stragglers.update(task for task in running if task not in arrived)
+                    demote_at = None
             for task in done:
                 index = running.pop(task)
                 stragglers.discard(task)
@@ -321,11 +340,11 @@ async def _walk(
         # On time (or when the walk is itself cancelled) nothing is left running.
         for task in running:
             task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-    for task, index in running.items():
+        await asyncio.gather(*running, *cut, return_exceptions=True)
+    for task, index in (*running.items(), *cut.items()):
         # Not done by the deadline (the fetch's own deadline came first, so most likely in
         # analysis) or by the straggler grace: nothing is known about its answer, so not
-        # even its snippet is trusted.
+        # even its snippet is trusted. (One that finished as it was cut off counts.)
         reads[index] = _Read(failure="cut_off") if task.cancelled() else task.result()
     return [(candidates[index], reads[index]) for index in sorted(reads)]
 
@@ -336,11 +355,17 @@ async def _read(
     source: _Source,
     runtime: AdapterRuntime,
     fetch_by: float | None,
+    arrived: set[asyncio.Task[Any]],
 ) -> _Read:
+    """One hit's page: fetched, then analysed; its task joins ``arrived`` once the body is
+    in hand (from then on it is analysing, not loading)."""
     try:
         page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
         return _fetch_failure(exc)
+    task = asyncio.current_task()
+    if task is not None:
+        arrived.add(task)
     received = len(page.body) if page.fetched_at is None else 0
     try:
         analysis = await runtime.analyses.run(
