@@ -295,19 +295,12 @@ class McpDocsAdapter(Adapter):
             runtime=self.runtime,
         )
         found = (*evidence, *harvest.evidence)
-        return AdapterOutcome(
-            status="ok" if found else "empty",
-            reason=None if found else "no_match",
-            evidence=found,
+        return harvest.outcome(
+            found,
             results=len(texts) + len(hits),
-            pages_fetched=harvest.fetched,
-            pages_failed=harvest.failed,
-            bytes_fetched=harvest.bytes_fetched,
-            detail={
-                "tool": self.options.tool,
-                "documents": len(texts),
-                "page_failures": [f"{url} {why}" for url, why in harvest.failures],
-            },
+            empty_reason="no_match",
+            tool=self.options.tool,
+            documents=len(texts),
         )
 
     def _documents(

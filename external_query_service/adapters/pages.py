@@ -40,6 +40,8 @@ from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import JsonValue
+
 from ..adapters.base import AdapterRuntime, evidence_id
 from ..digests import sha256_digest
 from ..errors import (
@@ -52,7 +54,7 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
-from ..models import Evidence, ExternalQueryPlan, ProviderType
+from ..models import AdapterOutcome, Evidence, ExternalQueryPlan, ProviderType
 from ..net.fetch import FetchedPage
 from ..sites import source_allowed
 from ..text.analyse import PageAnalysis, analyse_page
@@ -148,6 +150,29 @@ class PageHarvest:
     #: Page body bytes received from the network, unusable pages included (pages replayed
     #: from the response cache count nothing).
     bytes_fetched: int = 0
+
+    def outcome(
+        self,
+        evidence: tuple[Evidence, ...],
+        *,
+        results: int,
+        empty_reason: str,
+        **detail: JsonValue,
+    ) -> AdapterOutcome:
+        """The adapter's outcome around this harvest: ``evidence`` (the harvest's, and any the
+        adapter had already), ``ok`` when there is some (else ``empty`` with
+        ``empty_reason``), this harvest's page counts, and its failures listed for the audit
+        (``page_failures``) before the adapter's own ``detail``."""
+        return AdapterOutcome(
+            status="ok" if evidence else "empty",
+            reason=None if evidence else empty_reason,
+            evidence=evidence,
+            results=results,
+            pages_fetched=self.fetched,
+            pages_failed=self.failed,
+            bytes_fetched=self.bytes_fetched,
+            detail={"page_failures": [f"{url} {why}" for url, why in self.failures], **detail},
+        )
 
 
 @dataclass(frozen=True)

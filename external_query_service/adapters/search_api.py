@@ -191,16 +191,6 @@ class KeyedSearchAdapter(Adapter):
             runtime=self.runtime,
         )
         evidence = (*(e for item in given for e in item.evidence), *harvest.evidence)
-        return AdapterOutcome(
-            status="ok" if evidence else "empty",
-            reason=None if evidence else "no_usable_pages",
-            evidence=evidence,
-            results=total,
-            pages_fetched=harvest.fetched,
-            pages_failed=harvest.failed,
-            bytes_fetched=harvest.bytes_fetched,
-            detail={
-                "page_failures": [f"{url} {why}" for url, why in harvest.failures],
-                "provider_texts": len(given),
-            },
+        return harvest.outcome(
+            evidence, results=total, empty_reason="no_usable_pages", provider_texts=len(given)
         )

@@ -143,18 +143,11 @@ class SearxngAdapter(Adapter):
             provider_type=self.provider_type,
             runtime=self.runtime,
         )
-        return AdapterOutcome(
-            status="ok" if harvest.evidence else "empty",
-            reason=None if harvest.evidence else "no_usable_pages",
-            evidence=harvest.evidence,
+        return harvest.outcome(
+            harvest.evidence,
             results=total,
-            pages_fetched=harvest.fetched,
-            pages_failed=harvest.failed,
-            bytes_fetched=harvest.bytes_fetched,
-            detail={
-                "page_failures": [f"{url} {why}" for url, why in harvest.failures],
-                "unresponsive_engines": unresponsive,
-            },
+            empty_reason="no_usable_pages",
+            unresponsive_engines=unresponsive,
         )
 
 
