@@ -485,7 +485,12 @@ class ResponseCache:
 
     def fresh(self, key: CacheKey) -> HttpExchange | None:
         """The kept reply for ``key`` when it may be used without asking the origin."""
-        entry = self.lookup(key)
+        return self.reuse(key, self.lookup(key))
+
+    def reuse(self, key: CacheKey, entry: CachedResponse | None) -> HttpExchange | None:
+        """``entry`` (what ``lookup(key)`` gave) as a kept reply when it may be used without
+        asking the origin, counted as a hit; None when it must be revalidated first. A
+        caller that needs the entry anyway (its validators) looks it up once, not twice."""
         if entry is None or not entry.fresh(self._clock().timestamp()):
             return None
         self.hits += 1

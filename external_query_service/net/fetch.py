@@ -556,6 +556,11 @@ class SafeFetcher:
     async def _kept_hop(self, target: httpx.URL) -> HttpExchange | None:
         """The fresh kept reply for ``target``, once the policy allows its origin now."""
         kept = self._cache.fresh(_page_key(target)) if self._cache is not None else None
+        return await self._admitted(target, kept)
+
+    async def _admitted(self, target: httpx.URL, kept: HttpExchange | None) -> HttpExchange | None:
+        """``kept`` once the policy allows ``target``'s origin now (a kept reply is never
+        used from a host the policy has since refused)."""
         if kept is not None:
             _, host, port = _origin(target)
             await self._guard.admit(host, port)
@@ -568,12 +573,14 @@ class SafeFetcher:
         url: str,
         progress: _Progress | None = None,
     ) -> HttpExchange:
-        """One request: a fresh kept reply, else the network (revalidating a stale one)."""
-        kept_reply = await self._kept_hop(target)
-        if kept_reply is not None:
-            return kept_reply
+        """One request: a fresh kept reply, else the network (revalidating a stale one).
+        The entry is looked up once for both (one round trip to a shared store)."""
         key = _page_key(target)
         stale = self._cache.lookup(key) if self._cache is not None else None
+        if stale is not None and self._cache is not None:
+            kept_reply = await self._admitted(target, self._cache.reuse(key, stale))
+            if kept_reply is not None:
+                return kept_reply
         requested = self._clock().timestamp()
         validators = stale.validators() if stale is not None else None
         async with client.stream("GET", target, headers=validators) as response:
