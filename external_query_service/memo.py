@@ -63,12 +63,6 @@ class SizedLRU(Generic[K, V]):
             self._items.move_to_end(key)
             return item[0]
 
-    def peek(self, key: K) -> V | None:
-        """The value without counting as use."""
-        with self._lock:
-            item = self._items.get(key)
-            return None if item is None else item[0]
-
     def put(self, key: K, value: V) -> bool:
         """Keep ``value`` (replacing what ``key`` held); False when it alone exceeds the bound."""
         size = self._size(value)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import external_query_service.cli
+from external_query_service import __version__
 from external_query_service.cli import main
 from external_query_service.clock import parse_now
 from external_query_service.errors import InputError
@@ -350,6 +351,18 @@ def test_console_script_reports_errors_without_a_traceback(tmp_path: Path) -> No
     assert completed.returncode == 2
     assert "Traceback" not in completed.stderr
     assert completed.stderr.startswith("external-query: error:")
+
+
+def test_the_package_runs_as_the_program_with_python_dash_m() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "external_query_service", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 0
+    assert completed.stdout.strip() == f"external-query {__version__}"
 
 
 @pytest.mark.parametrize(

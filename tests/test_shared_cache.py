@@ -7,6 +7,7 @@ Every test uses a key prefix of its own and deletes its keys afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -399,6 +400,7 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its workers and their analysis workers: one group to stop
     )
     assert process.stderr is not None
     log: list[str] = []
@@ -415,7 +417,7 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
             if log and sum("Application startup complete" in item for item in log) >= 2:
                 started.set()
 
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         assert started.wait(120), "".join(log)
@@ -461,8 +463,11 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
         assert process.wait(60) == 0
         assert list(scratch.iterdir()) == []  # the metrics folder is gone
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(30)
-        reader.join(10)
-        process.stderr.close()
+        # Every process of the group, not just the supervisor: a worker left behind would hold
+        # the stderr pipe open, and the reader would never see its end.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+        reader.join(30)
+        if not reader.is_alive():  # closing while it still reads would wait on its lock
+            process.stderr.close()

@@ -24,7 +24,6 @@ class BoundedDecoder:
     """
 
     def __init__(self, coding: str | None) -> None:
-        self._coding = coding
         self._raw_fallback = coding == "deflate"
         self._zlib: Any = None
         if coding in ("gzip", "x-gzip"):

@@ -328,16 +328,6 @@ async def _deadline(url: str, seconds: float) -> AsyncIterator[None]:
         raise
 
 
-@contextlib.asynccontextmanager
-async def _sent(client: httpx.AsyncClient, request: httpx.Request) -> AsyncIterator[httpx.Response]:
-    """``request`` sent with its body streamed back, closed when the block ends."""
-    response = await client.send(request, stream=True)
-    try:
-        yield response
-    finally:
-        await response.aclose()
-
-
 #: The longest wait a Retry-After header is taken at its word for (a day); more is noise.
 _MAX_RETRY_AFTER_S = 86_400.0
 
