@@ -115,7 +115,7 @@ class WebToolkit:
     def install(self, task: ToolRegistry) -> None:
         if self._tools is None:
             self._tools = WebTools.from_network(
-                self.network or NetworkSettings(),
+                self.network or task.network,
                 task.store,
                 self.allowed_origins,
                 budget=self.budget,

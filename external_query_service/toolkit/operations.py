@@ -132,7 +132,7 @@ class ToolkitSession:
         self._route: Route | None = None
         self._goal: str | None = None
         self._delegation_status: str | None = None
-        self._store = store or EvidenceStore()
+        self._store = store if store is not None else EvidenceStore()
         self._step = 0
         self._issued: set[str] = set()
         self._consumed: set[str] = set()

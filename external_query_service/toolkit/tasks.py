@@ -35,6 +35,7 @@ from .reports import (
     TaskReport,
     report_bytes,
 )
+from .script import RuntimeInputs
 from .taskfile import (
     TaskInputs,
     TaskSpec,
@@ -194,6 +195,30 @@ class EvidenceTask:
             network=network,
             store=store,
             clock=clock,
+        )
+
+    @classmethod
+    def from_inputs(
+        cls,
+        inputs: RuntimeInputs,
+        *,
+        toolkits: Sequence[Toolkit] | None = None,
+        verifier: Verifier | None = None,
+        store: EvidenceStore | None = None,
+    ) -> EvidenceTask:
+        """The task a script's ``build(inputs)`` registers: the script's declaration and
+        checked inputs, its ``toolkits`` (the source toolkit its kind implies when None),
+        its ``verifier`` and its ``store`` (by default the one the runner shares)."""
+        return cls(
+            inputs.spec,
+            inputs.task_inputs,
+            task_dir=inputs.task_dir,
+            base_dir=inputs.base_dir,
+            network=inputs.network,
+            store=store if store is not None else inputs.store,
+            clock=inputs.clock,
+            toolkits=toolkits,
+            verifier=verifier,
         )
 
     def _source_toolkits(self) -> tuple[Toolkit, ...]:

@@ -29,6 +29,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from ..errors import TaskDefinitionError
+from ..settings import NetworkSettings
 from ..store import EvidenceStore
 from .confidence import Selection
 from .contracts import CaptureSummary, Effect, ParameterContract, ToolContract
@@ -260,13 +261,17 @@ class PoolSet:
 
 
 class ToolRegistry(Protocol):
-    """What a toolkit's ``install`` gets: the task's store and where to register."""
+    """What a toolkit's ``install`` gets: the task's store, categories and network policy,
+    and where to register tools and generators."""
 
     @property
     def store(self) -> EvidenceStore: ...
 
     @property
     def markers(self) -> dict[str, str]: ...
+
+    @property
+    def network(self) -> NetworkSettings: ...
 
     def add_tool(self, tool: Tool) -> None: ...
 
