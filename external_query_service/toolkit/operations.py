@@ -157,6 +157,11 @@ class ToolkitSession:
         return self._task is not None or self._build is not None
 
     @property
+    def task_built(self) -> bool:
+        """The task exists now (given, or built by a first need of it)."""
+        return self._task is not None
+
+    @property
     def store(self) -> EvidenceStore:
         """The task's store, or the session's own without a task (or before the build)."""
         return self._task.store if self._task is not None else self._store
