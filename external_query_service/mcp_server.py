@@ -143,6 +143,7 @@ SEMANTICS_FIELD_DESCRIPTIONS = {
     "search_queries": "One to three web search queries, in the question's language.",
 }
 
+
 def _tool_names(session: ToolkitSession) -> list[str]:
     """The ``tool`` enum: the built-in tools' advertised names, and the caller's tools of a
     task already built (a script builds on first use, so its own tools are listed by
