@@ -311,15 +311,24 @@ def test_the_mcp_server_runs_the_same_script_and_builds_it_once(
         json.dumps(given),
     ).model_copy(update={"env": {KEY_ENV: SECRET}})
 
-    async def session() -> tuple[set[str], dict[str, Any], dict[str, Any]]:
+    async def session() -> tuple[set[str], list[str], dict[str, Any], dict[str, Any]]:
         async with Client(params) as client:
-            listed = {tool.name for tool in (await client.list_tools()).tools}
+            tools = (await client.list_tools()).tools
+            listed = {tool.name for tool in tools}
+            operate = next(tool for tool in tools if tool.name == "operate")
+            enum = operate.input_schema["properties"]["tool"]["enum"]
             result = structured(await client.call_tool("run_task", {"goal": GOAL}))
             after = structured(await client.call_tool("observe", {}))
-            return listed, result, after
+            return listed, enum, result, after
 
-    listed, result, after = asyncio.run(session())
+    listed, enum, result, after = asyncio.run(session())
     assert "run_task" in listed
+    assert "delegate" not in listed
+    assert "web.open_link" in enum
+    assert not {"web.open", "web.follow", "evidence.record", "report.save"} & set(enum)
+    names = {tool["name"] for tool in after["tools"]}
+    assert {"web.open_link", "read_evidence", "evidence_page", "save_report"} <= names
+    assert not {"web.open", "web.follow", "evidence.read", "report.save"} & names
     assert result["status"] == "completed", result["stopped_because"]
     assert result["receipt"]["matches"] is True
     assert result["receipt"]["path"] == str((tmp_path / "mcp-report.json").resolve())

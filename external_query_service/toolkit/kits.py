@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from ..settings import NetworkSettings
 from ..store import MAX_READ_CHARS, EvidenceStore
@@ -59,9 +59,8 @@ def _hidden(tool: Tool, name: str) -> Tool:
     return dataclasses.replace(tool, name=name, advertised=False)
 
 
-def _dump(value: object) -> JsonValue:
-    dump = getattr(value, "model_dump")  # noqa: B009 - every tool result is a pydantic model
-    result: JsonValue = dump(mode="json")
+def _dump(value: BaseModel) -> JsonValue:
+    result: JsonValue = value.model_dump(mode="json")
     return result
 
 

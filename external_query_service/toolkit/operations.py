@@ -8,6 +8,12 @@ passes free text for a URL, a path or a passage. Each ``state_ref`` admits one o
 an unknown, stale (the state moved on) or already used one is refused with ``StaleState``.
 Operations run one at a time; a session is one caller's, in one process.
 
+The tools are the task's ``Tool`` objects (``tools.py``), installed by its toolkits; the
+session lists the advertised ones (older names stay callable). A session made with
+``build`` (a task script's) builds its task on its first need of it, once. The state
+digest covers the step, the captures, the records, the saved report and each toolkit's
+``observe()`` projection.
+
 A session has one route, taken by its first operation: direct (``operate``) or delegated
 (``delegate``, a model choosing the same steps within a budget; ``toolkit/delegate.py``).
 Once taken, the other route is refused (``route_taken``), so two histories never merge.
