@@ -346,3 +346,27 @@ def test_a_bound_script_keeps_the_store_the_runner_shares(
     before = session.store
     assert session.task is not None
     assert session.store is before
+
+
+def test_run_task_walks_the_workspace_example_without_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "corpus" / "src" / "auth.py", "def check(t):\n    return verify_token(t)\n")
+    monkeypatch.chdir(tmp_path)
+    given = {
+        "root": "corpus",
+        "queries": ["verify_token"],
+        "markers": {"implementation": "return verify_token"},
+        "output": "local-results/workspace.json",
+    }
+    argv = ["run-task", str(WORKSPACE), "--inputs", json.dumps(given), "--policy", "walk"]
+    code, out, err = run_cli(argv, capsys)
+
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["receipt"]["matches"] is True
+    assert printed["receipt"]["sources"] == ["workspace:src/auth.py"]
+    assert printed["collection"]["searches"] == 1
+    saved = json.loads((tmp_path / "local-results" / "workspace.json").read_text("utf-8"))
+    assert saved["task"]["name"] == "workspace-investigation"
+    assert "return verify_token(t)" in saved["records"][0]["quote"]
