@@ -17,7 +17,7 @@ from external_query_service.errors import TaskDefinitionError
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.testing import Reply
 from external_query_service.toolkit import (
-    Candidate,
+    CandidateValue,
     EvidenceTask,
     GeneratorContext,
     Parameter,
@@ -59,11 +59,13 @@ class Glossary:
     def install(self, task: ToolRegistry) -> None:
         store = task.store
 
-        def terms(_parent: str | None) -> list[Candidate]:
-            return [Candidate(term, f"term {term}") for term in SENSES]
+        def terms(_parent: str | None) -> list[CandidateValue]:
+            return [CandidateValue(term, f"term {term}") for term in SENSES]
 
-        def senses(term: str | None) -> list[Candidate]:
-            return [Candidate(f"{term}/{s}", f"{term}: {s}") for s in SENSES.get(term or "", {})]
+        def senses(term: str | None) -> list[CandidateValue]:
+            return [
+                CandidateValue(f"{term}/{s}", f"{term}: {s}") for s in SENSES.get(term or "", {})
+            ]
 
         def lookup(values: Mapping[str, str]) -> JsonValue:
             return {"term": values["term"], "senses": list(SENSES[values["term"]])}

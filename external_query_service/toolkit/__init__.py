@@ -24,7 +24,7 @@ from .reports import ArtifactReceipt, CategoryCheck, EvidenceRecord, TaskReport
 from .script import RuntimeInputs, TaskScript, load_script
 from .taskfile import DelegationRules, TaskBudget, TaskInputs, TaskSpec, load_inputs, load_task
 from .tasks import CollectionSummary, EvidenceTask, MarkerVerifier, Verifier
-from .tools import Candidate, GeneratorContext, Parameter, Tool, Toolkit, TrustedGenerator
+from .tools import CandidateValue, GeneratorContext, Parameter, Tool, Toolkit, TrustedGenerator
 from .web import WebBudget, WebPage, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
 
@@ -32,7 +32,7 @@ __all__ = [
     "ArtifactReceipt",
     "BoundaryRefused",
     "BudgetExhausted",
-    "Candidate",
+    "CandidateValue",
     "CategoryCheck",
     "CollectionSummary",
     "DelegationResult",

@@ -127,10 +127,12 @@ class StepReply(_Frozen):
 
     @property
     def tool(self) -> str | None:
+        """The tool the step names (None: the model stops)."""
         return self.step.get("tool")
 
     @property
     def done(self) -> bool:
+        """The model stops the run."""
         return self.step.get("tool") is None
 
 
@@ -139,9 +141,13 @@ class StepSession(Protocol):
     step on the delegated route, and tell whether it issued a ``state_ref``."""
 
     @property
-    def step(self) -> int: ...
+    def step(self) -> int:
+        """Operations run so far."""
+        ...
 
-    def observe(self) -> Observation: ...
+    def observe(self) -> Observation:
+        """The state now, with a fresh ``state_ref``."""
+        ...
 
     def arguments(
         self,
@@ -149,13 +155,19 @@ class StepSession(Protocol):
         state_ref: str,
         parent: Mapping[str, str] | None = None,
         start: int = 0,
-    ) -> ArgumentsResult: ...
+    ) -> ArgumentsResult:
+        """The candidates of ``tool``'s parameters under ``state_ref``."""
+        ...
 
     async def run_step(
         self, tool: str, arguments: Mapping[str, str], state_ref: str
-    ) -> OperationResult: ...
+    ) -> OperationResult:
+        """Run one step on the delegated route."""
+        ...
 
-    def issued(self, state_ref: str) -> bool: ...
+    def issued(self, state_ref: str) -> bool:
+        """The session issued ``state_ref`` (now or earlier)."""
+        ...
 
 
 class DelegationBudget(_Frozen):

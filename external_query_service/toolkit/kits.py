@@ -25,7 +25,7 @@ from pydantic import BaseModel, JsonValue
 
 from ..settings import NetworkSettings
 from ..store import MAX_READ_CHARS, EvidenceStore
-from .tools import Candidate, Parameter, Tool, ToolRegistry
+from .tools import CandidateValue, Parameter, Tool, ToolRegistry
 from .web import WebBudget, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
 
@@ -112,6 +112,8 @@ class WebToolkit:
         return view
 
     def install(self, task: ToolRegistry) -> None:
+        """Make the web tools (unless given) over the task's store and network policy, and
+        register ``web.open_link``, ``web.read_section`` and the older web names."""
         if self._tools is None:
             self._tools = WebTools.from_network(
                 self.network or task.network,
@@ -132,10 +134,12 @@ class WebToolkit:
         return not any(self.url in (page.url, page.final_url) for page in web.pages())
 
     def _build(self, web: WebTools, store: EvidenceStore) -> list[Tool]:
-        def open_links(_parent: str | None) -> list[Candidate]:
-            entry = [Candidate(self.url, f"{self.url} (entry)")] if self._entry_open(web) else []
+        def open_links(_parent: str | None) -> list[CandidateValue]:
+            entry = (
+                [CandidateValue(self.url, f"{self.url} (entry)")] if self._entry_open(web) else []
+            )
             return entry + [
-                Candidate(link.link_id, f"{link.url} {link.text}".strip())
+                CandidateValue(link.link_id, f"{link.url} {link.text}".strip())
                 for link in web.observed_links()
                 if link.captured_ref is None
             ]
@@ -146,13 +150,13 @@ class WebToolkit:
             page = await (web.follow(chosen) if chosen in known else web.open(chosen))
             return _dump(page)
 
-        def pages(_parent: str | None) -> list[Candidate]:
-            return [Candidate(p.ref, f"{p.final_url} {p.title}".strip()) for p in web.pages()]
+        def pages(_parent: str | None) -> list[CandidateValue]:
+            return [CandidateValue(p.ref, f"{p.final_url} {p.title}".strip()) for p in web.pages()]
 
-        def passages(page: str | None) -> list[Candidate]:
+        def passages(page: str | None) -> list[CandidateValue]:
             if page is None:
                 return []
-            return [Candidate(p.passage_id, p.preview) for p in store.chunk_options(page)]
+            return [CandidateValue(p.passage_id, p.preview) for p in store.chunk_options(page)]
 
         def read_section(values: Mapping[str, str]) -> JsonValue:
             return _dump(web.read_section(values["passage"]))
@@ -190,7 +194,7 @@ class WebToolkit:
                 "Capture the task's entry page (older name of web.open_link).",
                 open_entry,
                 (Parameter("url", "the entry URL"),),
-                {"url": lambda _p: [Candidate(self.url, self.url)]},
+                {"url": lambda _p: [CandidateValue(self.url, self.url)]},
                 effect="capture",
                 advertised=False,
             ),
@@ -256,19 +260,21 @@ class WorkspaceToolkit:
         return view
 
     def install(self, task: ToolRegistry) -> None:
+        """Make the workspace tools (unless given) over the task's store, and register
+        ``files.list``, ``files.search`` and ``files.read``."""
         if self._tools is None:
             self._tools = WorkspaceTools(self.root, task.store, limits=self.limits)
         for tool in self._build(self.tools, task):
             task.add_tool(tool)
 
     def _build(self, files: WorkspaceTools, task: ToolRegistry) -> list[Tool]:
-        def folders(_parent: str | None) -> list[Candidate]:
+        def folders(_parent: str | None) -> list[CandidateValue]:
             found = {""} | {str(PurePosixPath(p).parent).removeprefix(".") for p in self._known}
-            return [Candidate(f, f or "(root)") for f in sorted(found)]
+            return [CandidateValue(f, f or "(root)") for f in sorted(found)]
 
-        def queries(_parent: str | None) -> list[Candidate]:
+        def queries(_parent: str | None) -> list[CandidateValue]:
             given = (*self.queries, *task.markers.values(), *task.pool("queries"))
-            return [Candidate(q, q) for q in given]
+            return [CandidateValue(q, q) for q in given]
 
         async def listing(values: Mapping[str, str]) -> JsonValue:
             found = await asyncio.to_thread(files.list, values["under"])
@@ -304,7 +310,7 @@ class WorkspaceToolkit:
                 "Capture one plain file listed or matched before.",
                 read,
                 (Parameter("path", "a file path, relative to the root", "explore"),),
-                {"path": lambda _p: [Candidate(p, p) for p in self._known]},
+                {"path": lambda _p: [CandidateValue(p, p) for p in self._known]},
                 effect="capture",
             ),
         ]
@@ -313,24 +319,24 @@ class WorkspaceToolkit:
 def evidence_tools(store: EvidenceStore) -> list[Tool]:
     """``read_evidence`` and ``evidence_page`` over ``store`` (and ``evidence.read``)."""
 
-    def refs(_parent: str | None) -> list[Candidate]:
-        return [Candidate(c.ref, f"{c.source} ({c.length} chars)") for c in store.references()]
+    def refs(_parent: str | None) -> list[CandidateValue]:
+        return [CandidateValue(c.ref, f"{c.source} ({c.length} chars)") for c in store.references()]
 
-    def offsets(ref: str | None) -> list[Candidate]:
+    def offsets(ref: str | None) -> list[CandidateValue]:
         if ref is None:
             return []
         length = store.describe(ref).length
         return [
-            Candidate(str(at), f"characters {at}–{min(length, at + MAX_READ_CHARS)}")
+            CandidateValue(str(at), f"characters {at}–{min(length, at + MAX_READ_CHARS)}")
             for at in range(0, max(length, 1), MAX_READ_CHARS)
         ]
 
-    def pages(ref: str | None) -> list[Candidate]:
+    def pages(ref: str | None) -> list[CandidateValue]:
         if ref is None:
             return []
         count = len(store.chunk_options(ref))
         return [
-            Candidate(
+            CandidateValue(
                 str(page),
                 f"passages {page * PASSAGES_PER_PAGE + 1}–"
                 f"{min(count, (page + 1) * PASSAGES_PER_PAGE)} of {count}",
@@ -377,14 +383,16 @@ def evidence_tools(store: EvidenceStore) -> list[Tool]:
 def task_tools(task: EvidenceTask) -> list[Tool]:
     """``record_evidence`` and ``save_report`` for ``task`` (and their older names)."""
 
-    def categories(_parent: str | None) -> list[Candidate]:
-        return [Candidate(label, f"{label}: {marker}") for label, marker in task.markers.items()]
+    def categories(_parent: str | None) -> list[CandidateValue]:
+        return [
+            CandidateValue(label, f"{label}: {marker}") for label, marker in task.markers.items()
+        ]
 
-    def passages(category: str | None) -> list[Candidate]:
+    def passages(category: str | None) -> list[CandidateValue]:
         if category is None:
             return []
         return [
-            Candidate(p.passage_id, f"{task.store.describe(p.ref).source} · {p.preview}")
+            CandidateValue(p.passage_id, f"{task.store.describe(p.ref).source} · {p.preview}")
             for p in task.record_options(category)
         ]
 

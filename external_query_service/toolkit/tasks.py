@@ -90,7 +90,9 @@ class Verifier(Protocol):
     ``True`` fails). Only passages that pass are offered for recording."""
 
     @property
-    def record_checks(self) -> Mapping[str, Callable[[str], object]]: ...
+    def record_checks(self) -> Mapping[str, Callable[[str], object]]:
+        """Category label → the check of a passage's text."""
+        ...
 
 
 class MarkerVerifier:
@@ -102,6 +104,7 @@ class MarkerVerifier:
 
     @property
     def record_checks(self) -> Mapping[str, Callable[[str], object]]:
+        """Category label → "the text holds the marker"."""
         return {label: _holds(marker) for label, marker in self.markers.items()}
 
 

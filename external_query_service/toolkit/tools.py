@@ -36,8 +36,8 @@ from .contracts import CaptureSummary, Effect, ParameterContract, ToolContract
 
 __all__ = [
     "MAX_POOL_ITEMS",
-    "Candidate",
     "CandidateSource",
+    "CandidateValue",
     "GeneratorContext",
     "Parameter",
     "PoolSet",
@@ -58,7 +58,7 @@ Runner = Callable[[Mapping[str, str]], "Awaitable[JsonValue] | JsonValue"]
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CandidateValue:
     """One value a parameter may take, and a label for a reader (the model sees the label;
     the tool gets the value)."""
 
@@ -67,7 +67,7 @@ class Candidate:
 
 
 #: A parameter's candidates now: called with the chosen parent's value (None without one).
-CandidateSource = Callable[[str | None], Iterable[Candidate]]
+CandidateSource = Callable[[str | None], Iterable[CandidateValue]]
 
 
 @dataclass(frozen=True)
@@ -159,10 +159,10 @@ class Tool:
             parameters=tuple(parameter.contract for parameter in self.parameters),
         )
 
-    def offer(self, parameter: str, parent: str | None) -> list[Candidate]:
+    def offer(self, parameter: str, parent: str | None) -> list[CandidateValue]:
         """The candidates of ``parameter`` now (given the parent's value for a dependent
         one); duplicates of a value are dropped, the first label kept."""
-        found: dict[str, Candidate] = {}
+        found: dict[str, CandidateValue] = {}
         for candidate in self.candidates[parameter](parent):
             found.setdefault(candidate.value, candidate)
         return list(found.values())
@@ -230,11 +230,13 @@ class PoolSet:
         self._version: object = None
 
     def register(self, generator: TrustedGenerator) -> None:
+        """Add ``generator``; its pool starts empty."""
         self._generators.append(generator)
         self._pools.setdefault(generator.pool, {})
         self.rejected.setdefault(generator.pool, 0)
 
     def names(self) -> tuple[str, ...]:
+        """The pools registered so far."""
         return tuple(self._pools)
 
     def values(self, pool: str) -> tuple[str, ...]:
@@ -265,19 +267,31 @@ class ToolRegistry(Protocol):
     and where to register tools and generators."""
 
     @property
-    def store(self) -> EvidenceStore: ...
+    def store(self) -> EvidenceStore:
+        """The task's store: where tools capture."""
+        ...
 
     @property
-    def markers(self) -> dict[str, str]: ...
+    def markers(self) -> dict[str, str]:
+        """The task's categories: label → marker."""
+        ...
 
     @property
-    def network(self) -> NetworkSettings: ...
+    def network(self) -> NetworkSettings:
+        """The network policy web tools fetch under."""
+        ...
 
-    def add_tool(self, tool: Tool) -> None: ...
+    def add_tool(self, tool: Tool) -> None:
+        """Register ``tool`` (names are unique)."""
+        ...
 
-    def register_generator(self, generator: TrustedGenerator) -> None: ...
+    def register_generator(self, generator: TrustedGenerator) -> None:
+        """Register a trusted generator feeding ``generator.pool``."""
+        ...
 
-    def pool(self, name: str) -> tuple[str, ...]: ...
+    def pool(self, name: str) -> tuple[str, ...]:
+        """The accepted values of candidate pool ``name``."""
+        ...
 
 
 @runtime_checkable
@@ -285,8 +299,14 @@ class Toolkit(Protocol):
     """A provider of tools (see the module docstring)."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """A unique name for the toolkit (its projection's key in an observation)."""
+        ...
 
-    def observe(self) -> Mapping[str, JsonValue]: ...
+    def observe(self) -> Mapping[str, JsonValue]:
+        """A compact, stable JSON projection of the toolkit's state; captures nothing."""
+        ...
 
-    def install(self, task: ToolRegistry) -> None: ...
+    def install(self, task: ToolRegistry) -> None:
+        """Register the toolkit's tools (and any trusted generator) with ``task``."""
+        ...
