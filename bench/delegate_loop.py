@@ -44,6 +44,21 @@ def site(server: LoopbackServer, pages: int) -> None:
         server.route(f"/p{n}", Reply(body=html), host="docs.test")
 
 
+def _enum_values(schema: Any) -> set[str]:
+    """The option ids the reply schema's enums list (the state_ref's aside)."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        if "enum" in schema:
+            found |= {value for value in schema["enum"] if isinstance(value, str)}
+        for key, value in schema.items():
+            if key != "state_ref":
+                found |= _enum_values(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found |= _enum_values(value)
+    return found
+
+
 class ScriptedModel:
     """Stands in for ``ChatCompletionsClient``: reads the offer, answers at once."""
 
@@ -60,22 +75,11 @@ class ScriptedModel:
     ) -> Completion[Any]:
         shown = json.loads(messages[-1].content)
         offers = {item["tool"]: item for item in shown["tools_on_offer"]}
-        self.prompts.append(
-            (
-                len(messages[-1].content),
-                len(options["schema"]["properties"]["options"]["items"]["enum"]),
-            )
-        )
+        self.prompts.append((len(messages[-1].content), len(_enum_values(options["schema"]))))
         tool, ids = self._choose(shown, offers)
-        content = json.dumps(
-            {
-                "note": "",
-                "done": False,
-                "state_ref": shown["state_ref"],
-                "tool": tool,
-                "options": ids,
-            }
-        )
+        names = [p["name"] for p in offers[tool]["parameters"]] if tool in offers else []
+        step: dict[str, Any] = {"tool": tool} | dict(zip(names, ids, strict=True))
+        content = json.dumps({"note": "", "state_ref": shown["state_ref"], "step": step})
         tokens = [TokenLogprob(token=ch, logprob=0.0, top=((ch, 0.0),)) for ch in content]
         return Completion(
             value=output.model_validate_json(content),
@@ -94,15 +98,13 @@ class ScriptedModel:
             option: str = offers[tool]["parameters"][parameter]["options"][0]["id"]
             return option
 
-        if not shown["captures"]["count"]:
-            return "web.open", [first("web.open")]
-        if "evidence.record" in offers:
-            category = first("evidence.record")
-            by_parent = offers["evidence.record"]["parameters"][1]["options_by_parent"]
-            return "evidence.record", [category, by_parent[category][0]["id"]]
-        if "web.follow" in offers:
-            return "web.follow", [first("web.follow")]
-        return "report.save", []
+        if "record_evidence" in offers:
+            category = first("record_evidence")
+            by_parent = offers["record_evidence"]["parameters"][1]["options_by_parent"]
+            return "record_evidence", [category, by_parent[category][0]["id"]]
+        if "web.open_link" in offers:  # the entry first, then the links in order
+            return "web.open_link", [first("web.open_link")]
+        return "save_report", []
 
 
 def build_task(server: LoopbackServer, folder: str, pages: int) -> EvidenceTask:

@@ -15,6 +15,7 @@ ExternalQueryError
 │   ├── integrations.common.IntegrationUnavailable
 │   │                                   an integration's framework is not installed
 │   ├── mcp_server.McpUnavailable       the optional mcp package is not installed
+│   ├── TaskDefinitionError             a task script, toolkit, tool or parameter declared wrongly
 │   └── server.ServerUnavailable        the optional server extra is not installed
 ├── FetchError                          a URL could not be fetched safely (carries url + reason)
 │   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
@@ -45,10 +46,10 @@ ExternalQueryError
 
 A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
 every instance as a machine-readable snake_case string, for audits, attempt records and
-exit codes. The others (``InputError``, ``SettingsError``, ``UnknownAdapterKind``,
-``McpUnavailable``, ``ServerUnavailable``, ``ServiceClosed``, ``EvidenceEvicted``,
-``NothingAnswered``, ``CaseFailed``) are told apart by their type and carry what they are
-about as attributes. Nothing returns ``None`` to mean
+exit codes. The others (``InputError``, ``SettingsError``, ``TaskDefinitionError``,
+``UnknownAdapterKind``, ``McpUnavailable``, ``ServerUnavailable``, ``ServiceClosed``,
+``EvidenceEvicted``, ``NothingAnswered``, ``CaseFailed``) are told apart by their type and
+carry what they are about as attributes. Nothing returns ``None`` to mean
 "it went wrong".
 """
 
@@ -66,6 +67,7 @@ __all__ = [
     "InvalidQuery",
     "ServiceClosed",
     "SettingsError",
+    "TaskDefinitionError",
     "TooManyRedirects",
     "UnknownAdapterKind",
     "UnsafeURL",
@@ -92,6 +94,12 @@ class InvalidQuery(InputError):
     def __init__(self, message: str, *, reason: str) -> None:
         self.reason = reason
         super().__init__(message)
+
+
+class TaskDefinitionError(InputError):
+    """A task script that cannot be loaded (no ``workflow = TaskScript(build)``, an import
+    that fails, a ``build`` that returns no task), or a toolkit, tool, parameter or trusted
+    generator declared wrongly. The message is one line naming the problem."""
 
 
 class SettingsError(InputError):

@@ -143,13 +143,15 @@ SEMANTICS_FIELD_DESCRIPTIONS = {
     "search_queries": "One to three web search queries, in the question's language.",
 }
 
-ToolName = Annotated[
-    str,
-    Field(
-        description="A toolkit tool; observe lists the ones this session offers.",
-        json_schema_extra={"enum": list(TOOL_NAMES)},
-    ),
-]
+
+def _tool_names(session: ToolkitSession) -> list[str]:
+    """The ``tool`` enum: the built-in tools' advertised names, and the caller's tools of a
+    task already built (a script builds on first use, so its own tools are listed by
+    ``observe``). Older names are callable but never listed."""
+    built = session.tool_names() if session.task_built else ()
+    return list(dict.fromkeys((*TOOL_NAMES, *built)))
+
+
 StateRef = Annotated[str, Field(description="The state_ref from the latest observe.")]
 
 
@@ -223,6 +225,13 @@ def build_server(
         middleware=[_hide_unlisted],
     )
     described_semantics = WithJsonSchema(_semantics_schema(service.query_kinds))
+    ToolName = Annotated[
+        str,
+        Field(
+            description="A toolkit tool; observe lists the ones this session offers.",
+            json_schema_extra={"enum": _tool_names(session)},
+        ),
+    ]
     # One operation at a time, even if a client pipelines requests.
     lock = asyncio.Lock()
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)

@@ -271,9 +271,10 @@ class EvidenceStore:
             next_offset=end if text and end < total else None,
         )
 
-    def passage_options(self, ref: str) -> tuple[Passage, ...]:
+    def chunk_options(self, ref: str) -> tuple[Passage, ...]:
         """The capture's passages in text order (paragraph- and CJK-aware chunks of at most
-        ``PASSAGE_CHARS`` characters; every one an exact slice of the stored text)."""
+        ``PASSAGE_CHARS`` characters; every one an exact slice of the stored text).
+        ``passage_options`` is the older name of the same method."""
         with self._lock:
             cached = self._passages.get(ref)
         if cached is not None:
@@ -294,6 +295,9 @@ class EvidenceStore:
             if ref in self._captures:  # not evicted meanwhile
                 self._passages[ref] = passages
         return passages
+
+    #: The older name of ``chunk_options``, kept for one release.
+    passage_options = chunk_options
 
     def passage(self, passage_id: str) -> Passage:
         """The passage ``passage_id`` names; ``KeyError`` when there is no such passage."""

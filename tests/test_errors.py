@@ -161,6 +161,7 @@ WITHOUT_REASON = {
     "ExternalQueryError",
     "InputError",
     "SettingsError",
+    "TaskDefinitionError",
     "UnknownAdapterKind",
     "McpUnavailable",
     "ServiceClosed",

@@ -96,8 +96,19 @@ def test_closed_values_are_enums_and_read_evidence_is_bounded(
     tools = listed_over_stdio(tmp_path, loopback)
     for name in ("arguments", "operate"):
         assert tools[name].input_schema["properties"]["tool"]["enum"] == list(TOOL_NAMES)
-    assert len(TOOL_NAMES) == 10
-    assert {"web.open", "files.read", "evidence.read", "report.save"} <= set(TOOL_NAMES)
+    # The design's names are advertised; the older ones stay callable but are not listed.
+    assert TOOL_NAMES == (
+        "web.open_link",
+        "web.read_section",
+        "files.list",
+        "files.search",
+        "files.read",
+        "read_evidence",
+        "evidence_page",
+        "record_evidence",
+        "save_report",
+    )
+    assert not {"web.open", "web.follow", "evidence.read", "report.save"} & set(TOOL_NAMES)
 
     read = tools["read_evidence"].input_schema["properties"]
     assert read["limit"]["maximum"] == MAX_READ_CHARS == 1200

@@ -56,6 +56,7 @@ EXPECTED = [
     "Settings",
     "SettingsError",
     "StaleState",
+    "TaskDefinitionError",
     "TimeRange",
     "TooManyRedirects",
     "ToolkitError",

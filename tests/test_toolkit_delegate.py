@@ -60,6 +60,23 @@ def chosen_ids(shown: dict[str, Any], tool: str, labels: dict[str, str]) -> list
     return ids
 
 
+def reply_content(
+    shown: dict[str, Any],
+    tool: str | None,
+    options: list[str],
+    *,
+    note: str = "next step",
+    state_ref: str | None = None,
+) -> str:
+    """A reply as the schema asks: ``step`` holds the tool and one id per parameter, by
+    the offered parameter's name (``tool`` None: stop)."""
+    step: dict[str, Any] = {"tool": tool}
+    offer = next((item for item in shown["tools_on_offer"] if item["tool"] == tool), None)
+    names = [p["name"] for p in offer["parameters"]] if offer else ["option"] * len(options)
+    step.update(zip(names, options, strict=False))
+    return json.dumps({"note": note, "state_ref": state_ref or shown["state_ref"], "step": step})
+
+
 def step_reply(
     shown: dict[str, Any],
     tool: str | None,
@@ -71,15 +88,7 @@ def step_reply(
 ) -> Reply:
     """The model's reply; with ``weights`` (probability of the chosen tool and ids), the
     other offered values share the rest of each choice's probability."""
-    content = json.dumps(
-        {
-            "note": "next step",
-            "done": done,
-            "state_ref": state_ref or shown["state_ref"],
-            "tool": tool,
-            "options": options,
-        }
-    )
+    content = reply_content(shown, None if done else tool, options, state_ref=state_ref)
     if weights is None:
         return completion(content)
     tools = [item["tool"] for item in shown["tools_on_offer"]]
@@ -132,12 +141,12 @@ def done() -> Chooser:
 
 
 WEB_SCRIPT = (
-    pick("web.open"),
-    pick("web.follow", link="/guide"),
-    pick("web.follow", link="/licence"),
-    pick("evidence.record", category="requirements"),
-    pick("evidence.record", category="licence"),
-    pick("report.save"),
+    pick("web.open_link", link="(entry)"),
+    pick("web.open_link", link="/guide"),
+    pick("web.open_link", link="/licence"),
+    pick("record_evidence", category="requirements"),
+    pick("record_evidence", category="licence"),
+    pick("save_report"),
 )
 
 
@@ -179,12 +188,12 @@ def test_a_web_task_completes_by_delegation_with_a_matching_report_and_every_ste
 
     assert result.status == "completed", result.stopped_because
     assert [step.tool for step in result.steps] == [
-        "web.open",
-        "web.follow",
-        "web.follow",
-        "evidence.record",
-        "evidence.record",
-        "report.save",
+        "web.open_link",
+        "web.open_link",
+        "web.open_link",
+        "record_evidence",
+        "record_evidence",
+        "save_report",
     ]
     assert all(step.ok and step.gated and step.chosen_by == "model" for step in result.steps)
     saved = tmp_path / "reports" / "run-1.json"
@@ -206,7 +215,7 @@ def test_a_web_task_completes_by_delegation_with_a_matching_report_and_every_ste
     assert [line["event"] for line in lines] == ["start", *["turn"] * 6, "end"]
     for line, step in zip(lines[1:-1], result.steps, strict=True):
         assert line["observation_digest"].startswith("sha256:")
-        assert line["reply"]["tool"] == step.tool
+        assert line["reply"]["step"]["tool"] == step.tool
         assert line["gate"]["gated"] is True
         assert all(figure["passed"] for figure in line["gate"]["figures"])
         assert line["ran"]["arguments"] == step.arguments
@@ -247,8 +256,8 @@ def test_a_workspace_task_completes_by_delegation_and_ungated_steps_say_so(
 ) -> None:
     chat.then(
         plain("files.search", query="verify_token"),
-        plain("evidence.record", category="implementation"),
-        plain("report.save"),
+        plain("record_evidence", category="implementation"),
+        plain("save_report"),
     )
     session = workspace_session(tmp_path, chat)
     archive = tmp_path / "ws.jsonl"
@@ -274,9 +283,15 @@ def test_a_url_not_on_offer_is_refused_never_fetched_and_stops_the_run_after_thr
     guide = f"http://docs.test:{docs.port}/guide"
 
     def names_a_url(body: dict[str, Any]) -> Reply:
-        return step_reply(view(body), "web.follow", [guide])
+        return step_reply(view(body), "web.open_link", [guide])
 
-    chat.then(pick("web.open"), names_a_url, names_a_url, names_a_url, pick("web.open"))
+    chat.then(
+        pick("web.open_link", link="(entry)"),
+        names_a_url,
+        names_a_url,
+        names_a_url,
+        pick("web.open_link", link="(entry)"),
+    )
     session = web_session(tmp_path, docs, chat)
     archive = tmp_path / "steps.jsonl"
 
@@ -284,7 +299,7 @@ def test_a_url_not_on_offer_is_refused_never_fetched_and_stops_the_run_after_thr
 
     assert result.status == "refused_too_often"
     assert result.cost.refusals == 3
-    assert [step.tool for step in result.steps] == ["web.open", "report.save"]
+    assert [step.tool for step in result.steps] == ["web.open_link", "save_report"]
     assert result.steps[-1].chosen_by == "loop"  # save_incomplete: the loop saved it
     assert docs.requests_to("/guide", host="docs.test") == []
     assert len(chat.bodies) == 4  # the fifth scripted reply was never asked for
@@ -312,7 +327,7 @@ def test_a_path_not_on_offer_is_refused_and_never_read(tmp_path: Path, chat: Cha
 
     assert result.cost.refusals == 1
     assert "option_not_offered: '../outside.txt'" in view(chat.bodies[2])["feedback"]
-    assert [step.tool for step in result.steps] == ["files.list", "files.read", "report.save"]
+    assert [step.tool for step in result.steps] == ["files.list", "files.read", "save_report"]
     sources = {capture.source for capture in session.store.references()}
     assert sources == {"workspace:src/auth.py"}
     assert result.status == "incomplete"
@@ -327,17 +342,19 @@ def test_a_stale_state_ref_is_refused_and_nothing_runs_for_it(
     def opens(body: dict[str, Any]) -> Reply:
         shown = view(body)
         first["state_ref"] = shown["state_ref"]
-        return step_reply(shown, "web.open", chosen_ids(shown, "web.open", {}))
+        return step_reply(
+            shown, "web.open_link", chosen_ids(shown, "web.open_link", {"link": "(entry)"})
+        )
 
     def stale(body: dict[str, Any]) -> Reply:
         shown = view(body)
-        ids = chosen_ids(shown, "web.follow", {"link": "/guide"})
-        return step_reply(shown, "web.follow", ids, state_ref=first["state_ref"])
+        ids = chosen_ids(shown, "web.open_link", {"link": "/guide"})
+        return step_reply(shown, "web.open_link", ids, state_ref=first["state_ref"])
 
     def unknown(body: dict[str, Any]) -> Reply:
         shown = view(body)
-        ids = chosen_ids(shown, "web.follow", {"link": "/guide"})
-        return step_reply(shown, "web.follow", ids, state_ref="state:9:made-up")
+        ids = chosen_ids(shown, "web.open_link", {"link": "/guide"})
+        return step_reply(shown, "web.open_link", ids, state_ref="state:9:made-up")
 
     chat.then(opens, stale, unknown, done())
     session = web_session(tmp_path, docs, chat)
@@ -345,7 +362,7 @@ def test_a_stale_state_ref_is_refused_and_nothing_runs_for_it(
     result = delegate(session)
 
     assert result.cost.refusals == 2
-    assert [step.tool for step in result.steps] == ["web.open", "report.save"]
+    assert [step.tool for step in result.steps] == ["web.open_link", "save_report"]
     assert docs.requests_to("/guide", host="docs.test") == []
     feedback = [view(body).get("feedback", "") for body in chat.bodies]
     assert "stale_state_ref" in feedback[2]
@@ -372,7 +389,7 @@ def test_the_step_budget_stops_the_run_before_the_next_step_is_asked_for(
     result = delegate(web_session(tmp_path, docs, chat), max_steps=2)
     assert result.status == "budget_exhausted"
     assert result.stopped_because.startswith("max_steps: 2 steps taken")
-    assert [step.tool for step in result.steps] == ["web.open", "web.follow", "report.save"]
+    assert [step.tool for step in result.steps] == ["web.open_link", "web.open_link", "save_report"]
     assert len(chat.bodies) == 2
     assert docs.requests_to("/licence", host="docs.test") == []
     assert result.budget.max_steps == 2
@@ -394,7 +411,7 @@ def test_a_reply_after_the_deadline_is_not_executed(
     tmp_path: Path, docs: LoopbackServer, chat: ChatServer
 ) -> None:
     def slow(body: dict[str, Any]) -> Reply:
-        reply = pick("web.open")(body)
+        reply = pick("web.open_link", link="(entry)")(body)
         reply.delay_s = 2.0
         return reply
 
@@ -404,13 +421,13 @@ def test_a_reply_after_the_deadline_is_not_executed(
     assert result.stopped_because.startswith("timeout")
     assert docs.requests == []
     assert result.cost.seconds < 2.0
-    assert [step.tool for step in result.steps] == ["report.save"]
+    assert [step.tool for step in result.steps] == ["save_report"]
 
 
 def test_the_model_failing_stops_the_run_with_its_reason(
     tmp_path: Path, docs: LoopbackServer, chat: ChatServer
 ) -> None:
-    chat.then(pick("web.open"), api_error(500, "overloaded", "server_error"))
+    chat.then(pick("web.open_link", link="(entry)"), api_error(500, "overloaded", "server_error"))
     result = delegate(web_session(tmp_path, docs, chat))
     assert result.status == "model_failed"
     assert "http_status: HTTP 500: overloaded" in result.stopped_because
@@ -424,9 +441,9 @@ def test_a_task_whose_checks_cannot_pass_ends_incomplete_naming_them(
     tmp_path: Path, docs: LoopbackServer, chat: ChatServer
 ) -> None:
     chat.then(
-        pick("web.open"),
-        pick("web.follow", link="/guide"),
-        pick("evidence.record", category="requirements"),
+        pick("web.open_link", link="(entry)"),
+        pick("web.open_link", link="/guide"),
+        pick("record_evidence", category="requirements"),
         done(),
     )
     session = web_session(
@@ -451,7 +468,7 @@ def test_a_task_that_keeps_incomplete_reports_unsaved_offers_no_save_and_saves_n
     assert not (tmp_path / "reports").exists()
     assert "the report was not saved" in result.stopped_because
     offered = [item["tool"] for item in view(chat.bodies[0])["tools_on_offer"]]
-    assert "report.save" not in offered
+    assert "save_report" not in offered
 
 
 # -- confidence ------------------------------------------------------------------------------
@@ -475,15 +492,7 @@ def two_way(tool: str, chosen: float, runner_up: float, **labels: str) -> Choose
     def reply(body: dict[str, Any]) -> Reply:
         shown = view(body)
         ids = chosen_ids(shown, tool, labels)
-        content = json.dumps(
-            {
-                "note": "x",
-                "done": False,
-                "state_ref": shown["state_ref"],
-                "tool": tool,
-                "options": ids,
-            }
-        )
+        content = reply_content(shown, tool, ids, note="x")
         offer = next(item for item in shown["tools_on_offer"] if item["tool"] == tool)
         parameter = offer["parameters"][-1]
         pool = [
@@ -491,7 +500,7 @@ def two_way(tool: str, chosen: float, runner_up: float, **labels: str) -> Choose
         ]
         other = next(value for value in pool if value != ids[-1])
         tables = {
-            tool: {tool: 0.99, "report.save": 0.01},
+            tool: {tool: 0.99, "save_report": 0.01},
             ids[-1]: {ids[-1]: chosen, other: runner_up},
         }
         return completion(content, logprobs=logprob_tokens(content, tables))
@@ -512,8 +521,8 @@ def test_an_unclear_match_choice_is_asked_again_once_then_stops_the_run(
 ) -> None:
     chat.then(
         plain("files.search", query="verify_token"),
-        two_way("evidence.record", 0.45, 0.40, category="implementation", passage="a.py"),
-        two_way("evidence.record", 0.50, 0.45, category="implementation", passage="a.py"),
+        two_way("record_evidence", 0.45, 0.40, category="implementation", passage="a.py"),
+        two_way("record_evidence", 0.50, 0.45, category="implementation", passage="a.py"),
     )
     session = two_captures_with_the_marker(tmp_path, chat)
     archive = tmp_path / "steps.jsonl"
@@ -535,16 +544,16 @@ def test_an_unclear_match_choice_is_asked_again_once_then_stops_the_run(
 def test_a_clear_answer_to_the_second_ask_runs(tmp_path: Path, chat: ChatServer) -> None:
     chat.then(
         plain("files.search", query="verify_token"),
-        two_way("evidence.record", 0.45, 0.40, category="implementation", passage="a.py"),
-        two_way("evidence.record", 0.90, 0.05, category="implementation", passage="a.py"),
-        plain("report.save"),
+        two_way("record_evidence", 0.45, 0.40, category="implementation", passage="a.py"),
+        two_way("record_evidence", 0.90, 0.05, category="implementation", passage="a.py"),
+        plain("save_report"),
     )
     result = delegate(two_captures_with_the_marker(tmp_path, chat), "Find it.")
     assert result.status == "completed", result.stopped_because
     assert [step.tool for step in result.steps] == [
         "files.search",
-        "evidence.record",
-        "report.save",
+        "record_evidence",
+        "save_report",
     ]
 
 
@@ -571,8 +580,8 @@ def test_an_explore_choice_needs_less_certainty_than_a_match_choice(
 def test_the_thresholds_are_the_tasks_to_set(tmp_path: Path, chat: ChatServer) -> None:
     chat.then(
         plain("files.search", query="verify_token"),
-        two_way("evidence.record", 0.45, 0.40, category="implementation", passage="a.py"),
-        plain("report.save"),
+        two_way("record_evidence", 0.45, 0.40, category="implementation", passage="a.py"),
+        plain("save_report"),
     )
     session = two_captures_with_the_marker(tmp_path, chat, min_probability=0.4, min_margin=0.0)
     result = delegate(session, "Find it.")
@@ -681,15 +690,7 @@ def test_the_archive_refuses_a_symlink_and_keeps_the_key_out(
 
     def echoes_the_key(body: dict[str, Any]) -> Reply:
         shown = view(body)
-        content = json.dumps(
-            {
-                "note": f"key {SECRET}",
-                "done": True,
-                "state_ref": shown["state_ref"],
-                "tool": None,
-                "options": [],
-            }
-        )
+        content = reply_content(shown, None, [], note=f"key {SECRET}")
         return completion(content)
 
     chat.then(echoes_the_key)
@@ -771,8 +772,8 @@ def test_run_task_takes_the_model_flags_without_a_config_section(
 ) -> None:
     chat.then(
         plain("files.search", query="verify_token"),
-        plain("evidence.record", category="implementation"),
-        plain("report.save"),
+        plain("record_evidence", category="implementation"),
+        plain("save_report"),
     )
     workspace_session(tmp_path, chat)  # writes the corpus and the task file
     given = write(

@@ -37,7 +37,7 @@ def step(session: ToolkitSession, tool: str, **labels: str) -> dict[str, Any]:
     seen = session.observe()
     state = seen.state_ref
     chosen: dict[str, str] = {}
-    contract = next(item for item in seen.tools if item.name == tool)
+    contract = session.contract(tool)  # an older, unadvertised name works too
     for parameter in contract.parameters:
         parent = (
             {parameter.depends_on: chosen[parameter.depends_on]} if parameter.depends_on else {}
@@ -58,13 +58,12 @@ def session(tmp_path: Path, docs: LoopbackServer) -> ToolkitSession:
 def test_observe_lists_the_tools_of_a_web_task_and_a_state_ref(session: ToolkitSession) -> None:
     seen = session.observe()
     assert [tool.name for tool in seen.tools] == [
-        "web.open",
-        "web.links",
-        "web.follow",
+        "web.open_link",
         "web.read_section",
-        "evidence.read",
-        "evidence.record",
-        "report.save",
+        "read_evidence",
+        "evidence_page",
+        "record_evidence",
+        "save_report",
     ]
     assert seen.state_ref.startswith("state:0:")
     assert seen.task is not None
@@ -139,18 +138,18 @@ def test_dependent_candidates_appear_only_after_the_parent_is_chosen(
 def test_a_whole_task_can_be_driven_step_by_step_to_a_matching_report(
     session: ToolkitSession,
 ) -> None:
-    step(session, "web.open")
-    step(session, "web.follow", link="/guide")
-    step(session, "web.follow", link="/licence")
-    record = step(session, "evidence.record", category="requirements")
+    step(session, "web.open_link", link="(entry)")
+    step(session, "web.open_link", link="/guide")
+    step(session, "web.open_link", link="/licence")
+    record = step(session, "record_evidence", category="requirements")
     assert REQUIREMENT in str(record["quote"])
-    step(session, "evidence.record", category="licence")
+    step(session, "record_evidence", category="licence")
     section = step(session, "web.read_section", page="/licence", passage=LICENCE[:3])
     assert LICENCE in str(section["text"])
-    window = step(session, "evidence.read", ref="/guide")
+    window = step(session, "read_evidence", ref="/guide")
     assert window["offset"] == 0
 
-    receipt = step(session, "report.save")
+    receipt = step(session, "save_report")
     assert receipt["matches"] is True
     seen = session.observe()
     assert seen.receipt is not None
@@ -180,7 +179,7 @@ def test_without_a_task_only_bounded_evidence_reads_are_offered() -> None:
     ref = store.put("证据" * 1000, source="https://example.test/")
     session = ToolkitSession(store=store)
     seen = session.observe()
-    assert [tool.name for tool in seen.tools] == ["evidence.read"]
+    assert [tool.name for tool in seen.tools] == ["read_evidence", "evidence_page"]
     offsets = session.arguments("evidence.read", seen.state_ref, {"ref": _ref_id(session, ref)})
     assert [o.label for o in offsets.domains[0].options] == [
         "characters 0–1200",

@@ -506,13 +506,8 @@ def test_the_toolkit_doc_names_every_command_flag_tool_and_operation() -> None:
             if option.startswith("--") and option != "--help"
         ]
         assert [flag for flag in flags if flag not in doc] == [], name
-    contracts = (
-        *operations._WEB_TOOLS,
-        *operations._FILE_TOOLS,
-        operations._EVIDENCE_READ,
-        *operations._TASK_TOOLS,
-    )
-    assert [tool.name for tool in contracts if f"`{tool.name}`" not in doc] == []
+    names = (*operations.TOOL_NAMES, *operations.ALIASES)
+    assert [name for name in names if f"`{name}`" not in doc] == []
     tools = ("observe", "arguments", "operate", "run_task", "delegate", "answer", "read_evidence")
     for tool in tools:
         assert f"`{tool}`" in doc, tool

@@ -1,5 +1,11 @@
 """``external-query check-task``, ``run-task`` and ``mcp``: evidence tasks and the MCP server.
 
+A task is a task file (``.toml``/``.json``) or a task script (``.py`` exporting
+``workflow = TaskScript(build)``); its runtime inputs come inline (``--inputs '{…}'``,
+relative paths against the current folder) or from a file (``--inputs-json FILE``,
+relative paths against the file's folder). A script's ``build`` runs once, when the task is
+first needed; ``check-task`` imports the script without calling it.
+
 ``run-task`` has two policies: ``walk`` collects breadth first without a model (today's
 ``collect``), ``model`` delegates the task to the configured model (``ToolkitSession.delegate``)
 within ``--max-steps``, ``--timeout`` and the task's token budget. The default is ``model``
@@ -22,15 +28,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..clock import fixed_clock, parse_now
+from ..clock import Clock, fixed_clock, parse_now
 from ..errors import InputError
+from ..jsonio import load_json_file
 from ..llm.client import ChatCompletionsClient
 from ..service import ExternalQueryService
 from ..settings import Settings
 from ..toolkit.delegate import DelegationResult
 from ..toolkit.errors import ToolkitError
 from ..toolkit.operations import ToolkitSession
-from ..toolkit.taskfile import load_inputs, load_task, resolve_inputs
+from ..toolkit.script import BoundScript, load_script, parse_inputs
+from ..toolkit.taskfile import MAX_TASK_BYTES, TaskSpec, load_task, resolve_inputs, validate_inputs
 from ..toolkit.tasks import EvidenceTask
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
@@ -55,9 +63,11 @@ def register(commands: Subparsers) -> None:
     check = add_command(
         commands,
         "check-task",
-        summary="validate a task file (and inputs) statically",
-        description="Validate a task file, and with --inputs-json its runtime inputs, without "
-        "any request.\nPrints the task (and the inputs' digest and categories) as JSON.",
+        summary="validate a task file or script (and inputs) statically",
+        description="Validate a task file, or import a task script without running its build, "
+        "and\nwith --inputs or --inputs-json its runtime inputs, without any request.\nPrints "
+        "the task (a script's inputs schema too, and the inputs' digest and categories)\nas "
+        "JSON.",
         exit_codes=[
             (0, "valid: the summary (JSON) on stdout"),
             (2, "invalid: one line on stderr naming what is wrong"),
@@ -65,15 +75,11 @@ def register(commands: Subparsers) -> None:
         examples=[
             "external-query check-task tasks/vendor.toml",
             "external-query check-task tasks/vendor.toml --inputs-json inputs.json",
+            "external-query check-task examples/research_task.py",
         ],
     )
-    check.add_argument("task", type=Path, help="task file (.toml or .json)")
-    check.add_argument(
-        "--inputs-json",
-        type=Path,
-        metavar="FILE",
-        help="runtime inputs (JSON) to validate as well, including a free output name",
-    )
+    check.add_argument("task", type=Path, help=_TASK_HELP)
+    _add_inputs_flags(check, "to validate as well, including a free output name")
     check.set_defaults(handler=_check_task)
 
     run = add_command(
@@ -98,15 +104,17 @@ def register(commands: Subparsers) -> None:
         ],
         examples=[
             "external-query run-task tasks/vendor.toml --inputs-json inputs.json --policy walk",
+            "external-query run-task examples/research_task.py --goal 'Quote the requirements' "
+            '\\\n--inputs \'{"url": "https://docs.example.org/", "allowed_origins": '
+            '["https://docs.example.org"],\n"markers": {"requirements": "Python 3.11"}, '
+            '"output": "local-results/research.json"}\'',
             "external-query run-task tasks/vendor.toml --inputs-json inputs.json "
             "--config external-query.toml \\\n--goal 'Quote the supported Python versions' "
             "--max-steps 20 --archive steps.jsonl",
         ],
     )
-    run.add_argument("task", type=Path, help="task file (.toml or .json)")
-    run.add_argument(
-        "--inputs-json", type=Path, required=True, metavar="FILE", help="runtime inputs (JSON)"
-    )
+    run.add_argument("task", type=Path, help=_TASK_HELP)
+    _add_inputs_flags(run, "(one of the two is required)")
     run.add_argument(
         "--config", type=Path, metavar="FILE", help="settings file (TOML): network policy, [llm]"
     )
@@ -163,13 +171,10 @@ def register(commands: Subparsers) -> None:
         ],
     )
     mcp.add_argument("--config", type=Path, metavar="FILE", help="settings file (TOML)")
-    mcp.add_argument("--task", type=Path, metavar="FILE", help="task file for the toolkit tools")
     mcp.add_argument(
-        "--inputs-json",
-        type=Path,
-        metavar="FILE",
-        help="runtime inputs for --task (JSON); --task and --inputs-json go together",
+        "--task", type=Path, metavar="FILE", help="task file or script for the toolkit tools"
     )
+    _add_inputs_flags(mcp, "for --task (--task needs one of the two)")
     mcp.add_argument(
         "--now", metavar="ISO", help="the clock for time checks: ISO datetime with an offset"
     )
@@ -188,35 +193,109 @@ def register(commands: Subparsers) -> None:
     mcp.set_defaults(handler=_serve_mcp)
 
 
+_TASK_HELP = "task file (.toml or .json) or task script (.py exporting workflow)"
+
+
+def _add_inputs_flags(parser: argparse.ArgumentParser, purpose: str) -> None:
+    parser.add_argument(
+        "--inputs",
+        metavar="JSON",
+        help=f"runtime inputs as one JSON object {purpose}; relative paths against the "
+        "current folder",
+    )
+    parser.add_argument(
+        "--inputs-json",
+        type=Path,
+        metavar="FILE",
+        help=f"runtime inputs from a JSON file {purpose}; relative paths against its folder",
+    )
+
+
+def _given_inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Path] | None:
+    """The runtime inputs the flags give, and the folder relative paths resolve against."""
+    if args.inputs is not None and args.inputs_json is not None:
+        raise InputError("--inputs and --inputs-json: give the inputs one way")
+    if args.inputs is not None:
+        return parse_inputs(args.inputs), Path.cwd()
+    if args.inputs_json is not None:
+        data = load_json_file(args.inputs_json, max_bytes=MAX_TASK_BYTES)
+        if not isinstance(data, dict):
+            raise InputError(f"{args.inputs_json}: the root must be an object")
+        return data, args.inputs_json.resolve().parent
+    return None
+
+
+def _is_script(path: Path) -> bool:
+    return path.suffix.lower() == ".py"
+
+
+def _clock(args: argparse.Namespace) -> Clock | None:
+    now = parse_now(args.now) if args.now is not None else None
+    return fixed_clock(now) if now else None
+
+
+def _prepare(args: argparse.Namespace, settings: Settings) -> EvidenceTask | BoundScript:
+    """The task the flags name: a task file's task, or a script bound to checked inputs
+    (its build not called yet)."""
+    given = _given_inputs(args)
+    if given is None:
+        raise InputError("the runtime inputs are missing: --inputs JSON or --inputs-json FILE")
+    data, base_dir = given
+    clock = _clock(args)
+    if _is_script(args.task):
+        return load_script(args.task).bind(
+            data, base_dir=base_dir, network=settings.network, clock=clock
+        )
+    spec, task_dir = load_task(args.task)
+    try:
+        return EvidenceTask(
+            spec, data, task_dir=task_dir, base_dir=base_dir, network=settings.network, clock=clock
+        )
+    except ToolkitError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _session(
+    prepared: EvidenceTask | BoundScript,
+    *,
+    model: ChatCompletionsClient | None = None,
+    direct_only: bool = False,
+) -> ToolkitSession:
+    if isinstance(prepared, BoundScript):
+        return prepared.session(model=model, direct_only=direct_only)
+    return ToolkitSession(prepared, model=model, direct_only=direct_only)
+
+
 def _print(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def _task(args: argparse.Namespace, settings: Settings) -> EvidenceTask:
-    now = parse_now(args.now) if args.now is not None else None
-    try:
-        task = EvidenceTask.from_files(
-            args.task,
-            args.inputs_json,
-            network=settings.network,
-            clock=fixed_clock(now) if now else None,
-        )
-    except ToolkitError as exc:
-        raise InputError(str(exc)) from None
-    return task
-
-
 def _check_task(args: argparse.Namespace) -> int:
-    spec, task_dir = load_task(args.task)
-    summary: dict[str, Any] = {"task": spec.model_dump(mode="json"), "valid": True}
-    if args.inputs_json is not None:
-        inputs, base_dir = load_inputs(args.inputs_json)
-        resolved = resolve_inputs(spec, inputs, base_dir=base_dir)
-        output = task_dir / spec.reports_dir / resolved.output
-        if output.exists() or output.is_symlink():
-            raise InputError(
-                f"output {resolved.output} already exists; reports are never overwritten"
-            )
+    given = _given_inputs(args)
+    summary: dict[str, Any]
+    if _is_script(args.task):
+        script = load_script(args.task)
+        spec = script.spec
+        summary = {
+            "script": str(args.task),
+            "task": spec.model_dump(mode="json"),
+            "inputs_schema": script.inputs_schema(),
+            "valid": True,
+        }
+        if given is not None:
+            script.bind(given[0], base_dir=given[1])  # checks, never builds
+    else:
+        spec, task_dir = load_task(args.task)
+        summary = {"task": spec.model_dump(mode="json"), "valid": True}
+        if given is not None:
+            resolved = resolve_inputs(spec, validate_inputs(given[0]), base_dir=given[1])
+            output = task_dir / spec.reports_dir / resolved.output
+            if output.exists() or output.is_symlink():
+                raise InputError(
+                    f"output {resolved.output} already exists; reports are never overwritten"
+                )
+    if given is not None:
+        inputs = validate_inputs(given[0])
         summary["inputs_digest"] = inputs.digest
         summary["categories"] = sorted(inputs.markers)
         summary["required"] = list(spec.required or inputs.markers)
@@ -235,13 +314,18 @@ def _run_task(args: argparse.Namespace) -> int:
             "--policy model needs a model: an [llm] section in --config, or --llm-base-url "
             "and --llm-model"
         )
-    task = _task(args, settings)
+    prepared = _prepare(args, settings)
     try:
-        task.check_output_free()
+        if isinstance(prepared, EvidenceTask):
+            prepared.check_output_free()
         if policy == "model":
             assert settings.llm is not None
-            result = asyncio.run(_delegate(args, task, ChatCompletionsClient(settings.llm)))
-            return _delegated(task, result)
+            session = _session(prepared, model=ChatCompletionsClient(settings.llm))
+            spec = prepared.script.spec if isinstance(prepared, BoundScript) else prepared.spec
+            markers = _markers(prepared)
+            result = asyncio.run(_delegate(args, session, _goal(spec, markers)))
+            return _delegated(result)
+        task = prepared.task() if isinstance(prepared, BoundScript) else prepared
         summary = asyncio.run(_collect(task))
         # An existing output, a symlinked reports folder or an unwritable one: bad input.
         receipt = task.save()
@@ -258,21 +342,26 @@ def _run_task(args: argparse.Namespace) -> int:
     return 0 if all(check.passed for check in checks) else EXIT_CHECKS_FAILED
 
 
-def _goal(task: EvidenceTask) -> str:
+def _markers(prepared: EvidenceTask | BoundScript) -> tuple[str, ...]:
+    if isinstance(prepared, BoundScript):
+        return tuple(prepared.inputs.task_inputs.markers)
+    return tuple(prepared.inputs.markers)
+
+
+def _goal(spec: TaskSpec, markers: tuple[str, ...]) -> str:
     """The default goal: the task's description, or backing every required category."""
-    return task.spec.description or (
-        f"Back every required category ({', '.join(task.required)}) with a recorded passage "
-        "that holds its marker, then save the report."
+    return spec.description or (
+        f"Back every required category ({', '.join(spec.required or markers)}) with a "
+        "recorded passage that holds its marker, then save the report."
     )
 
 
 async def _delegate(
-    args: argparse.Namespace, task: EvidenceTask, client: ChatCompletionsClient
+    args: argparse.Namespace, session: ToolkitSession, goal: str
 ) -> DelegationResult:
-    session = ToolkitSession(task, model=client)
     try:
         return await session.delegate(
-            args.goal if args.goal is not None else _goal(task),
+            args.goal if args.goal is not None else goal,
             max_steps=args.max_steps,
             timeout_s=args.timeout,
             archive=args.archive,
@@ -281,7 +370,7 @@ async def _delegate(
         await session.aclose()
 
 
-def _delegated(task: EvidenceTask, result: DelegationResult) -> int:
+def _delegated(result: DelegationResult) -> int:
     _print(
         {
             "receipt": result.receipt.model_dump(mode="json"),
@@ -309,15 +398,16 @@ def _serve_mcp(args: argparse.Namespace) -> int:
         import mcp  # noqa: F401
     except ImportError:
         raise McpUnavailable() from None
-    if (args.task is None) != (args.inputs_json is None):
-        raise InputError("--task and --inputs-json go together")
+    has_inputs = args.inputs is not None or args.inputs_json is not None
+    if (args.task is None) == has_inputs:
+        raise InputError("--task and its inputs (--inputs or --inputs-json) go together")
     settings = with_model(args, Settings.load(args.config) if args.config else Settings())
-    now = parse_now(args.now) if args.now is not None else None
-    task = _task(args, settings) if args.task is not None else None
-    session = ToolkitSession(task, direct_only=args.direct_only)
-    service = ExternalQueryService(
-        settings, clock=fixed_clock(now) if now else None, store=session.store
+    session = (
+        _session(_prepare(args, settings), direct_only=args.direct_only)
+        if args.task is not None
+        else ToolkitSession(direct_only=args.direct_only)
     )
+    service = ExternalQueryService(settings, clock=_clock(args), store=session.store)
     # Delegation uses the service's own model client: one client per process.
     session.model = None if args.direct_only else service.llm
     asyncio.run(serve_stdio(session, service, archive=args.archive))

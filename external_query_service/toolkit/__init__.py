@@ -1,19 +1,30 @@
 """The evidence toolkit: the chain's evidence objects, driven one step at a time.
 
 ``WebTools`` (origin-bounded), ``WorkspaceTools`` (root-bounded), ``EvidenceTask`` (task
-file + inputs → records, checks, a saved report with an artifact receipt) and
-``ToolkitSession`` (observe / arguments / operate with state references, or ``delegate``:
-a configured model runs the task within a budget, to a ``DelegationResult``), all over one
-``EvidenceStore``. The MCP server (``external_query_service.mcp_server``) exposes a session.
+file or script + inputs → records, checks, a saved report with an artifact receipt),
+``TaskScript(build)`` (a Python task module's ``workflow``: ``build(inputs)`` assembles the
+task from validated runtime inputs, once, when first needed) and ``ToolkitSession``
+(observe / arguments / operate with state references, or ``delegate``: a configured model
+runs the task within a budget, to a ``DelegationResult``), all over one ``EvidenceStore``.
+
+Tools come from toolkits (``Toolkit``: ``name``, ``observe()``, ``install(task)``):
+``WebToolkit`` and ``WorkspaceToolkit`` built in, and any a caller adds, each tool a
+``Tool`` with ``Parameter``s (``selection="match"`` or ``"explore"``) and candidates; a
+``TrustedGenerator`` feeds a candidate pool with checked text. The MCP server
+(``external_query_service.mcp_server``) exposes a session.
 """
 
+from ..store import EvidenceStore
 from .delegate import DelegationResult
 from .errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
+from .kits import WebToolkit, WorkspaceToolkit
 from .operations import Observation, OperationResult, ToolkitSession
 from .origins import OriginSet
 from .reports import ArtifactReceipt, CategoryCheck, EvidenceRecord, TaskReport
-from .taskfile import DelegationRules, TaskInputs, TaskSpec, load_inputs, load_task
-from .tasks import CollectionSummary, EvidenceTask
+from .script import RuntimeInputs, TaskScript, load_script
+from .taskfile import DelegationRules, TaskBudget, TaskInputs, TaskSpec, load_inputs, load_task
+from .tasks import CollectionSummary, EvidenceTask, MarkerVerifier, Verifier
+from .tools import CandidateValue, GeneratorContext, Parameter, Tool, Toolkit, TrustedGenerator
 from .web import WebBudget, WebPage, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
 
@@ -21,27 +32,42 @@ __all__ = [
     "ArtifactReceipt",
     "BoundaryRefused",
     "BudgetExhausted",
+    "CandidateValue",
     "CategoryCheck",
     "CollectionSummary",
     "DelegationResult",
     "DelegationRules",
     "EvidenceRecord",
+    "EvidenceStore",
     "EvidenceTask",
+    "GeneratorContext",
+    "MarkerVerifier",
     "Observation",
     "OperationResult",
     "OriginSet",
+    "Parameter",
+    "RuntimeInputs",
     "StaleState",
+    "TaskBudget",
     "TaskInputs",
     "TaskReport",
+    "TaskScript",
     "TaskSpec",
+    "Tool",
+    "Toolkit",
     "ToolkitError",
     "ToolkitSession",
+    "TrustedGenerator",
     "UnsafePlatform",
+    "Verifier",
     "WebBudget",
     "WebPage",
+    "WebToolkit",
     "WebTools",
     "WorkspaceLimits",
+    "WorkspaceToolkit",
     "WorkspaceTools",
     "load_inputs",
+    "load_script",
     "load_task",
 ]

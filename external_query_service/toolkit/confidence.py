@@ -1,8 +1,9 @@
 """How sure a model was of a choice, from the log-probabilities of the tokens it wrote.
 
-A delegated step is a JSON object whose ``tool`` and ``options`` are strings from closed
-lists (tool names, option ids). ``string_values`` finds where each top-level string value
-(and each string of a top-level array) starts in the reply; ``choice_distribution`` walks
+A delegated reply is a JSON object whose ``step`` object holds ``tool`` and one field per
+parameter, strings from closed lists (tool names, option ids). ``object_start`` finds where
+the ``step`` object starts; ``string_values`` finds where each of its top-level string
+values (and each string of a top-level array) starts in the reply; ``choice_distribution`` walks
 the tokens that wrote one value and turns their log-probabilities into a distribution over
 the values that were on offer; ``judge`` applies the thresholds.
 
@@ -32,6 +33,7 @@ __all__ = [
     "Thresholds",
     "choice_distribution",
     "judge",
+    "object_start",
     "string_values",
 ]
 
@@ -97,6 +99,38 @@ def string_values(text: str, start: int = 0) -> dict[str, list[tuple[int, str]]]
             expecting_key, key = True, None
         position += 1
     return found
+
+
+def object_start(text: str, start: int, key: str) -> int | None:
+    """Where the object that is the value of top-level ``key`` of the JSON object at
+    ``text[start:]`` opens (the index of its ``{``); None when there is none."""
+    depth = 0
+    expecting_key = False
+    current: str | None = None
+    position = start
+    while position < len(text):
+        char = text[position]
+        if char == '"':
+            end = _string_end(text, position)
+            if end < 0:
+                return None
+            if depth == 1 and expecting_key:
+                current, expecting_key = text[position + 1 : end], False
+            position = end + 1
+            continue
+        if char in "{[":
+            if depth == 1 and char == "{" and current == key:
+                return position
+            depth += 1
+            expecting_key = depth == 1
+        elif char in "}]":
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif char == "," and depth == 1:
+            expecting_key, current = True, None
+        position += 1
+    return None
 
 
 def _string_end(text: str, opening: int) -> int:

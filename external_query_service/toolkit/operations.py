@@ -8,6 +8,12 @@ passes free text for a URL, a path or a passage. Each ``state_ref`` admits one o
 an unknown, stale (the state moved on) or already used one is refused with ``StaleState``.
 Operations run one at a time; a session is one caller's, in one process.
 
+The tools are the task's ``Tool`` objects (``tools.py``), installed by its toolkits; the
+session lists the advertised ones (older names stay callable). A session made with
+``build`` (a task script's) builds its task on its first need of it, once. The state
+digest covers the step, the captures, the records, the saved report and each toolkit's
+``observe()`` projection.
+
 A session has one route, taken by its first operation: direct (``operate``) or delegated
 (``delegate``, a model choosing the same steps within a budget; ``toolkit/delegate.py``).
 Once taken, the other route is refused (``route_taken``), so two histories never merge.
@@ -15,28 +21,47 @@ Once taken, the other route is refused (``route_taken``), so two histories never
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
+from ..errors import TaskDefinitionError
 from ..store import MAX_READ_CHARS, EvidenceStore
-from .confidence import Selection
+from .contracts import (
+    MAX_OPTIONS,
+    OBSERVED_CAPTURES,
+    ArgumentDomain,
+    ArgumentOption,
+    ArgumentsResult,
+    CaptureSummary,
+    DelegationView,
+    LastOperation,
+    Observation,
+    OperationResult,
+    ParameterContract,
+    Route,
+    TaskView,
+    ToolContract,
+    ToolFailure,
+)
+from .delegate import Delegation, DelegationResult
 from .errors import StaleState, ToolkitError
-from .reports import ArtifactReceipt, CategoryCheck
+from .kits import ALIASES, evidence_tools
 from .tasks import EvidenceTask
+from .tools import Tool
 
 if TYPE_CHECKING:
     from ..llm.client import ChatCompletionsClient
-    from .delegate import DelegationResult
 
 __all__ = [
+    "ALIASES",
     "MAX_OPTIONS",
+    "MAX_PROJECTION_CHARS",
     "OBSERVED_CAPTURES",
     "TOOL_NAMES",
     "ArgumentDomain",
@@ -54,233 +79,21 @@ __all__ = [
     "ToolkitSession",
 ]
 
-#: Captures listed in an observation (older ones stay readable by reference).
-OBSERVED_CAPTURES = 8
-#: Candidates per ``arguments`` answer; ``start`` pages through the rest.
-MAX_OPTIONS = 50
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ParameterContract(_Frozen):
-    """A tool parameter; ``depends_on`` names the parameter whose choice lists its values."""
-
-    name: str
-    description: str
-    depends_on: str | None = None
-    #: How sure a delegated model must be of its option: ``match`` where one option is
-    #: right (recording a quote), ``explore`` where several are reasonable (where to look).
-    selection: Selection = "match"
-
-
-class ToolContract(_Frozen):
-    """A tool: its name, what it does, its effect and its parameters."""
-
-    name: str
-    description: str
-    effect: Literal["observe", "capture", "record", "save"]
-    parameters: tuple[ParameterContract, ...] = ()
-
-
-class ArgumentOption(_Frozen):
-    """One value a parameter may take: the id to pass, and a label for a reader."""
-
-    id: str
-    label: str
-
-
-class ArgumentDomain(_Frozen):
-    """Candidates for one parameter (under ``parent`` for a dependent one)."""
-
-    parameter: str
-    parent: dict[str, str]
-    options: tuple[ArgumentOption, ...]
-    start: int
-    total: int
-
-
-class ArgumentsResult(_Frozen):
-    """The values each parameter of ``tool`` may take now, for ``state_ref``."""
-
-    tool: str
-    state_ref: str
-    domains: tuple[ArgumentDomain, ...]
-    #: Dependent parameters not listed because their parent was not chosen yet.
-    waiting_for_parent: tuple[str, ...]
-
-
-class ToolFailure(_Frozen):
-    """Why an operation failed: a snake_case reason and one line of detail."""
-
-    reason: str
-    detail: str
-
-
-class OperationResult(_Frozen):
-    """``ok`` with ``result``, or not ok with ``error``; ``state_ref`` is the new state's."""
-
-    tool: str
-    ok: bool
-    result: JsonValue = None
-    error: ToolFailure | None = None
-    state_ref: str
-
-
-class CaptureSummary(_Frozen):
-    """A capture as an observation lists it (no text)."""
-
-    ref: str
-    source: str
-    length: int
-    digest: str
-    summary: str
-
-
-class TaskView(_Frozen):
-    """The task a session works on, as an observation shows it."""
-
-    name: str
-    description: str
-    source: str
-    categories: dict[str, str]
-    required: tuple[str, ...]
-    output: str
-    entry_url: str | None
-    allowed_origins: tuple[str, ...]
-    queries: tuple[str, ...]
-
-
-class LastOperation(_Frozen):
-    """The previous operation's tool, whether it worked, and why not."""
-
-    tool: str
-    ok: bool
-    reason: str | None = None
-
-
-Route = Literal["direct", "delegated"]
-
-
-class DelegationView(_Frozen):
-    """Whether ``delegate`` can run now (``reason`` says why not), the route this session
-    took, and the goal and status of its delegation once started."""
-
-    ready: bool
-    reason: str | None
-    route: Route | None
-    goal: str | None = None
-    status: str | None = None
-
-
-class Observation(_Frozen):
-    """The session's state: its ``state_ref``, the task, the tools, captures, records,
-    checks, budget usage, the last operation and read, and the artifact receipt once saved."""
-
-    state_ref: str
-    step: int
-    task: TaskView | None
-    tools: tuple[ToolContract, ...]
-    captures: tuple[CaptureSummary, ...]
-    capture_count: int
-    records: dict[str, int]
-    checks: tuple[CategoryCheck, ...]
-    usage: dict[str, int]
-    last_operation: LastOperation | None
-    #: The text of the last read (evidence.read, web.read_section), at most 1,200 characters.
-    last_read: str | None
-    receipt: ArtifactReceipt | None
-    delegation: DelegationView
-
-
-def _p(
-    name: str,
-    description: str,
-    depends_on: str | None = None,
-    selection: Selection = "match",
-) -> ParameterContract:
-    return ParameterContract(
-        name=name, description=description, depends_on=depends_on, selection=selection
-    )
-
-
-_WEB_TOOLS = (
-    ToolContract(
-        name="web.open",
-        description="Capture the task's entry page (inside the allowed origins).",
-        effect="capture",
-        parameters=(_p("url", "the entry URL"),),
-    ),
-    ToolContract(
-        name="web.links",
-        description="List the links a captured page showed, inside the allowed origins.",
-        effect="observe",
-        parameters=(_p("page", "a captured page", selection="explore"),),
-    ),
-    ToolContract(
-        name="web.follow",
-        description="Capture the page an observed link points to.",
-        effect="capture",
-        parameters=(_p("link", "a link observed on a captured page", selection="explore"),),
-    ),
-    ToolContract(
-        name="web.read_section",
-        description="Read one passage of a captured page.",
-        effect="observe",
-        parameters=(
-            _p("page", "a captured page", selection="explore"),
-            _p("passage", "a passage", "page", "explore"),
-        ),
-    ),
+#: The built-in tools' advertised names, in contract order (a task offers those its
+#: toolkits install; a caller's toolkits add their own). ``ALIASES`` lists the older names.
+TOOL_NAMES: tuple[str, ...] = (
+    "web.open_link",
+    "web.read_section",
+    "files.list",
+    "files.search",
+    "files.read",
+    "read_evidence",
+    "evidence_page",
+    "record_evidence",
+    "save_report",
 )
-_FILE_TOOLS = (
-    ToolContract(
-        name="files.list",
-        description="List regular files below a folder of the root (links refused).",
-        effect="observe",
-        parameters=(_p("under", "a folder, relative to the root", selection="explore"),),
-    ),
-    ToolContract(
-        name="files.search",
-        description="Literal, case-sensitive search; matching files are captured.",
-        effect="capture",
-        parameters=(_p("query", "a task query or marker", selection="explore"),),
-    ),
-    ToolContract(
-        name="files.read",
-        description="Capture one plain file listed or matched before.",
-        effect="capture",
-        parameters=(_p("path", "a file path, relative to the root", selection="explore"),),
-    ),
-)
-_EVIDENCE_READ = ToolContract(
-    name="evidence.read",
-    description="Read at most 1,200 characters of a stored capture.",
-    effect="observe",
-    parameters=(
-        _p("ref", "a stored capture", selection="explore"),
-        _p("offset", "where to start", "ref", "explore"),
-    ),
-)
-_TASK_TOOLS = (
-    ToolContract(
-        name="evidence.record",
-        description="Record a passage holding a category's marker as that category's quote.",
-        effect="record",
-        parameters=(_p("category", "a category label"), _p("passage", "a passage", "category")),
-    ),
-    ToolContract(
-        name="report.save",
-        description="Save the report to the task's new output file (never overwrites).",
-        effect="save",
-    ),
-)
-
-#: Every toolkit tool, in contract order; a session offers the ones its task enables.
-TOOL_NAMES: tuple[str, ...] = tuple(
-    tool.name for tool in (*_WEB_TOOLS, *_FILE_TOOLS, _EVIDENCE_READ, *_TASK_TOOLS)
-)
+#: The longest a toolkit's ``observe()`` projection may be, as compact JSON.
+MAX_PROJECTION_CHARS = 4_000
 
 
 _NOT_READY = {
@@ -293,12 +106,6 @@ _NOT_READY = {
 }
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    value: str
-    label: str
-
-
 def _option_id(tool: str, parameter: str, value: str) -> str:
     digest = hashlib.sha256(f"{tool}\x00{parameter}\x00{value}".encode()).hexdigest()
     return "o-" + digest[:12]
@@ -307,9 +114,10 @@ def _option_id(tool: str, parameter: str, value: str) -> str:
 class ToolkitSession:
     """One caller's step-by-step use of a task's tools (see the module docstring).
 
-    Without a task only ``evidence.read`` is offered (over ``store``). ``model`` is the
-    endpoint ``delegate`` uses (None: no delegation); ``direct_only`` refuses delegation
-    even with one.
+    Without a task only the evidence reading tools are offered (over ``store``). ``build``
+    (instead of ``task``) makes the task on the session's first need of it, once: a task
+    script's ``build(inputs)``. ``model`` is the endpoint ``delegate`` uses (None: no
+    delegation); ``direct_only`` refuses delegation even with one.
     """
 
     def __init__(
@@ -319,34 +127,99 @@ class ToolkitSession:
         store: EvidenceStore | None = None,
         model: ChatCompletionsClient | None = None,
         direct_only: bool = False,
+        build: Callable[[], EvidenceTask] | None = None,
     ):
-        self.task = task
+        if task is not None and build is not None:
+            raise TaskDefinitionError("a session takes a task or a build, not both")
+        self._task = task
+        self._build = build
         self.model = model
         self.direct_only = direct_only
         self._route: Route | None = None
         self._goal: str | None = None
         self._delegation_status: str | None = None
-        self.store = task.store if task is not None else (store or EvidenceStore())
+        self._store = store if store is not None else EvidenceStore()
         self._step = 0
         self._issued: set[str] = set()
         self._consumed: set[str] = set()
         # (state_ref, tool, parameter, parent option id) → {option id: value}
         self._offered: dict[tuple[str, str, str, str], dict[str, str]] = {}
-        self._known_files: dict[str, None] = {}
         self._last: LastOperation | None = None
         self._last_read: str | None = None
-        self._tools = {tool.name: tool for tool in self._contracts()}
+        self._registry: dict[str, Tool] | None = None
 
-    def _contracts(self) -> tuple[ToolContract, ...]:
-        tools: list[ToolContract] = []
-        if self.task is not None and self.task.web is not None:
-            tools += _WEB_TOOLS
-        if self.task is not None and self.task.files is not None:
-            tools += _FILE_TOOLS
-        tools.append(_EVIDENCE_READ)
-        if self.task is not None:
-            tools += _TASK_TOOLS
-        return tuple(tools)
+    # -- the task, built once on first need --------------------------------------------------
+    @property
+    def task(self) -> EvidenceTask | None:
+        """The session's task (a script's ``build`` runs here, the first time only)."""
+        if self._task is None and self._build is not None:
+            build, self._build = self._build, None
+            self._task = build()
+        return self._task
+
+    @property
+    def has_task(self) -> bool:
+        """A task is registered (built or still to build)."""
+        return self._task is not None or self._build is not None
+
+    @property
+    def task_built(self) -> bool:
+        """The task exists now (given, or built by a first need of it)."""
+        return self._task is not None
+
+    @property
+    def store(self) -> EvidenceStore:
+        """The task's store, or the session's own without a task (or before the build)."""
+        return self._task.store if self._task is not None else self._store
+
+    @property
+    def step(self) -> int:
+        """Operations run so far."""
+        return self._step
+
+    def issued(self, state_ref: str) -> bool:
+        """This session issued ``state_ref`` (now or earlier)."""
+        return state_ref in self._issued
+
+    def _tools(self) -> dict[str, Tool]:
+        if self._registry is None:
+            task = self.task
+            tools = task.tools() if task is not None else tuple(evidence_tools(self.store))
+            self._registry = {tool.name: tool for tool in tools}
+        return self._registry
+
+    def contract(self, tool: str) -> ToolContract:
+        """The contract of ``tool``, advertised or an older name (``unknown_tool`` else)."""
+        return self._tool(tool).contract
+
+    def tool_names(self) -> tuple[str, ...]:
+        """The advertised tools of this session, in contract order."""
+        return tuple(name for name, tool in self._tools().items() if tool.advertised)
+
+    def _projections(self) -> dict[str, JsonValue]:
+        """Each toolkit's ``observe()``; one that captures or is not compact JSON is refused."""
+        task = self.task
+        if task is None:
+            return {}
+        views: dict[str, JsonValue] = {}
+        for toolkit in task.toolkits:
+            before = len(self.store)
+            view = dict(toolkit.observe())
+            try:
+                text = json.dumps(view, sort_keys=True, allow_nan=False)
+            except (TypeError, ValueError):
+                raise TaskDefinitionError(
+                    f"toolkit {toolkit.name!r}: observe() must return JSON values"
+                ) from None
+            if len(self.store) != before:
+                raise TaskDefinitionError(f"toolkit {toolkit.name!r}: observe() captured text")
+            if len(text) > MAX_PROJECTION_CHARS:
+                raise TaskDefinitionError(
+                    f"toolkit {toolkit.name!r}: observe() is {len(text)} characters of JSON, "
+                    f"more than {MAX_PROJECTION_CHARS}"
+                )
+            views[toolkit.name] = view
+        return views
 
     # -- state references -------------------------------------------------------------------
     def _fingerprint(self) -> str:
@@ -354,14 +227,11 @@ class ToolkitSession:
         state: dict[str, Any] = {
             "step": self._step,
             "captures": sorted(capture.ref for capture in self.store.references()),
-            "known_files": list(self._known_files),
         }
         if task is not None:
             state["records"] = [[item.category, item.ref, item.offset] for item in task.records()]
             state["saved"] = task.saved_digest
-            if task.web is not None:
-                state["web"] = [task.web.usage.pages, task.web.usage.bytes]
-                state["links"] = len(task.web.observed_links())
+            state["toolkits"] = self._projections()
         digest = hashlib.sha256(rfc8785.dumps(state)).hexdigest()
         return f"state:{self._step}:{digest[:24]}"
 
@@ -424,7 +294,7 @@ class ToolkitSession:
             state_ref=self._issue(),
             step=self._step,
             task=view,
-            tools=tuple(self._tools.values()),
+            tools=tuple(tool.contract for tool in self._tools().values() if tool.advertised),
             captures=tuple(
                 CaptureSummary(
                     ref=item.ref,
@@ -443,6 +313,7 @@ class ToolkitSession:
             last_read=self._last_read,
             receipt=task.artifact_receipt() if task is not None else None,
             delegation=self.delegation_status(),
+            toolkits=self._projections(),
         )
 
     # -- routes ------------------------------------------------------------------------------
@@ -460,7 +331,7 @@ class ToolkitSession:
         """Why ``delegate`` cannot run now, as a reason code (None: it can)."""
         if self.direct_only:
             return "direct_only"
-        if self.task is None:
+        if not self.has_task:
             return "no_task"
         if self.model is None:
             return "no_model"
@@ -502,15 +373,16 @@ class ToolkitSession:
         JSON line per step. A session delegates once, and only before any direct
         operation; otherwise (or without a task or model) ``ToolkitError``.
         """
-        from .delegate import Delegation  # the loop needs this class; imported on use
-
         self._refuse_route("delegated")
         reason = self._not_ready()
         if reason is not None:
             raise ToolkitError(_NOT_READY[reason], reason=reason)
         assert self.model is not None  # _not_ready checked it (and the task)
+        task = self.task
+        assert task is not None
         delegation = Delegation(
             self,
+            task,
             self.model,
             goal,
             max_steps=max_steps,
@@ -528,12 +400,13 @@ class ToolkitSession:
         return result
 
     # -- arguments ---------------------------------------------------------------------------
-    def _contract(self, tool: str) -> ToolContract:
+    def _tool(self, tool: str) -> Tool:
         try:
-            return self._tools[tool]
+            return self._tools()[tool]
         except KeyError:
             raise ToolkitError(
-                f"no tool {tool!r} here; tools: {', '.join(self._tools)}", reason="unknown_tool"
+                f"no tool {tool!r} here; tools: {', '.join(self.tool_names())}",
+                reason="unknown_tool",
             ) from None
 
     def arguments(
@@ -546,7 +419,7 @@ class ToolkitSession:
         """Candidates for ``tool``'s parameters under ``state_ref``. ``parent`` maps a parent
         parameter to a chosen option id; its dependent parameter's candidates are listed."""
         self._check_state(state_ref)
-        contract = self._contract(tool)
+        contract = self._tool(tool).contract
         parent = dict(parent or {})
         names = {item.name for item in contract.parameters}
         if set(parent) - names:
@@ -569,7 +442,7 @@ class ToolkitSession:
                 )
             elif parameter.name in parent:
                 continue  # the caller already chose it
-            candidates = self._candidates(tool, parameter.name, parent_value)
+            candidates = self._tool(tool).offer(parameter.name, parent_value)
             window = candidates[max(0, start) : max(0, start) + MAX_OPTIONS]
             offered = self._offered.setdefault((state_ref, tool, parameter.name, parent_id), {})
             options = []
@@ -605,59 +478,6 @@ class ToolkitSession:
                 reason="argument_not_offered",
             ) from None
 
-    def _candidates(self, tool: str, parameter: str, parent: str | None) -> list[_Candidate]:
-        task = self.task
-        web = task.web if task is not None else None
-        files = task.files if task is not None else None
-        if (tool, parameter) == ("evidence.read", "ref"):
-            return [
-                _Candidate(c.ref, f"{c.source} ({c.length} chars)") for c in self.store.references()
-            ]
-        if (tool, parameter) == ("evidence.read", "offset") and parent is not None:
-            length = self.store.describe(parent).length
-            return [
-                _Candidate(
-                    str(offset), f"characters {offset}–{min(length, offset + MAX_READ_CHARS)}"
-                )
-                for offset in range(0, max(length, 1), MAX_READ_CHARS)
-            ]
-        if task is not None and (tool, parameter) == ("evidence.record", "category"):
-            return [
-                _Candidate(label, f"{label}: {marker}") for label, marker in task.markers.items()
-            ]
-        if task is not None and (tool, parameter) == ("evidence.record", "passage") and parent:
-            return [
-                _Candidate(p.passage_id, f"{self.store.describe(p.ref).source} · {p.preview}")
-                for p in task.record_options(parent)
-            ]
-        if web is not None and task is not None:
-            if (tool, parameter) == ("web.open", "url") and task.inputs.url:
-                return [_Candidate(task.inputs.url, task.inputs.url)]
-            if parameter == "page" and tool in ("web.links", "web.read_section"):
-                return [_Candidate(p.ref, f"{p.final_url} {p.title}".strip()) for p in web.pages()]
-            if (tool, parameter) == ("web.read_section", "passage") and parent is not None:
-                return [
-                    _Candidate(p.passage_id, p.preview) for p in self.store.passage_options(parent)
-                ]
-            if (tool, parameter) == ("web.follow", "link"):
-                return [
-                    _Candidate(link.link_id, f"{link.url} {link.text}".strip())
-                    for link in web.observed_links()
-                    if link.captured_ref is None
-                ]
-        if files is not None and task is not None:
-            if (tool, parameter) == ("files.list", "under"):
-                folders = {""} | {
-                    str(PurePosixPath(path).parent).removeprefix(".") for path in self._known_files
-                }
-                return [_Candidate(f, f or "(root)") for f in sorted(folders)]
-            if (tool, parameter) == ("files.search", "query"):
-                queries = task.inputs.queries + tuple(task.markers.values())
-                return [_Candidate(q, q) for q in dict.fromkeys(queries)]
-            if (tool, parameter) == ("files.read", "path"):
-                return [_Candidate(path, path) for path in self._known_files]
-        return []
-
     # -- operate -----------------------------------------------------------------------------
     async def operate(
         self, tool: str, arguments: Mapping[str, str], state_ref: str
@@ -675,7 +495,8 @@ class ToolkitSession:
         self, tool: str, arguments: Mapping[str, str], state_ref: str, *, route: Route
     ) -> OperationResult:
         self._check_state(state_ref)
-        contract = self._contract(tool)
+        chosen = self._tool(tool)
+        contract = chosen.contract
         names = [item.name for item in contract.parameters]
         extra = sorted(set(arguments) - set(names))
         if extra:
@@ -694,8 +515,9 @@ class ToolkitSession:
         self._step += 1
         # The step counter is in every state_ref, so every ref issued so far is stale now.
         self._offered.clear()
+        before = {capture.ref for capture in self.store.references()}
         try:
-            result = await self._run(tool, values)
+            result = await chosen.execute(values)
         except ToolkitError as exc:
             self._last = LastOperation(tool=tool, ok=False, reason=exc.reason)
             return OperationResult(
@@ -704,82 +526,23 @@ class ToolkitSession:
                 error=ToolFailure(reason=exc.reason, detail=exc.detail),
                 state_ref=self._issue(),
             )
+        task = self.task
+        if task is not None and chosen.effect == "capture":
+            task.adopt([c.ref for c in self.store.references() if c.ref not in before])
+        if chosen.effect == "observe" and isinstance(result, dict):
+            text = result.get("text")
+            if isinstance(text, str):
+                self._last_read = text[:MAX_READ_CHARS]
         self._last = LastOperation(tool=tool, ok=True)
         return OperationResult(tool=tool, ok=True, result=result, state_ref=self._issue())
 
-    async def _run(self, tool: str, values: dict[str, str]) -> JsonValue:
-        runner = self._runners().get(tool)
-        if runner is None:  # pragma: no cover - contracts and runners are listed together
-            raise ToolkitError(f"no runner for {tool}", reason="unknown_tool")
-        return await runner(values)
-
-    def _runners(self) -> dict[str, Callable[[dict[str, str]], Awaitable[JsonValue]]]:
-        task = self.task
-        runners: dict[str, Callable[[dict[str, str]], Awaitable[JsonValue]]] = {
-            "evidence.read": self._evidence_read
-        }
-        if task is None:
-            return runners
-        web, files = task.web, task.files
-        if web is not None:
-
-            async def web_open(values: dict[str, str]) -> JsonValue:
-                return (await web.open(values["url"])).model_dump(mode="json")
-
-            async def web_links(values: dict[str, str]) -> JsonValue:
-                links = web.links(values["page"])
-                return {"page": values["page"], "links": [x.model_dump(mode="json") for x in links]}
-
-            async def web_follow(values: dict[str, str]) -> JsonValue:
-                return (await web.follow(values["link"])).model_dump(mode="json")
-
-            async def web_section(values: dict[str, str]) -> JsonValue:
-                section = web.read_section(values["passage"])
-                self._last_read = section.text[:MAX_READ_CHARS]
-                return section.model_dump(mode="json")
-
-            runners.update(
-                {
-                    "web.open": web_open,
-                    "web.links": web_links,
-                    "web.follow": web_follow,
-                    "web.read_section": web_section,
-                }
-            )
-        if files is not None:
-
-            async def files_list(values: dict[str, str]) -> JsonValue:
-                listing = await asyncio.to_thread(files.list, values["under"])
-                self._known_files.update(dict.fromkeys(item.path for item in listing.files))
-                return listing.model_dump(mode="json")
-
-            async def files_search(values: dict[str, str]) -> JsonValue:
-                found = await asyncio.to_thread(files.search, values["query"])
-                self._known_files.update(dict.fromkeys(item.path for item in found.matches))
-                return found.model_dump(mode="json")
-
-            async def files_read(values: dict[str, str]) -> JsonValue:
-                return (await asyncio.to_thread(files.read, values["path"])).model_dump(mode="json")
-
-            runners.update(
-                {"files.list": files_list, "files.search": files_search, "files.read": files_read}
-            )
-
-        async def record(values: dict[str, str]) -> JsonValue:
-            return task.record(values["category"], values["passage"]).model_dump(mode="json")
-
-        async def save(_values: dict[str, str]) -> JsonValue:
-            return (await asyncio.to_thread(task.save)).model_dump(mode="json")
-
-        runners.update({"evidence.record": record, "report.save": save})
-        return runners
-
-    async def _evidence_read(self, values: dict[str, str]) -> JsonValue:
-        window = self.store.window(values["ref"], int(values["offset"]))
-        self._last_read = window.text
-        return window.model_dump(mode="json")
+    async def run_step(
+        self, tool: str, arguments: Mapping[str, str], state_ref: str
+    ) -> OperationResult:
+        """``operate`` on the delegated route (the delegation loop's way to run a step)."""
+        return await self._operate(tool, arguments, state_ref, route="delegated")
 
     async def aclose(self) -> None:
-        """Close the task's web tools, when there is a task."""
-        if self.task is not None:
-            await self.task.aclose()
+        """Close the task's toolkits, when a task was built."""
+        if self._task is not None:
+            await self._task.aclose()

@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from ..clock import Clock, system_clock
 from ..digests import sha256_digest
+from ..errors import TaskDefinitionError
 from ..settings import NetworkSettings
 from ..store import EvidenceStore, Passage
 from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
@@ -33,6 +35,7 @@ from .reports import (
     TaskReport,
     report_bytes,
 )
+from .script import RuntimeInputs
 from .taskfile import (
     TaskInputs,
     TaskSpec,
@@ -41,6 +44,7 @@ from .taskfile import (
     resolve_inputs,
     validate_inputs,
 )
+from .tools import GeneratorContext, PoolSet, Tool, Toolkit, TrustedGenerator
 from .web import WebBudget, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
 
@@ -49,6 +53,8 @@ __all__ = [
     "CollectionSummary",
     "EvidenceTask",
     "Failure",
+    "MarkerVerifier",
+    "Verifier",
 ]
 
 #: A saved report is never larger than this when read back for a receipt.
@@ -78,11 +84,42 @@ class CollectionSummary(_Frozen):
     stopped_by: str | None
 
 
+class Verifier(Protocol):
+    """The caller's check of a recorded passage: ``record_checks`` maps each category label
+    to a function of the passage text that returns a strict ``bool`` (anything but
+    ``True`` fails). Only passages that pass are offered for recording."""
+
+    @property
+    def record_checks(self) -> Mapping[str, Callable[[str], object]]:
+        """Category label → the check of a passage's text."""
+        ...
+
+
+class MarkerVerifier:
+    """The default verifier: a passage backs a category when it holds the category's
+    marker, as a literal, case-sensitive match."""
+
+    def __init__(self, markers: Mapping[str, str]) -> None:
+        self.markers = dict(markers)
+
+    @property
+    def record_checks(self) -> Mapping[str, Callable[[str], object]]:
+        """Category label → "the text holds the marker"."""
+        return {label: _holds(marker) for label, marker in self.markers.items()}
+
+
+def _holds(marker: str) -> Callable[[str], bool]:
+    return lambda text: marker in text
+
+
 class EvidenceTask:
     """A task ready to run (see the module docstring).
 
     ``inputs`` are checked against ``spec`` (``InputError`` when they do not fit);
     ``task_dir`` anchors ``reports_dir``; ``base_dir`` anchors a relative ``root``.
+    ``toolkits`` replaces the source toolkit the spec implies (a task script passes its
+    own); ``extra_toolkits`` are installed after it. ``verifier`` checks passages (the
+    inputs' markers by default). The shared evidence tools are always installed last.
     """
 
     def __init__(
@@ -95,6 +132,9 @@ class EvidenceTask:
         network: NetworkSettings | None = None,
         store: EvidenceStore | None = None,
         clock: Clock | None = None,
+        toolkits: Sequence[Toolkit] | None = None,
+        extra_toolkits: Sequence[Toolkit] = (),
+        verifier: Verifier | None = None,
     ) -> None:
         self.spec = spec
         resolved = resolve_inputs(spec, inputs, base_dir=base_dir or Path.cwd())
@@ -109,26 +149,31 @@ class EvidenceTask:
         self._report_relpath = "/".join(
             (*split_relpath(spec.reports_dir), *split_relpath(resolved.output))
         )
-        budget = spec.budget
-        self.web: WebTools | None = None
-        self.files: WorkspaceTools | None = None
-        if spec.source == "web":
-            self.web = WebTools.from_network(
-                network or NetworkSettings(),
-                self.store,
-                resolved.allowed_origins,
-                budget=WebBudget(max_pages=budget.max_pages, max_bytes=budget.max_bytes),
-            )
-        else:
-            assert resolved.root is not None  # resolve_inputs guarantees it
-            self.files = WorkspaceTools(
-                resolved.root,
-                self.store,
-                limits=WorkspaceLimits(
-                    max_files=budget.max_files, max_file_bytes=budget.max_file_bytes
-                ),
-            )
+        self.network = network or NetworkSettings()
+        self.verifier: Verifier = verifier or MarkerVerifier(resolved.markers)
+        self._check_verifier()
         self._records: list[EvidenceRecord] = []
+        self._adopted: dict[str, None] = {}
+        self._tools: dict[str, Tool] = {}
+        self._pools = PoolSet()
+        self.toolkits: tuple[Toolkit, ...] = (
+            *(self._source_toolkits() if toolkits is None else toolkits),
+            *extra_toolkits,
+        )
+        names: list[str] = []
+        for toolkit in self.toolkits:
+            if not isinstance(toolkit, Toolkit):
+                raise TaskDefinitionError(
+                    f"{toolkit!r} is not a toolkit (name, observe(), install(task))"
+                )
+            if toolkit.name in names:
+                raise TaskDefinitionError(f"two toolkits are named {toolkit.name!r}")
+            names.append(toolkit.name)
+            toolkit.install(self)
+        from .kits import evidence_tools, task_tools  # the kits build on this class
+
+        for tool in (*evidence_tools(self.store), *task_tools(self)):
+            self.add_tool(tool)
         self._saved: tuple[TaskReport, str] | None = None  # the report saved, its digest
 
     @classmethod
@@ -155,6 +200,123 @@ class EvidenceTask:
             clock=clock,
         )
 
+    @classmethod
+    def from_inputs(
+        cls,
+        inputs: RuntimeInputs,
+        *,
+        toolkits: Sequence[Toolkit] | None = None,
+        verifier: Verifier | None = None,
+        store: EvidenceStore | None = None,
+    ) -> EvidenceTask:
+        """The task a script's ``build(inputs)`` registers: the script's declaration and
+        checked inputs, its ``toolkits`` (the source toolkit its kind implies when None),
+        its ``verifier`` and its ``store`` (by default the one the runner shares)."""
+        return cls(
+            inputs.spec,
+            inputs.task_inputs,
+            task_dir=inputs.task_dir,
+            base_dir=inputs.base_dir,
+            network=inputs.network,
+            store=store if store is not None else inputs.store,
+            clock=inputs.clock,
+            toolkits=toolkits,
+            verifier=verifier,
+        )
+
+    def _source_toolkits(self) -> tuple[Toolkit, ...]:
+        """The toolkit the spec's ``source`` implies, bounded by the inputs and the budget."""
+        from .kits import WebToolkit, WorkspaceToolkit
+
+        budget, inputs = self.spec.budget, self.inputs
+        if self.spec.source == "web":
+            assert inputs.url is not None  # resolve_inputs guarantees it
+            return (
+                WebToolkit(
+                    inputs.url,
+                    inputs.allowed_origins,
+                    budget=WebBudget(max_pages=budget.max_pages, max_bytes=budget.max_bytes),
+                    network=self.network,
+                ),
+            )
+        assert inputs.root is not None  # resolve_inputs guarantees it
+        limits = WorkspaceLimits(max_files=budget.max_files, max_file_bytes=budget.max_file_bytes)
+        return (WorkspaceToolkit(inputs.root, inputs.queries, limits=limits),)
+
+    def _check_verifier(self) -> None:
+        checks = self.verifier.record_checks
+        missing = [label for label in self.inputs.markers if label not in checks]
+        if missing:
+            raise TaskDefinitionError(f"the verifier has no record check for {', '.join(missing)}")
+
+    # -- tools and toolkits ----------------------------------------------------------------
+    def add_tool(self, tool: Tool) -> None:
+        """Register ``tool`` (a toolkit's ``install`` calls this); names are unique."""
+        if not isinstance(tool, Tool):
+            raise TaskDefinitionError(f"{tool!r} is not a Tool")
+        if tool.name in self._tools:
+            raise TaskDefinitionError(f"two tools are named {tool.name!r}")
+        self._tools[tool.name] = tool
+
+    def tools(self) -> tuple[Tool, ...]:
+        """Every registered tool, advertised or not, in registration order."""
+        return tuple(self._tools.values())
+
+    def register_generator(self, generator: TrustedGenerator) -> None:
+        """Add a trusted generator: its checked output joins the pool ``generator.pool``."""
+        if not isinstance(generator, TrustedGenerator):
+            raise TaskDefinitionError(f"{generator!r} is not a TrustedGenerator")
+        self._pools.register(generator)
+
+    def pool(self, name: str) -> tuple[str, ...]:
+        """The candidate pool ``name``, refreshed once per new capture or record."""
+        version = (len(self.store), len(self._records))
+        self._pools.refresh(version, self._generator_context)
+        return self._pools.values(name)
+
+    @property
+    def pools_rejected(self) -> dict[str, int]:
+        """Generated items refused by the check (or over a bound), by pool."""
+        return dict(self._pools.rejected)
+
+    def _generator_context(self) -> GeneratorContext:
+        from .contracts import CaptureSummary
+
+        latest = self.store.references()[-8:]
+        return GeneratorContext(
+            markers=dict(self.inputs.markers),
+            captures=tuple(
+                CaptureSummary(
+                    ref=c.ref, source=c.source, length=c.length, digest=c.digest, summary=c.summary
+                )
+                for c in latest
+            ),
+            records=len(self._records),
+        )
+
+    def adopt(self, refs: Sequence[str]) -> None:
+        """Count captures a caller's tool made as this task's (so they can be recorded)."""
+        self._adopted.update(dict.fromkeys(ref for ref in refs if ref in self._stored()))
+
+    def _stored(self) -> set[str]:
+        return {capture.ref for capture in self.store.references()}
+
+    @property
+    def web(self) -> WebTools | None:
+        """The web tools of the first web toolkit, if any."""
+        from .kits import WebToolkit
+
+        kit = next((k for k in self.toolkits if isinstance(k, WebToolkit)), None)
+        return kit.tools if kit is not None else None
+
+    @property
+    def files(self) -> WorkspaceTools | None:
+        """The workspace tools of the first workspace toolkit, if any."""
+        from .kits import WorkspaceToolkit
+
+        kit = next((k for k in self.toolkits if isinstance(k, WorkspaceToolkit)), None)
+        return kit.tools if kit is not None else None
+
     # -- what the task holds ---------------------------------------------------------------
     @property
     def markers(self) -> dict[str, str]:
@@ -178,6 +340,7 @@ class EvidenceTask:
             refs += [page.ref for page in self.web.pages()]
         if self.files is not None:
             refs += [capture.ref for capture in self.files.captures()]
+        refs += list(self._adopted)
         return tuple(dict.fromkeys(refs))
 
     def records(self) -> tuple[EvidenceRecord, ...]:
@@ -191,22 +354,27 @@ class EvidenceTask:
 
     # -- recording ---------------------------------------------------------------------------
     def record_options(self, category: str, *, ref: str | None = None) -> tuple[Passage, ...]:
-        """Passages of this task's captures (or of capture ``ref``) that hold ``category``'s
-        marker and are not yet recorded for it."""
-        marker = self._marker(category)
+        """Passages of this task's captures (or of capture ``ref``) that pass ``category``'s
+        record check and are not yet recorded for it."""
+        self._marker(category)
         taken = {(item.ref, item.offset) for item in self._records if item.category == category}
         refs = self.captured_refs() if ref is None else (ref,)
         return tuple(
             passage
             for ref in refs
-            for passage in self.store.passage_options(ref)
+            for passage in self.store.chunk_options(ref)
             if (ref, passage.offset) not in taken
-            and marker in self.store.quote(ref, passage.offset, passage.length)
+            and self._passes(category, self.store.quote(ref, passage.offset, passage.length))
         )
 
+    def _passes(self, category: str, text: str) -> bool:
+        """The verifier's check of ``text`` for ``category``: only a strict ``True`` passes."""
+        check = self.verifier.record_checks.get(category)
+        return check is not None and check(text) is True
+
     def record(self, category: str, passage_id: str) -> EvidenceRecord:
-        """Quote passage ``passage_id`` for ``category``; it must hold the marker."""
-        marker = self._marker(category)
+        """Quote passage ``passage_id`` for ``category``; it must pass the category's check."""
+        self._marker(category)
         try:
             passage = self.store.passage(passage_id)
         except KeyError:
@@ -218,7 +386,7 @@ class EvidenceTask:
                 f"{passage_id} is not from a capture of this task", reason="not_captured_by_task"
             )
         quote = self.store.quote(passage.ref, passage.offset, passage.length)
-        if marker not in quote:
+        if not self._passes(category, quote):
             raise ToolkitError(
                 f"passage {passage_id} does not contain the marker of {category!r}",
                 reason="marker_not_in_passage",
@@ -249,14 +417,13 @@ class EvidenceTask:
         """One strict check per required category, against the stored text itself."""
         results = []
         for category in self.required:
-            marker = self.inputs.markers[category]
             mine = [item for item in self._records if item.category == category]
             check = CategoryCheck(category=category, passed=False, reason="no_record")
             for item in mine:
                 stored = self.store.quote(item.ref, item.offset, item.length)
                 if stored != item.quote:
                     reason = "quote_mismatch"
-                elif marker not in stored:
+                elif not self._passes(category, stored):
                     reason = "marker_missing"
                 else:
                     reason = "quote_verified"
@@ -415,6 +582,8 @@ class EvidenceTask:
             ) from None
 
     async def aclose(self) -> None:
-        """Close the task's web tools, when it has them."""
-        if self.web is not None:
-            await self.web.aclose()
+        """Close the task's web tools, and any toolkit that has an ``aclose``."""
+        for toolkit in self.toolkits:
+            closing = getattr(toolkit, "aclose", None)
+            if closing is not None:
+                await closing()

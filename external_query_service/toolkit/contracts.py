@@ -1,0 +1,178 @@
+"""The models a session shows and returns: tool contracts, candidate domains, operation
+results and the observation.
+
+They sit apart from the session (``operations.py``) and the delegation loop
+(``delegate.py``) so both depend on them and neither on the other's module.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from .confidence import Selection
+from .reports import ArtifactReceipt, CategoryCheck
+
+__all__ = [
+    "MAX_OPTIONS",
+    "OBSERVED_CAPTURES",
+    "ArgumentDomain",
+    "ArgumentOption",
+    "ArgumentsResult",
+    "CaptureSummary",
+    "DelegationView",
+    "Effect",
+    "LastOperation",
+    "Observation",
+    "OperationResult",
+    "ParameterContract",
+    "Route",
+    "TaskView",
+    "ToolContract",
+    "ToolFailure",
+]
+
+#: Captures listed in an observation (older ones stay readable by reference).
+OBSERVED_CAPTURES = 8
+#: Candidates per ``arguments`` answer; ``start`` pages through the rest.
+MAX_OPTIONS = 50
+
+#: What running a tool does: looks (observe), adds captures, records a quote, saves.
+Effect = Literal["observe", "capture", "record", "save"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ParameterContract(_Frozen):
+    """A tool parameter; ``depends_on`` names the parameter whose choice lists its values."""
+
+    name: str
+    description: str
+    depends_on: str | None = None
+    #: How sure a delegated model must be of its option: ``match`` where one option is
+    #: right (recording a quote), ``explore`` where several are reasonable (where to look).
+    selection: Selection = "match"
+
+
+class ToolContract(_Frozen):
+    """A tool: its name, what it does, its effect and its parameters."""
+
+    name: str
+    description: str
+    effect: Effect
+    parameters: tuple[ParameterContract, ...] = ()
+
+
+class ArgumentOption(_Frozen):
+    """One value a parameter may take: the id to pass, and a label for a reader."""
+
+    id: str
+    label: str
+
+
+class ArgumentDomain(_Frozen):
+    """Candidates for one parameter (under ``parent`` for a dependent one)."""
+
+    parameter: str
+    parent: dict[str, str]
+    options: tuple[ArgumentOption, ...]
+    start: int
+    total: int
+
+
+class ArgumentsResult(_Frozen):
+    """The values each parameter of ``tool`` may take now, for ``state_ref``."""
+
+    tool: str
+    state_ref: str
+    domains: tuple[ArgumentDomain, ...]
+    #: Dependent parameters not listed because their parent was not chosen yet.
+    waiting_for_parent: tuple[str, ...]
+
+
+class ToolFailure(_Frozen):
+    """Why an operation failed: a snake_case reason and one line of detail."""
+
+    reason: str
+    detail: str
+
+
+class OperationResult(_Frozen):
+    """``ok`` with ``result``, or not ok with ``error``; ``state_ref`` is the new state's."""
+
+    tool: str
+    ok: bool
+    result: JsonValue = None
+    error: ToolFailure | None = None
+    state_ref: str
+
+
+class CaptureSummary(_Frozen):
+    """A capture as an observation lists it (no text)."""
+
+    ref: str
+    source: str
+    length: int
+    digest: str
+    summary: str
+
+
+class TaskView(_Frozen):
+    """The task a session works on, as an observation shows it."""
+
+    name: str
+    description: str
+    source: str
+    categories: dict[str, str]
+    required: tuple[str, ...]
+    output: str
+    entry_url: str | None
+    allowed_origins: tuple[str, ...]
+    queries: tuple[str, ...]
+
+
+class LastOperation(_Frozen):
+    """The previous operation's tool, whether it worked, and why not."""
+
+    tool: str
+    ok: bool
+    reason: str | None = None
+
+
+Route = Literal["direct", "delegated"]
+
+
+class DelegationView(_Frozen):
+    """Whether ``delegate`` can run now (``reason`` says why not), the route this session
+    took, and the goal and status of its delegation once started."""
+
+    ready: bool
+    reason: str | None
+    route: Route | None
+    goal: str | None = None
+    status: str | None = None
+
+
+class Observation(_Frozen):
+    """The session's state: its ``state_ref``, the task, the tools, captures, records,
+    checks, budget usage, the last operation and read, the artifact receipt once saved,
+    and each installed toolkit's own compact projection (``toolkits``, by name)."""
+
+    state_ref: str
+    step: int
+    task: TaskView | None
+    tools: tuple[ToolContract, ...]
+    captures: tuple[CaptureSummary, ...]
+    capture_count: int
+    records: dict[str, int]
+    checks: tuple[CategoryCheck, ...]
+    usage: dict[str, int]
+    last_operation: LastOperation | None
+    #: The text of the last read (read_evidence, web.read_section), at most 1,200 characters.
+    last_read: str | None
+    receipt: ArtifactReceipt | None
+    delegation: DelegationView
+    toolkits: dict[str, JsonValue] = {}
