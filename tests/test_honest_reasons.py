@@ -5,7 +5,10 @@ Every provider is the loopback world speaking the provider's documented format."
 
 from __future__ import annotations
 
+import json
 import socket
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +21,7 @@ from external_query_service.net.fetch import HttpRuntime
 from external_query_service.testing import SEARX, LoopbackServer, Reply, World, json_reply
 from external_query_service.testing.content import searx_body
 
-from .world import NOW, article, hit
+from .world import NOW, article, docs_folder, hit
 
 ZH_QUESTION = "湛江港今年吞吐量是多少？"
 EN_QUESTION = "What was the port of Zhanjiang's cargo throughput this year?"
@@ -280,3 +283,74 @@ def test_no_data_source_lists_every_registered_kind(
     assert "no data source is configured" in err
     for kind in known_kinds():
         assert kind in err
+
+
+# -- ledgers that cannot be used as configured ----------------------------------------------
+
+
+def ask_with_ledger(
+    tmp_path: Path, ledger: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """``ask`` a documentation question with ``[ledger]`` set to ``ledger`` (TOML lines)."""
+    docs = docs_folder(tmp_path, {"verifier.md": "# Verifier\n\nThe verifier checks origin.\n"})
+    config = tmp_path / "ledger.toml"
+    config.write_text(f"[ledger]\n{ledger}\n", encoding="utf-8")
+    code = main(
+        ["ask", "What does the verifier check?", "--docs", str(docs), "--config", str(config)]
+    )
+    return code, capsys.readouterr().err
+
+
+def test_an_unmigrated_postgres_ledger_is_an_input_error_naming_the_command(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = ask_with_ledger(tmp_path, f"url = {json.dumps(postgres_url)}", capsys)
+
+    assert code == 2
+    assert err.count("\n") == 1  # one line
+    assert err.startswith("external-query: error: ledger_needs_migration: ")
+    assert "run `external-query ledger migrate`" in err
+    assert "internal error" not in err
+
+
+def test_a_missing_postgres_extra_is_an_input_error_like_the_redis_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As if psycopg were not installed: importing it (or the backend needing it) fails.
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    monkeypatch.setitem(sys.modules, "external_query_service.storage.postgres", None)
+    code, err = ask_with_ledger(tmp_path, 'url = "postgresql://ledger@127.0.0.1:9/none"', capsys)
+
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "pip install 'external_query_service[postgres]'" in err
+    assert "internal error" not in err
+
+
+def test_a_ledger_path_in_a_missing_folder_is_refused_alike_by_ask_and_ledger_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-folder" / "ledger.sqlite3"
+    said = f"{missing}: the folder {missing.parent} does not exist"
+
+    code, err = ask_with_ledger(tmp_path, f"path = {json.dumps(str(missing))}", capsys)
+    assert (code, err.count("\n")) == (2, 1)
+    assert f"ledger_unavailable: {said}" in err
+    assert not missing.parent.exists()  # nothing made silently
+
+    code = main(["ledger", "verify", "--config", str(tmp_path / "ledger.toml")])
+    assert code == 2
+    assert f"ledger_unavailable: {said}" in capsys.readouterr().err
+
+
+def test_ledger_verify_on_a_missing_file_says_so_in_the_same_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "ledger.sqlite3"
+    code = main(["ledger", "verify", "--ledger", str(missing)])
+
+    assert code == 2
+    assert f"ledger_unavailable: {missing}: there is no ledger file there" in (
+        capsys.readouterr().err
+    )
+    assert not missing.exists()
