@@ -276,7 +276,7 @@ class AttemptCause(_Model):
     #: What that status, or the adapter's readiness failure, means for this provider, as a
     #: code the answer templates turn into a sentence (``json_output_disabled``,
     #: ``wrong_base_url_path``, ``key_refused``, ``parameter_refused``, ``api_key_missing``,
-    #: ``base_url_missing``).
+    #: ``base_url_missing``, ``not_recorded``).
     meaning: str | None = None
     #: The setting or environment variable to change (``BRAVE_API_KEY``, ``base_url``,
     #: ``[network] allowed_networks``).
@@ -285,6 +285,9 @@ class AttemptCause(_Model):
     pages: PageCause | None = None
     #: The hosts of those pages, first-seen order.
     hosts: tuple[str, ...] = ()
+    #: For ``not_recorded``: the request (``METHOD /path?query``) a replayed world holds no
+    #: recording for.
+    request: str | None = None
 
 
 class AdapterAttempt(_Model):

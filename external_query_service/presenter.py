@@ -264,6 +264,7 @@ class _CauseView:
     status: int | None
     meaning: str
     setting: str
+    request: str = ""
 
 
 def _cause_context(attempts: Iterable[AdapterAttempt]) -> dict[str, object]:
@@ -289,7 +290,8 @@ def _cause_context(attempts: Iterable[AdapterAttempt]) -> dict[str, object]:
             not_ready.append(_CauseView(name, None, cause.meaning, setting))
         elif cause.status is not None or cause.meaning:
             name = _answer_line(attempt.source or "")
-            refusals.append(_CauseView(name, cause.status, cause.meaning or "", setting))
+            request = _answer_line(cause.request or "")
+            refusals.append(_CauseView(name, cause.status, cause.meaning or "", setting, request))
     return {
         "refusals": tuple(refusals),
         "not_ready": tuple(not_ready),

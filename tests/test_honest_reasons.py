@@ -20,6 +20,7 @@ from external_query_service.models import ExternalAnswer
 from external_query_service.net.fetch import HttpRuntime
 from external_query_service.testing import SEARX, LoopbackServer, Reply, World, json_reply
 from external_query_service.testing.content import searx_body
+from external_query_service.testing.world import open_world
 
 from .world import NOW, article, docs_folder, hit
 
@@ -354,3 +355,36 @@ def test_ledger_verify_on_a_missing_file_says_so_in_the_same_words(
         capsys.readouterr().err
     )
     assert not missing.exists()
+
+
+# -- a replay asked what it never recorded --------------------------------------------------
+
+WEATHER_WORLD = Path(__file__).resolve().parent.parent / "examples/cases/worlds/zhanjiang-weather"
+
+
+def test_a_replay_without_a_recording_for_the_search_names_the_request() -> None:
+    with open_world(WEATHER_WORLD) as world, world.service() as service:
+        answer = service.answer(EN_QUESTION, {"query_kind": "generic_web"})
+
+    search = next(a for a in answer.attempts if a.adapter_id == "searx")
+    assert search.reason == "not_recorded"
+    assert search.cause is not None
+    assert search.cause.request is not None
+    assert search.cause.request.startswith("GET /search?")
+    assert "the replayed world has no recording of this request to searx.example.org" in (
+        answer.text
+    )
+    assert "GET /search?" in answer.text
+    assert "refus" not in answer.text
+    assert "base_url" not in answer.text
+
+
+def test_ask_with_world_says_the_question_was_not_recorded(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["ask", ZH_QUESTION, "--world", str(WEATHER_WORLD), "--kind", "generic_web"])
+    out = capsys.readouterr().out
+
+    assert code == 0
+    assert "回放的世界没有录制发往 searx.example.org 的这次请求" in out
+    assert "拒绝" not in out

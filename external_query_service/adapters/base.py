@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from ..clock import Clock
 from ..digests import sha256_digest
-from ..errors import UpstreamStatus
+from ..errors import NotRecorded, UpstreamStatus
 from ..memo import SharedMemo, ThreadMemo
 from ..models import (
     AdapterCapability,
@@ -235,15 +235,24 @@ class Adapter(ABC):
             return AttemptCause(status=status, meaning="wrong_base_url_path", setting="base_url")
         return AttemptCause(status=status)
 
+    def failure_cause(self, exc: UpstreamStatus) -> AttemptCause:
+        """What ``exc`` means for the answer: for a replayed world with no recording, the
+        request it lacks; otherwise what the status means (``status_cause``)."""
+        if isinstance(exc, NotRecorded):
+            return AttemptCause(status=exc.status, meaning="not_recorded", request=exc.request)
+        return self.status_cause(exc.status)
+
     def status_outcome(self, exc: UpstreamStatus, **detail: JsonValue) -> AdapterOutcome:
         """The failed outcome of a provider call answered with ``exc``'s status: its reason
-        code, whether retrying may help, and what the status means (``status_cause``)."""
+        code (``not_recorded`` in a replay that lacks the request), whether retrying may
+        help, and what the status means (``failure_cause``)."""
+        not_recorded = isinstance(exc, NotRecorded)
         return AdapterOutcome(
             status="failed",
-            reason=f"upstream_status_{exc.status}",
+            reason=exc.reason if not_recorded else f"upstream_status_{exc.status}",
             failure=status_failure_class(exc.status),
             detail=detail,
-            cause=self.status_cause(exc.status),
+            cause=self.failure_cause(exc),
         )
 
     @abstractmethod

@@ -19,6 +19,7 @@ Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by wh
   body, a redirect loop or too many hops, a blocked destination, an unsafe URL, no main
   text). It contributes nothing, not even its search snippet.
 - ``error_status:<status>``: the server answered with an error status. Nothing.
+- ``not_recorded``: a replayed test world holds no recording for the page. Nothing.
 - ``cut_off``: the response began but did not finish in time (a drip cut off by a deadline,
   a body broken off mid-way), or the page was still loading when its straggler grace ran
   out. Nothing.
@@ -49,6 +50,7 @@ from ..errors import (
     ContentTooLarge,
     ExtractionFailed,
     FetchError,
+    NotRecorded,
     TooManyRedirects,
     UnsafeURL,
     UnsupportedContent,
@@ -451,6 +453,8 @@ def _fetch_failure(exc: FetchError) -> _Read:
     """What a failed fetch proved about the page (module docstring)."""
     if isinstance(exc, _NOT_DOCUMENTS) or exc.reason == "decoding_failed":
         return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}")
+    if isinstance(exc, NotRecorded):
+        return _Read(failure="not_recorded")
     if isinstance(exc, UpstreamStatus):
         return _Read(failure=f"error_status:{exc.status}")
     if exc.responded:

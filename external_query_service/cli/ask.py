@@ -17,7 +17,7 @@ from ..settings import Settings
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
 
-__all__ = ["register"]
+__all__ = ["no_data_source", "register"]
 
 
 _DESCRIPTION = """\

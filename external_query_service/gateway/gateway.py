@@ -147,7 +147,7 @@ class ExternalQueryGateway:
             )
             return _attempt(item, started, failed, source, status="timeout"), None
         except FetchError as exc:
-            cause = adapter.status_cause(exc.status) if isinstance(exc, UpstreamStatus) else None
+            cause = adapter.failure_cause(exc) if isinstance(exc, UpstreamStatus) else None
             failed = AdapterOutcome(
                 status="failed", reason=exc.reason, failure=failure_class(exc), cause=cause
             )
