@@ -256,6 +256,22 @@ def test_undated_evidence_in_english_says_it_has_no_date(world: World) -> None:
     assert "is outside the time range" not in answer.text
 
 
+def test_undated_and_dated_outside_the_range_together_stay_out_of_time_range(
+    world: World,
+) -> None:
+    undated = world.page("port-a.test", "/port", article("湛江港吞吐量", [PORT_TEXT] * 3))
+    old = world.page(
+        "port-b.test", "/port", article("湛江港吞吐量", [PORT_TEXT] * 3, published="2025-01-10")
+    )
+    world.results(
+        ZH_QUESTION, [hit(url, "湛江港吞吐量", "湛江港今年吞吐量") for url in (undated, old)]
+    )
+    span = {"time_range": {"start": "2026-11-01", "end": "2026-11-30"}}
+    answer = ask(world, ZH_QUESTION, semantics=span)
+
+    assert answer.reason == "out_of_time_range"
+
+
 # -- an adapter with no base_url ------------------------------------------------------------
 
 
