@@ -24,6 +24,7 @@ ExternalQueryError
 │   ├── ContentTooLarge                 declared or received bytes (raw or decoded) over the cap
 │   ├── UnsupportedContent              content type or encoding we do not read
 │   ├── UpstreamStatus                  the server answered with a non-success status
+│   │   └── NotRecorded                 a replayed world holds no recording for the request
 │   └── FetchDeadlineExceeded           the total deadline ran out
 ├── ExtractionFailed                    no usable main text (carries url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
@@ -65,6 +66,7 @@ __all__ = [
     "FetchError",
     "InputError",
     "InvalidQuery",
+    "NotRecorded",
     "ServiceClosed",
     "SettingsError",
     "TaskDefinitionError",
@@ -179,6 +181,18 @@ class UpstreamStatus(FetchError):
         self.status = status
         self.retry_after = retry_after
         super().__init__(url, detail or f"HTTP {status}")
+
+
+class NotRecorded(UpstreamStatus):
+    """A replayed test world (``external_query_service.testing``) has no recording for
+    ``request`` (``METHOD /path?query``): its 404 says so in its own header, so the answer names
+    the request instead of blaming the provider's configuration."""
+
+    reason = "not_recorded"
+
+    def __init__(self, url: str, request: str) -> None:
+        self.request = request
+        super().__init__(url, 404, f"no recording for {request}")
 
 
 class FetchDeadlineExceeded(FetchError):

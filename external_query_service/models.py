@@ -26,6 +26,7 @@ __all__ = [
     "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
+    "AttemptCause",
     "AttemptStatus",
     "CheckResult",
     "DisplaySource",
@@ -41,6 +42,7 @@ __all__ = [
     "Finding",
     "GatherResult",
     "OutcomeReason",
+    "PageCause",
     "PlaceCandidate",
     "PlannerResult",
     "PlannerSource",
@@ -83,6 +85,7 @@ OutcomeReason = Literal[
     "filtered_out",
     "no_matching_evidence",
     "out_of_time_range",
+    "undated_evidence",
     "target_mismatch",
     "insufficient_sources",
     "missing_slot",
@@ -98,6 +101,7 @@ REASONS: dict[str, bool] = {
     "filtered_out": False,
     "no_matching_evidence": False,
     "out_of_time_range": False,
+    "undated_evidence": False,
     "target_mismatch": False,
     "insufficient_sources": False,
     "missing_slot": False,
@@ -256,6 +260,36 @@ class RankedAdapter(_Model):
         return self
 
 
+#: Why every page an attempt reached failed, when they all failed for one cause:
+#: ``address_policy`` (the URL or the address it resolved to is refused by the network
+#: policy) or ``resolve_failed`` (the page's host name did not resolve).
+PageCause = Literal["address_policy", "resolve_failed"]
+
+
+class AttemptCause(_Model):
+    """What an answer's sentence names about an attempt that gathered nothing, beyond its
+    reason code, so a reader knows what happened and what to change. Every field is a
+    code or a configuration name, never provider text."""
+
+    #: The HTTP status the provider answered with.
+    status: int | None = None
+    #: What that status, or the adapter's readiness failure, means for this provider, as a
+    #: code the answer templates turn into a sentence (``json_output_disabled``,
+    #: ``wrong_base_url_path``, ``key_refused``, ``parameter_refused``, ``api_key_missing``,
+    #: ``base_url_missing``, ``not_recorded``).
+    meaning: str | None = None
+    #: The setting or environment variable to change (``BRAVE_API_KEY``, ``base_url``,
+    #: ``[network] allowed_networks``).
+    setting: str | None = None
+    #: When every page the attempt reached failed for one cause: that cause.
+    pages: PageCause | None = None
+    #: The hosts of those pages, first-seen order.
+    hosts: tuple[str, ...] = ()
+    #: For ``not_recorded``: the request (``METHOD /path?query``) a replayed world holds no
+    #: recording for.
+    request: str | None = None
+
+
 class AdapterAttempt(_Model):
     """One adapter's try at a question (or why it was skipped): the gateway's record."""
 
@@ -275,8 +309,11 @@ class AdapterAttempt(_Model):
     duration_ms: int = 0
     #: For a failed or timed-out attempt: what kind of failure it was.
     failure: FailureClass | None = None
-    #: The host the provider was reached at (its configured endpoint), for the reader.
+    #: The host the provider was reached at (its configured endpoint, with the port when
+    #: the URL names one), for the reader.
     source: str | None = None
+    #: For an attempt that gathered nothing: what the answer names beyond ``reason``.
+    cause: AttemptCause | None = None
 
 
 class Fact(_Model):
@@ -360,6 +397,8 @@ class AdapterOutcome(_Model):
     #: Page body bytes received from the network (``AdapterAttempt.bytes_fetched``).
     bytes_fetched: int = 0
     detail: dict[str, JsonValue] = Field(default_factory=dict)
+    #: For ``failed``, or ``empty`` because every page failed: what the answer names.
+    cause: AttemptCause | None = None
 
 
 class PlannerResult(_Model):

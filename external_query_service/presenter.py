@@ -39,6 +39,7 @@ from .digests import sha256_digest
 from .errors import InputError
 from .language import ANSWER_LANGUAGES, AnswerLanguage, LanguageSetting, answer_language
 from .models import (
+    AdapterAttempt,
     AnswerContract,
     DisplaySource,
     Evidence,
@@ -251,6 +252,52 @@ class _QuoteView:
 class _SectionView:
     target: str
     quotes: tuple[_QuoteView, ...]
+
+
+@dataclass(frozen=True)
+class _CauseView:
+    """One attempt that gathered nothing, as the refusal sentence names it: the provider's
+    host (or the adapter id, for one that was not ready) and its ``AttemptCause`` codes,
+    every text cleaned for the answer."""
+
+    name: str
+    status: int | None
+    meaning: str
+    setting: str
+    request: str = ""
+
+
+def _cause_context(attempts: Iterable[AdapterAttempt]) -> dict[str, object]:
+    """What the refusal template says beyond the reason code, from the attempts' causes:
+    ``refusals`` (providers that refused the request, by host, or had no key),
+    ``not_ready`` (adapters skipped as not ready, by id: the name in the reader's
+    settings), ``page_hosts`` and ``page_setting`` (result pages that all failed for one
+    cause)."""
+    refusals: list[_CauseView] = []
+    not_ready: list[_CauseView] = []
+    page_hosts: dict[str, None] = {}
+    page_setting = ""
+    for attempt in attempts:
+        cause = attempt.cause
+        if cause is None:
+            continue
+        setting = _answer_line(cause.setting or "")
+        if cause.pages is not None:
+            page_hosts.update(dict.fromkeys(t for h in cause.hosts if (t := _answer_line(h))))
+            page_setting = page_setting or setting
+        elif attempt.status == "skipped" and cause.meaning:
+            name = _answer_line(attempt.adapter_id)
+            not_ready.append(_CauseView(name, None, cause.meaning, setting))
+        elif cause.status is not None or cause.meaning:
+            name = _answer_line(attempt.source or "")
+            request = _answer_line(cause.request or "")
+            refusals.append(_CauseView(name, cause.status, cause.meaning or "", setting, request))
+    return {
+        "refusals": tuple(refusals),
+        "not_ready": tuple(not_ready),
+        "page_hosts": tuple(page_hosts),
+        "page_setting": page_setting,
+    }
 
 
 @dataclass(frozen=True)
@@ -477,6 +524,7 @@ class ExternalAnswerPresenter:
                         if (text := _answer_line(attempt.source))
                     )
                 ),
+                **_cause_context(packet.adapter_attempts),
             )
 
         contract = packet.plan.answer_contract

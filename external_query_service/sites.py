@@ -32,6 +32,7 @@ __all__ = [
     "registrable_domain",
     "source_allowed",
     "url_host",
+    "url_host_port",
 ]
 
 OriginReason = Literal["ok", "bad_scheme", "denied_domain", "not_allowed_domain", "private_address"]
@@ -104,6 +105,19 @@ def url_host(url: str) -> str:
     except ValueError:
         return ""
     return normalize_host(host) if host else ""
+
+
+def url_host_port(url: str) -> str:
+    """``url_host`` with the port the URL names, if it names one (``searx.lan:8888``,
+    ``[::1]:8080``): what a reader needs to find the endpoint that failed."""
+    host = url_host(url)
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = None
+    if not host or port is None:
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def ip_literal(host: str) -> IPAddress | None:

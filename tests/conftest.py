@@ -102,6 +102,7 @@ def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> LedgerTarge
     the test's own."""
     if request.param == "sqlite":
         path = tmp_path / "data" / "ledger.sqlite3"
+        path.parent.mkdir()  # a ledger file is made only in a folder that exists
         open_ledger(path).close()
         return path
     url: str = request.getfixturevalue("postgres_url")

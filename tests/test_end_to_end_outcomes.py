@@ -48,7 +48,7 @@ def searx_host(world: World) -> str:
             Reply(403, body="<h1>Forbidden</h1>", content_type="text/html"),
             "provider_misconfigured",
             False,
-            "拒绝了这次请求",
+            "返回 HTTP 403：这个 SearXNG 实例未开启 JSON 输出",
         ),
         (
             Reply(400, body="bad language", content_type="text/plain"),
@@ -96,7 +96,7 @@ def test_no_name_resolving_anywhere_is_network_unavailable() -> None:
     assert (answer.reason, answer.retryable) == ("network_unavailable", True)
     assert answer.attempts[0].failure == "network"
     assert answer.text.startswith("External live query: ")
-    assert "searx.offline.test could not be resolved" in answer.text
+    assert "searx.offline.test:8080 could not be resolved" in answer.text  # host and port
 
 
 def test_an_english_question_searches_in_english_and_reads_in_english(world: World) -> None:

@@ -192,6 +192,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     "ContentTooLarge": [(lambda: errors.ContentTooLarge(URL), "content_too_large")],
     "UnsupportedContent": [(lambda: errors.UnsupportedContent(URL), "unsupported_content")],
     "UpstreamStatus": [(lambda: errors.UpstreamStatus(URL, 503), "upstream_status")],
+    "NotRecorded": [(lambda: errors.NotRecorded(URL, "GET /page"), "not_recorded")],
     "FetchDeadlineExceeded": [(lambda: errors.FetchDeadlineExceeded(URL), "deadline_exceeded")],
     "ExtractionFailed": [(lambda: errors.ExtractionFailed(URL, reason="no_text"), "no_text")],
     "AdapterError": [(lambda: errors.AdapterError("web", reason="bad_reply"), "bad_reply")],

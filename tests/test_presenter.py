@@ -39,6 +39,7 @@ REASONS = {
     "filtered_out": "来源均被来源策略过滤",
     "no_matching_evidence": "没有找到与问题对象相符的证据",
     "out_of_time_range": "找到的证据不在所问的时间范围内",
+    "undated_evidence": "找到的证据没有标注日期",
     "insufficient_sources": "独立来源数量不足",
 }
 

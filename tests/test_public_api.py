@@ -48,6 +48,7 @@ EXPECTED = [
     "LLMError",
     "LedgerError",
     "McpUnavailable",
+    "NotRecorded",
     "NothingAnswered",
     "QuerySemantics",
     "ServerUnavailable",

@@ -21,18 +21,21 @@ from pydantic import JsonValue
 
 from ..clock import Clock
 from ..digests import sha256_digest
+from ..errors import NotRecorded, UpstreamStatus
 from ..memo import SharedMemo, ThreadMemo
 from ..models import (
     AdapterCapability,
     AdapterOutcome,
+    AttemptCause,
     Evidence,
     ExternalQueryPlan,
     Fact,
     ProviderType,
     Readiness,
 )
+from ..net.failures import status_failure_class
 from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
-from ..sites import url_host
+from ..sites import url_host_port
 from ..store import EvidenceStore
 from .options import AdapterOptions
 
@@ -195,11 +198,12 @@ class Adapter(ABC):
 
     @property
     def source(self) -> str | None:
-        """The host this adapter's provider is reached at (its first outside endpoint), named
-        to readers when it fails, never the adapter id; ``None`` for a local source."""
+        """The host this adapter's provider is reached at (its first outside endpoint, with
+        the port its URL names), named to readers when it fails, never the adapter id;
+        ``None`` for a local source."""
         endpoints = self.options.endpoints()
         urls = endpoints.urls.values() if endpoints is not None else ()
-        return next((host for url in urls if (host := url_host(url))), None)
+        return next((host for url in urls if (host := url_host_port(url))), None)
 
     @property
     def capability(self) -> AdapterCapability:
@@ -222,6 +226,34 @@ class Adapter(ABC):
     async def probe(self) -> Readiness:
         """A real, bounded check that the provider answers. Default: the static readiness."""
         return self.readiness()
+
+    def status_cause(self, status: int) -> AttemptCause:
+        """What an HTTP ``status`` from this adapter's provider means, for the answer. The
+        base knows one meaning every API shares: a 404 on a configured API path means the
+        ``base_url`` path is wrong. A subclass adds its provider's own statuses."""
+        if status == 404:
+            return AttemptCause(status=status, meaning="wrong_base_url_path", setting="base_url")
+        return AttemptCause(status=status)
+
+    def failure_cause(self, exc: UpstreamStatus) -> AttemptCause:
+        """What ``exc`` means for the answer: for a replayed world with no recording, the
+        request it lacks; otherwise what the status means (``status_cause``)."""
+        if isinstance(exc, NotRecorded):
+            return AttemptCause(status=exc.status, meaning="not_recorded", request=exc.request)
+        return self.status_cause(exc.status)
+
+    def status_outcome(self, exc: UpstreamStatus, **detail: JsonValue) -> AdapterOutcome:
+        """The failed outcome of a provider call answered with ``exc``'s status: its reason
+        code (``not_recorded`` in a replay that lacks the request), whether retrying may
+        help, and what the status means (``failure_cause``)."""
+        not_recorded = isinstance(exc, NotRecorded)
+        return AdapterOutcome(
+            status="failed",
+            reason=exc.reason if not_recorded else f"upstream_status_{exc.status}",
+            failure=status_failure_class(exc.status),
+            detail=detail,
+            cause=self.failure_cause(exc),
+        )
 
     @abstractmethod
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:

@@ -19,6 +19,7 @@ Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by wh
   body, a redirect loop or too many hops, a blocked destination, an unsafe URL, no main
   text). It contributes nothing, not even its search snippet.
 - ``error_status:<status>``: the server answered with an error status. Nothing.
+- ``not_recorded``: a replayed test world holds no recording for the page. Nothing.
 - ``cut_off``: the response began but did not finish in time (a drip cut off by a deadline,
   a body broken off mid-way), or the page was still loading when its straggler grace ran
   out. Nothing.
@@ -49,12 +50,20 @@ from ..errors import (
     ContentTooLarge,
     ExtractionFailed,
     FetchError,
+    NotRecorded,
     TooManyRedirects,
     UnsafeURL,
     UnsupportedContent,
     UpstreamStatus,
 )
-from ..models import AdapterOutcome, Evidence, ExternalQueryPlan, ProviderType
+from ..models import (
+    AdapterOutcome,
+    AttemptCause,
+    Evidence,
+    ExternalQueryPlan,
+    PageCause,
+    ProviderType,
+)
 from ..net.fetch import FetchedPage
 from ..sites import source_allowed
 from ..text.analyse import PageAnalysis, analyse_page
@@ -73,6 +82,7 @@ __all__ = [
     "SearchHit",
     "gather_deadline",
     "harvest_pages",
+    "page_cause",
     "straggler_patience",
 ]
 
@@ -162,7 +172,8 @@ class PageHarvest:
         """The adapter's outcome around this harvest: ``evidence`` (the harvest's, and any the
         adapter had already), ``ok`` when there is some (else ``empty`` with
         ``empty_reason``), this harvest's page counts, and its failures listed for the audit
-        (``page_failures``) before the adapter's own ``detail``."""
+        (``page_failures``) before the adapter's own ``detail``. With no evidence, and every
+        page failed for one cause the answer can name (``page_cause``), that cause."""
         return AdapterOutcome(
             status="ok" if evidence else "empty",
             reason=None if evidence else empty_reason,
@@ -172,7 +183,36 @@ class PageHarvest:
             pages_failed=self.failed,
             bytes_fetched=self.bytes_fetched,
             detail={"page_failures": [f"{url} {why}" for url, why in self.failures], **detail},
+            cause=None if evidence or self.fetched else page_cause(self.failures),
         )
+
+
+#: Page failure records (``PageHarvest.failures``) an outcome's one cause is made of: the
+#: network policy refused the URL (a port public hosts may not use, credentials in it) or the
+#: address it resolved to; the page's host name did not resolve.
+_PAGE_CAUSES: dict[str, PageCause] = {
+    f"{_NOT_A_DOCUMENT}:unsafe_url": "address_policy",
+    f"{_NOT_A_DOCUMENT}:blocked_destination": "address_policy",
+    "no_response:resolve_failed": "resolve_failed",
+}
+#: What lets pages the address policy refused through: listing their networks (a listed
+#: network may also use any port).
+_POLICY_SETTING = "[network] allowed_networks"
+
+
+def page_cause(failures: Sequence[tuple[str, str]]) -> AttemptCause | None:
+    """The one cause every failed page shares, when there is one the answer can name (the
+    address policy refused them; their host names did not resolve), with the pages' hosts
+    and, for the policy, the setting to change; None for no failures or mixed ones."""
+    causes = {_PAGE_CAUSES.get(why) for _url, why in failures}
+    if len(causes) != 1 or None in causes:
+        return None
+    (cause,) = causes
+    return AttemptCause(
+        pages=cause,
+        setting=_POLICY_SETTING if cause == "address_policy" else None,
+        hosts=tuple(dict.fromkeys(host for url, _why in failures if (host := _host(url)))),
+    )
 
 
 @dataclass(frozen=True)
@@ -413,6 +453,8 @@ def _fetch_failure(exc: FetchError) -> _Read:
     """What a failed fetch proved about the page (module docstring)."""
     if isinstance(exc, _NOT_DOCUMENTS) or exc.reason == "decoding_failed":
         return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}")
+    if isinstance(exc, NotRecorded):
+        return _Read(failure="not_recorded")
     if isinstance(exc, UpstreamStatus):
         return _Read(failure=f"error_status:{exc.status}")
     if exc.responded:

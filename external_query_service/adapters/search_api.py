@@ -25,8 +25,7 @@ from typing import ClassVar
 from pydantic import Field, JsonValue
 
 from ..errors import UpstreamStatus
-from ..models import Evidence, ExternalQueryPlan, ProviderType
-from ..net.failures import status_failure_class
+from ..models import AttemptCause, Evidence, ExternalQueryPlan, ProviderType
 from ..net.fetch import ApiResponse
 from .base import Adapter, AdapterOutcome, EndpointClient
 from .options import Endpoints
@@ -142,6 +141,18 @@ class KeyedSearchAdapter(Adapter):
 
     options: Options
 
+    def status_cause(self, status: int) -> AttemptCause:
+        """A keyed API's statuses: 401 and 403 refuse the key (wrong, revoked, or not
+        entitled to this endpoint: the variable ``api_key_env`` names holds it), 422 a
+        parameter the API refuses; 404 (the base) a wrong ``base_url`` path."""
+        if status in (401, 403):
+            return AttemptCause(
+                status=status, meaning="key_refused", setting=self.options.api_key_env
+            )
+        if status == 422:
+            return AttemptCause(status=status, meaning="parameter_refused")
+        return super().status_cause(status)
+
     @abstractmethod
     async def search(
         self, endpoint: EndpointClient, query: str, plan: ExternalQueryPlan, key: str
@@ -156,11 +167,13 @@ class KeyedSearchAdapter(Adapter):
         variable = self.options.api_key_env
         key = os.environ.get(variable, "").strip()
         if not key:
+            # Nothing is sent without a key: the answer names the variable to set.
             return AdapterOutcome(
                 status="failed",
                 reason="api_key_missing",
                 failure="misconfigured",
                 detail={"api_key_env": variable},
+                cause=AttemptCause(meaning="api_key_missing", setting=variable),
             )
         endpoint = self.runtime.search_client(self.options.base_url)
         per_query: list[list[Found]] = []
@@ -171,12 +184,7 @@ class KeyedSearchAdapter(Adapter):
                 detail: dict[str, JsonValue] = {}
                 if exc.retry_after is not None:
                     detail["retry_after_s"] = exc.retry_after
-                return AdapterOutcome(
-                    status="failed",
-                    reason=f"upstream_status_{exc.status}",
-                    failure=status_failure_class(exc.status),
-                    detail=detail,
-                )
+                return self.status_outcome(exc, **detail)
             per_query.append(self.read(response, query, plan))
         total = sum(len(found) for found in per_query)
         if total == 0:

@@ -14,8 +14,7 @@ from typing import ClassVar
 from pydantic import JsonValue
 
 from ..errors import FetchError, UpstreamStatus
-from ..models import ExternalQueryPlan, ProviderType, Readiness
-from ..net.failures import status_failure_class
+from ..models import AttemptCause, ExternalQueryPlan, ProviderType, Readiness
 from .base import Adapter, AdapterOutcome
 from .options import Endpoints
 from .pages import SearchHit, harvest_pages
@@ -88,13 +87,31 @@ class SearxngAdapter(Adapter):
         # The first real call is a JSON search: prove that one is not refused (an instance
         # with JSON output disabled answers /config but refuses /search with 403).
         params: dict[str, str | int] = {"q": "searxng", "format": "json", "pageno": 1}
+        endpoint = self.runtime.search_client(self.options.base_url)
         try:
-            await self.runtime.search_client(self.options.base_url).get_json("search", params)
+            response = await endpoint.get_json("search", params)
         except UpstreamStatus as exc:
             return Readiness(ready=False, reason=f"upstream_status_{exc.status}")
         except FetchError as exc:
             return Readiness(ready=False, reason=exc.reason)
+        data = response.data if isinstance(response.data, dict) else {}
+        if _all_unresponsive(data):
+            # A 200 with no results and every engine that ran timed out or was blocked: the
+            # instance answers, but no question would find anything through it.
+            return Readiness(ready=False, reason="engines_unresponsive")
         return Readiness(ready=True)
+
+    def status_cause(self, status: int) -> AttemptCause:
+        """SearXNG's own statuses: 403 on ``format=json`` is JSON output disabled (the
+        instance's ``search.formats`` lacks ``json``); 400 a parameter it refuses; 404 (the
+        base) a ``base_url`` path with no ``/search`` under it."""
+        if status == 403:
+            return AttemptCause(
+                status=status, meaning="json_output_disabled", setting="search.formats"
+            )
+        if status == 400:
+            return AttemptCause(status=status, meaning="parameter_refused")
+        return super().status_cause(status)
 
     async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
         assert self.options.base_url is not None
@@ -113,12 +130,7 @@ class SearxngAdapter(Adapter):
             try:
                 response = await endpoint.get_json("search", {**params, "q": query})
             except UpstreamStatus as exc:
-                # 403: the instance has JSON output disabled; 400: a parameter it refuses.
-                return AdapterOutcome(
-                    status="failed",
-                    reason=f"upstream_status_{exc.status}",
-                    failure=status_failure_class(exc.status),
-                )
+                return self.status_outcome(exc)
             data = response.data if isinstance(response.data, dict) else {}
             hits = _hits(data.get("results"), query, response.raw_digest, response.fetched_at)
             per_query.append(hits)
@@ -177,6 +189,13 @@ def _hits(
             )
         )
     return hits
+
+
+def _all_unresponsive(data: dict[str, JsonValue]) -> bool:
+    """Whether a SearXNG answer found nothing because its engines did not answer: no
+    ``results`` and a non-empty ``unresponsive_engines`` (``[[engine, why], ...]``)."""
+    results = data.get("results")
+    return not results and bool(_unresponsive(data.get("unresponsive_engines")))
 
 
 def _unresponsive(value: JsonValue) -> list[JsonValue]:

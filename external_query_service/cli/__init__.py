@@ -1,9 +1,9 @@
 """``external-query``: a thin CLI over the public API (parse, call, print).
 
 Each command group lives in its own module and registers its sub-parser here. Exit codes:
-0 done (for ``ask``: any of the three outcomes — the status is in the output); 2 bad input,
-one line on stderr; 1 an internal failure, a message and never a bare traceback. Command
-groups may define further codes (documented with the group).
+0 done (for ``ask``: any of the three outcomes — the status is in the output); 2 bad input
+or an unusable ledger, one line on stderr; 1 an internal failure, a message and never a bare
+traceback. Command groups may define further codes (documented with the group).
 """
 
 from __future__ import annotations
@@ -74,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except _ledger_error() as exc:
+        # A ledger that cannot be used as configured (needs migrating, a missing folder or
+        # driver) is the caller's to fix, like bad input: one line naming what to do.
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -82,6 +87,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+def _ledger_error() -> type[Exception]:
+    """``LedgerError``, imported only once an exception is being matched (an ``except``
+    clause's class is evaluated then), so a command that opens no ledger never loads the
+    storage package."""
+    from ..storage.models import LedgerError
+
+    return LedgerError
 
 
 def run() -> NoReturn:

@@ -17,7 +17,7 @@ from ..settings import Settings
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
 
-__all__ = ["register"]
+__all__ = ["no_data_source", "register"]
 
 
 _DESCRIPTION = """\
@@ -229,6 +229,17 @@ def _replay(args: argparse.Namespace, question: str) -> int:
         return _answer(args, question, _settings(args, world.settings()), now, default=recorded)
 
 
+def no_data_source() -> InputError:
+    """The input error for settings with no enabled adapter, listing every kind the adapter
+    registry knows (built-ins and plugins alike), so the list never falls behind it."""
+    from ..gateway.registry import known_kinds  # only this error needs the registry
+
+    return InputError(
+        "no data source is configured: pass --config FILE with [[adapters]] "
+        f"({', '.join(known_kinds())}), or --docs DIR for a local folder"
+    )
+
+
 def _answer(
     args: argparse.Namespace,
     question: str,
@@ -240,10 +251,7 @@ def _answer(
     today = (now or datetime.now().astimezone()).date()
     semantics = coerce_semantics(_semantics(args, today) or default or None)
     if not any(adapter.enabled for adapter in settings.adapters):
-        raise InputError(
-            "no data source is configured: pass --config FILE with [[adapters]] "
-            "(searxng, open_meteo, frankfurter, local_docs), or --docs DIR for a local folder"
-        )
+        raise no_data_source()
     clock = fixed_clock(now) if now else None
     with ExternalQueryService(settings, clock=clock) as service:
         answer = service.answer(question, semantics)

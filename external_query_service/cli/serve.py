@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import InputError
 from ._help import Subparsers, add_command
 from ._model import add_model_flags
 from .ask import _settings as settings_from_flags
+from .ask import no_data_source
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "register"]
 
@@ -104,9 +104,6 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = settings_from_flags(args)
     if not any(adapter.enabled for adapter in settings.adapters):
-        raise InputError(
-            "no data source is configured: pass --config FILE with [[adapters]], "
-            "or --docs DIR for a local folder"
-        )
+        raise no_data_source()
     serve(settings, host=args.host, port=args.port, workers=args.workers)
     return 0

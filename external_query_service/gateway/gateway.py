@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from ..adapters.base import Adapter
 from ..adapters.pages import gather_deadline
 from ..audit import AuditLog
-from ..errors import AdapterError, FetchError
+from ..errors import AdapterError, FetchError, UpstreamStatus
 from ..models import (
     AdapterAttempt,
     AdapterOutcome,
+    AttemptCause,
     AttemptStatus,
     Evidence,
     ExternalQueryPlan,
@@ -100,7 +101,8 @@ class ExternalQueryGateway:
         for item in ranking:
             if item.excluded is not None:
                 if item.excluded == "not_ready":
-                    attempts.append(self._skipped(item, item.reason))
+                    cause = AttemptCause(meaning=item.readiness_reason)
+                    attempts.append(self._skipped(item, item.reason, cause))
                 continue
             if self._enough(plan, evidence):
                 attempts.append(self._skipped(item, "enough_evidence"))
@@ -145,7 +147,10 @@ class ExternalQueryGateway:
             )
             return _attempt(item, started, failed, source, status="timeout"), None
         except FetchError as exc:
-            failed = AdapterOutcome(status="failed", reason=exc.reason, failure=failure_class(exc))
+            cause = adapter.failure_cause(exc) if isinstance(exc, UpstreamStatus) else None
+            failed = AdapterOutcome(
+                status="failed", reason=exc.reason, failure=failure_class(exc), cause=cause
+            )
             return _attempt(item, started, failed, source), None
         except AdapterError as exc:
             failed = AdapterOutcome(status="failed", reason=exc.reason, failure="transient")
@@ -160,13 +165,16 @@ class ExternalQueryGateway:
         return _attempt(item, started, outcome, source), outcome
 
     @staticmethod
-    def _skipped(item: RankedAdapter, reason: str) -> AdapterAttempt:
+    def _skipped(
+        item: RankedAdapter, reason: str, cause: AttemptCause | None = None
+    ) -> AdapterAttempt:
         return AdapterAttempt(
             adapter_id=item.adapter_id,
             provider_type=item.provider_type,
             status="skipped",
             reason=reason,
             rank=item.rank,
+            cause=cause,
         )
 
     def _enough(self, plan: ExternalQueryPlan, evidence: Sequence[Evidence]) -> bool:
@@ -228,6 +236,7 @@ def _attempt(
         duration_ms=round((time.perf_counter() - started) * 1000),
         failure=(outcome.failure or "transient") if failed else None,
         source=source,
+        cause=outcome.cause if status != "ok" else None,
     )
 
 

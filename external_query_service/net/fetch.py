@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
+from urllib.parse import unquote
 
 import httpx
 from pydantic import JsonValue
@@ -34,6 +35,7 @@ from ..errors import (
     ContentTooLarge,
     FetchDeadlineExceeded,
     FetchError,
+    NotRecorded,
     TooManyRedirects,
     UnsafeURL,
     UnsupportedContent,
@@ -53,6 +55,7 @@ __all__ = [
     "API_ACCEPT",
     "DEFAULT_ACCEPT_TYPES",
     "MAX_URL_LENGTH",
+    "NOT_RECORDED_HEADER",
     "PAGE_ACCEPT",
     "ApiResponse",
     "FetchedPage",
@@ -61,6 +64,7 @@ __all__ = [
     "SafeFetcher",
     "TrustedEndpoint",
     "check_url",
+    "status_error",
 ]
 
 
@@ -208,6 +212,23 @@ def _verifying_context(network: NetworkSettings) -> ssl.SSLContext:
                 str(network.ca_bundle), f"cannot load ca_bundle: {exc}", reason="ca_bundle_invalid"
             ) from None
     return context
+
+
+#: The header (and its value) a replayed test world puts on its 404 for a request it holds
+#: no recording for (``external_query_service.testing``).
+NOT_RECORDED_HEADER = ("x-external-query-world", "not-recorded")
+
+
+def status_error(url: str, response: httpx.Response) -> UpstreamStatus:
+    """The error for a non-success answer: ``NotRecorded`` (naming the request by method,
+    path and query: the host is the provider's) when a replayed world says it has no
+    recording, else ``UpstreamStatus`` with the wait a 429
+    or 503 asked for."""
+    name, value = NOT_RECORDED_HEADER
+    if response.status_code == 404 and response.headers.get(name) == value:
+        target = unquote(response.request.url.raw_path.decode("ascii", "replace"))
+        return NotRecorded(url, f"{response.request.method} {target}")
+    return UpstreamStatus(url, response.status_code, retry_after=_retry_after(response))
 
 
 def _headers(network: NetworkSettings, accept: str) -> dict[str, str]:
@@ -598,6 +619,8 @@ class SafeFetcher:
                 fetched_at=self._clock(),
                 location=response.headers.get("location"),
             )
+        if not 200 <= status < 300:
+            raise status_error(url, response)
         self._check(status, content_type, url)
         connected = _connected_address(response)  # before the body: the socket closes after it
         body = await read_body(response, url, self._network.max_page_bytes)
@@ -859,9 +882,7 @@ class TrustedEndpoint:
                             assert cache is not None
                             return cache.revalidated(key, stale, response.headers)
                         if not 200 <= response.status_code < 300:
-                            raise UpstreamStatus(
-                                url, response.status_code, retry_after=_retry_after(response)
-                            )
+                            raise status_error(url, response)
                         content_type, charset = media_type(response)
                         body = await read_body(response, url, self._network.max_page_bytes)
                     finally:

@@ -211,7 +211,12 @@ def _open(
     if isinstance(target, Path):
         from .sqlite import SQLiteLedger
 
-        return SQLiteLedger(target, create=create, check_schema=check_schema, clock=clock)
+        # Only the default ledger's folder is this program's to make; a folder the reader
+        # named and that does not exist is a mistake to report, not to paper over.
+        own = target == default_ledger_path()
+        return SQLiteLedger(
+            target, create=create, check_schema=check_schema, clock=clock, make_folder=own
+        )
     try:
         from .postgres import PostgresLedger
     except ImportError:

@@ -21,7 +21,7 @@ from ..clock import Clock, system_clock
 from .base import SCHEMA_V1, BaseLedger, Tx
 from .models import LedgerError
 
-__all__ = ["SQLiteLedger"]
+__all__ = ["SQLiteLedger", "missing_place"]
 
 
 class _SQLiteTx:
@@ -44,12 +44,28 @@ class _SQLiteTx:
         self._db.executemany(sql, rows)
 
 
+def missing_place(path: Path, *, create: bool, make_folder: bool = False) -> LedgerError | None:
+    """The error for a ledger file that cannot be where ``path`` says: its folder does not
+    exist (and is not to be made), or, for an open that must not create it, the file does
+    not exist. None when the place is fine. One wording for every caller (``ask`` with a
+    ``[ledger] path``, ``ledger verify``, ...)."""
+    if not make_folder and not path.parent.is_dir():
+        detail = f"the folder {path.parent} does not exist; create it, or name a file in one"
+        return LedgerError("ledger_unavailable", f"{path}: {detail}")
+    if not create and not path.exists():
+        detail = "there is no ledger file there; check the path"
+        return LedgerError("ledger_unavailable", f"{path}: {detail}")
+    return None
+
+
 class SQLiteLedger(BaseLedger):
     """One SQLite ledger file. Thread-safe (one lock around one connection).
 
     ``create=False`` refuses to create a missing file (read-only uses); ``create=True``
     gives a new file the current schema. ``check_schema=False`` opens a file whatever its
-    schema, for ``migrate()``.
+    schema, for ``migrate()``. A file is made only in a folder that exists, unless
+    ``make_folder`` (the default ledger's own data folder); a missing folder or file is
+    refused by ``missing_place``, so every command says it the same way.
     """
 
     backend = "sqlite"
@@ -64,12 +80,16 @@ class SQLiteLedger(BaseLedger):
         check_schema: bool = True,
         busy_timeout_ms: int = 5000,
         clock: Clock = system_clock,
+        make_folder: bool = False,
     ) -> None:
         self.path = Path(path)
         super().__init__(str(self.path), clock)
         self._lock = threading.Lock()
+        missing = missing_place(self.path, create=create, make_folder=make_folder)
+        if missing is not None:
+            raise missing
         try:
-            if create:
+            if create and make_folder:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             mode = "rwc" if create else "rw"
             self._db = sqlite3.connect(

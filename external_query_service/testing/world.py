@@ -48,6 +48,7 @@ from ..clock import Clock, fixed_clock, system_clock
 from ..digests import sha256_digest
 from ..errors import InputError, SettingsError
 from ..gateway.registry import adapter_options
+from ..net.fetch import NOT_RECORDED_HEADER
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, Settings, format_validation_error
 from .content import brave_body, searx_body, tavily_body
@@ -313,7 +314,9 @@ class World(Closing):
                 route for route in routes if _matches(route, pairs) and _body_matches(route, fields)
             ]
             if not found:
-                return Reply(404, b"not in this world", "text/plain")
+                # Said in the header the fetcher reads, so the answer names the request
+                # that was never recorded instead of blaming the provider.
+                return Reply(404, b"not in this world", "text/plain", headers=_NOT_RECORDED)
             best = max(found, key=lambda route: len(route.query) + len(route.body))
             return best.handler(request)
 
@@ -686,6 +689,9 @@ class World(Closing):
     async def aclose(self) -> None:
         """``close()`` from a running loop (the servers run on threads of their own)."""
         self.close()
+
+
+_NOT_RECORDED = dict([NOT_RECORDED_HEADER])
 
 
 def _place(tables: Iterable[Mapping[str, Any]], origin: str) -> list[_Placed]:

@@ -27,8 +27,13 @@ The outcome, first rule that applies wins:
    that did not resolve — retryable), ``provider_misconfigured`` (no transient failure and at
    least one provider refused the request as made — not retryable), else
    ``all_providers_failed`` (retryable);
+   when results were found but no page could be read, all for one cause (``AttemptCause``):
+   ``filtered_out`` (the address policy refused every page) or ``network_unavailable``
+   (no page's host name resolved);
    ``no_matching_evidence`` (no evidence otherwise: attempts came back empty),
    ``filtered_out`` (every evidence failed the origin check),
+   ``undated_evidence`` (some evidence passed origin and target, and every such evidence
+   has no date a time range can be checked against),
    ``out_of_time_range`` (some evidence passed origin and target, so time rejected it),
    ``target_mismatch`` (every evidence passed origin but none is about the plan's targets),
    ``no_matching_evidence`` (otherwise: target mismatches mixed with origin failures).
@@ -57,6 +62,7 @@ from ..models import (
     Finding,
     GatherResult,
     OutcomeReason,
+    PageCause,
     PlaceCandidate,
     VerifierOutcome,
     VerifierResult,
@@ -415,14 +421,40 @@ def _why_nothing_admitted(gathered: GatherResult, judged: Sequence[_Judged]) -> 
         failed = [a for a in tried if a.status in ("failed", "timeout")]
         if len(failed) == len(tried):
             return _why_providers_failed(failed)
-        return "no_matching_evidence"
+        return _why_pages_failed(tried) or "no_matching_evidence"
     if not any(item.origin.passed for item in judged):
         return "filtered_out"
-    if any(item.origin.passed and item.target.passed for item in judged):
-        return "out_of_time_range"
+    on_target = [item for item in judged if item.origin.passed and item.target.passed]
+    if on_target:
+        # Only time rejected them: undated evidence is not evidence of another time.
+        undated = all(item.time.reason == "undated" for item in on_target)
+        return "undated_evidence" if undated else "out_of_time_range"
     if all(item.origin.passed for item in judged):
         return "target_mismatch"
     return "no_matching_evidence"
+
+
+def _why_pages_failed(tried: Sequence[AdapterAttempt]) -> OutcomeReason | None:
+    """Searches found results but no page could be read, all for one cause: say that cause.
+
+    Every attempt's pages refused by the address policy: ``filtered_out``. Every page's host
+    name unresolved (and any provider that failed, failed to resolve too): the network is
+    down, ``network_unavailable``. None when the causes differ or any attempt has none.
+    """
+    causes = {_page_cause(attempt) for attempt in tried}
+    if causes == {"address_policy"}:
+        return "filtered_out"
+    if causes == {"resolve_failed"}:
+        return "network_unavailable"
+    return None
+
+
+def _page_cause(attempt: AdapterAttempt) -> PageCause | None:
+    """Why ``attempt`` read no page: its pages' one cause, or for a provider that failed to
+    resolve, the same as a page that did not."""
+    if attempt.status in ("failed", "timeout"):
+        return "resolve_failed" if attempt.failure == "network" else None
+    return attempt.cause.pages if attempt.cause is not None else None
 
 
 def _why_providers_failed(failed: Sequence[AdapterAttempt]) -> OutcomeReason:
