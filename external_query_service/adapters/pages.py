@@ -10,7 +10,8 @@ once ``max_pages`` pages were read the pages still loading are cut off at once, 
 least one was read and nothing is left to start they get ``STRAGGLER_GRACE_S`` more and are
 then cut off. A page whose body has arrived is no straggler: its analysis is waited for,
 within the question's deadline. A read page is decoded, extracted, chunked and scored; its
-best snippets become ``page_body`` evidence.
+best snippets become ``page_body`` evidence. A PDF is read page by page, and each snippet's
+URL names its page (``…#page=3``, ``page_locator``).
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
 
@@ -73,6 +74,7 @@ __all__ = [
     "SearchHit",
     "gather_deadline",
     "harvest_pages",
+    "page_locator",
     "straggler_patience",
 ]
 
@@ -402,6 +404,7 @@ async def _read(
             query=hit.query or plan.question,
             targets=plan.targets,
             min_score=PAGE_MIN_SCORE,
+            pdf_max_pages=runtime.network.max_pdf_pages,
         )
     except ExtractionFailed as exc:
         return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}", received=received)
@@ -439,7 +442,7 @@ def _body_evidence(
             adapter_id=source.adapter_id,
             provider_type=source.provider_type,
             basis="page_body",
-            url=page.final_url,
+            url=page_locator(page.final_url, analysis.page_at(scored.chunk.offset)),
             title=analysis.title or hit.title,
             site=final_host,
             snippet=scored.chunk.text,
@@ -456,6 +459,12 @@ def _body_evidence(
         )
         for scored in analysis.snippets
     )
+
+
+def page_locator(url: str, page: int | None) -> str:
+    """Where a snippet is: ``url``, with ``#page=<n>`` for a snippet on page ``n`` of a PDF
+    (the fragment PDF viewers open at)."""
+    return url if page is None else f"{url.split('#', 1)[0]}#page={page}"
 
 
 def _snippet_evidence(

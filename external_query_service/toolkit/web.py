@@ -25,15 +25,17 @@ from ..errors import ExtractionFailed, FetchError, UnsafeURL
 from ..net.fetch import FetchedPage, SafeFetcher
 from ..settings import NetworkSettings
 from ..store import EvidenceStore
+from ..text.analyse import PDF_MAX_PAGES
 from ..text.decode import decode_body
 from ..text.extract import extract_page, normalize_text
+from ..text.pdf import extract_pdf, is_pdf
 from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .links import observe_links
 from .origins import OriginSet
 
 __all__ = ["ObservedLink", "Section", "WebBudget", "WebPage", "WebTools", "WebUsage"]
 
-TextBasis = Literal["main_text", "visible_text", "plain_text"]
+TextBasis = Literal["main_text", "visible_text", "plain_text", "pdf_text"]
 _PLAIN_TYPES = frozenset({"text/plain", "text/markdown"})
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 
@@ -122,6 +124,14 @@ def _visible_text(html: str) -> str:
 
 
 def _page_text(page: FetchedPage) -> _Text:
+    if is_pdf(page.content_type):
+        # Every page's text (the same bound as a body's bytes), pages one after another.
+        limit = len(page.body) or 1
+        try:
+            read = extract_pdf(page.body, page.final_url, max_pages=PDF_MAX_PAGES, max_chars=limit)
+        except ExtractionFailed:
+            return _Text("", "", "pdf_text", None)
+        return _Text("\n".join(text for text in read.pages if text), read.title, "pdf_text", None)
     decoded = decode_body(page.body, page.charset, content_type=page.content_type)
     if page.content_type in _PLAIN_TYPES:
         return _Text(normalize_text(decoded.text), "", "plain_text", None)
