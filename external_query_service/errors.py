@@ -15,6 +15,7 @@ ExternalQueryError
 │   ├── integrations.common.IntegrationUnavailable
 │   │                                   an integration's framework is not installed
 │   ├── mcp_server.McpUnavailable       the optional mcp package is not installed
+│   ├── BrowserUnavailable              the browser extra or a Chromium executable is missing
 │   └── server.ServerUnavailable        the optional server extra is not installed
 ├── FetchError                          a URL could not be fetched safely (carries url + reason)
 │   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
@@ -25,6 +26,7 @@ ExternalQueryError
 │   ├── UpstreamStatus                  the server answered with a non-success status
 │   └── FetchDeadlineExceeded           the total deadline ran out
 ├── ExtractionFailed                    no usable main text (carries url + reason)
+├── RenderFailed                        a page could not be rendered in the browser (url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
 ├── server.errors.ApiError             an HTTP error answer of the server, with its reason
@@ -46,7 +48,8 @@ ExternalQueryError
 A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
 every instance as a machine-readable snake_case string, for audits, attempt records and
 exit codes. The others (``InputError``, ``SettingsError``, ``UnknownAdapterKind``,
-``McpUnavailable``, ``ServerUnavailable``, ``ServiceClosed``, ``EvidenceEvicted``,
+``McpUnavailable``, ``BrowserUnavailable``, ``ServerUnavailable``, ``ServiceClosed``,
+``EvidenceEvicted``,
 ``NothingAnswered``, ``CaseFailed``) are told apart by their type and carry what they are
 about as attributes. Nothing returns ``None`` to mean
 "it went wrong".
@@ -57,6 +60,7 @@ from __future__ import annotations
 __all__ = [
     "AdapterError",
     "BlockedDestination",
+    "BrowserUnavailable",
     "ContentTooLarge",
     "ExternalQueryError",
     "ExtractionFailed",
@@ -64,6 +68,7 @@ __all__ = [
     "FetchError",
     "InputError",
     "InvalidQuery",
+    "RenderFailed",
     "ServiceClosed",
     "SettingsError",
     "TooManyRedirects",
@@ -186,6 +191,23 @@ class ExtractionFailed(ExternalQueryError):
         self.url = url
         self.reason = reason
         super().__init__(f"extraction failed for {url}: {reason}")
+
+
+class RenderFailed(ExternalQueryError):
+    """The browser could not render the page at ``url``; ``reason`` says why
+    (``render_timeout``, ``render_budget``, ``browser_crashed``, ``navigation_failed`` ...)."""
+
+    def __init__(self, url: str, *, reason: str, detail: str = "") -> None:
+        self.url = url
+        self.reason = reason
+        self.detail = detail
+        text = f"rendering failed for {url}: {reason}"
+        super().__init__(f"{text} ({detail})" if detail else text)
+
+
+class BrowserUnavailable(InputError):
+    """The browser cannot be started: the ``[browser]`` extra (Playwright) is not installed,
+    or no Chromium executable was found (``[browser] executable``, else ``PATH``)."""
 
 
 class AdapterError(ExternalQueryError):
