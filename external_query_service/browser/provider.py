@@ -37,7 +37,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -157,6 +157,24 @@ class _Budget:
     refused: list[str] = field(default_factory=list)
     in_flight: int = 0
     last_activity: float = 0.0  # loop time a request last started or ended
+    #: Asked about every URL the main frame is sent to, its redirect hops included.
+    allow_navigation: Callable[[str], bool] | None = None
+    #: The first main-frame URL ``allow_navigation`` refused.
+    navigation_refused: str | None = None
+
+    def navigation_rule(self) -> Callable[[str], bool] | None:
+        """``allow_navigation``, noting the first URL it refuses."""
+        allow = self.allow_navigation
+        if allow is None:
+            return None
+
+        def rule(url: str) -> bool:
+            if allow(url):
+                return True
+            self.navigation_refused = self.navigation_refused or url
+            return False
+
+        return rule
 
     def refuse(self, url: str) -> None:
         if len(self.refused) < 50:
@@ -312,10 +330,16 @@ class BrowserProvider:
             budget.refuse(url)
             await route.abort("blockedbyclient")
             return
+        rule = None
+        if request.is_navigation_request() and request.frame.parent_frame is None:
+            rule = budget.navigation_rule()
+            if rule is not None and request.redirected_from is None and not rule(url):
+                await route.abort("blockedbyclient")
+                return
         budget.requests += 1
         budget.in_flight += 1
         try:
-            page = await self._fetcher.fetch(url, deadline=budget.deadline)
+            page = await self._fetcher.fetch(url, allow_redirect=rule, deadline=budget.deadline)
         except FetchError:
             budget.refuse(url)
             await route.abort("blockedbyclient")
@@ -379,17 +403,27 @@ class BrowserSession:
         return page
 
     async def render(
-        self, url: str, *, deadline: float | None = None, tab: str | None = None
+        self,
+        url: str,
+        *,
+        deadline: float | None = None,
+        tab: str | None = None,
+        allow_navigation: Callable[[str], bool] | None = None,
     ) -> Rendering:
         """Render ``url`` in tab ``tab`` (a named tab, reused and left open) or in a tab of
         its own (closed once read). Ends by ``deadline`` (event-loop time) and by
-        ``[browser] page_timeout_s``. Raises ``RenderFailed``."""
+        ``[browser] page_timeout_s``. ``allow_navigation`` (optional) is asked about every
+        other URL the tab's main frame is sent to (redirect hops, script navigations)
+        before it is requested; a refusal ends the rendering with ``navigation_refused``
+        (its ``detail`` is the URL). Raises ``RenderFailed``."""
         settings = self._provider.settings
         limit = time.monotonic() + settings.page_timeout_s
         end = min(limit, deadline) if deadline is not None else limit
-        return await self._provider._on_loop(self._render(url, end, tab))
+        return await self._provider._on_loop(self._render(url, end, tab, allow_navigation))
 
-    async def _render(self, url: str, end: float, tab: str | None) -> Rendering:
+    async def _render(
+        self, url: str, end: float, tab: str | None, allow: Callable[[str], bool] | None
+    ) -> Rendering:
         loop = asyncio.get_running_loop()
         started = loop.time()
         if end - started <= 0.05:
@@ -399,6 +433,8 @@ class BrowserSession:
         if tab is None:
             self._own.add(page)
         budget = _Budget(settings.max_requests, settings.max_page_bytes, end)
+        if allow is not None:
+            budget.allow_navigation = lambda hop: hop == url or allow(hop)
         self._budgets[page] = budget
         self._provider.renderings += 1
         try:
@@ -419,13 +455,16 @@ class BrowserSession:
         try:
             response = await page.goto(url, wait_until="load")
         except PlaywrightError as exc:
+            _check_navigation(url, budget)
             raise RenderFailed(url, reason="navigation_failed", detail=str(exc)[:200]) from None
+        _check_navigation(url, budget)
         if response is None or not response.ok:
             status = response.status if response is not None else 0
             raise RenderFailed(url, reason="navigation_failed", detail=f"HTTP {status}")
         await _settle(budget, min(loop.time() + _SETTLE_S, budget.deadline - 0.1))
         try:
             html = await page.content()
+            _check_navigation(url, budget)
         except PlaywrightError as exc:
             raise RenderFailed(url, reason="navigation_failed", detail=str(exc)[:200]) from None
         body = html.encode("utf-8")
@@ -476,6 +515,11 @@ class BrowserSession:
         page.on("dialog", _dismiss)
         page.on("popup", _close_later)
         page.on("download", _cancel_download)
+
+
+def _check_navigation(url: str, budget: _Budget) -> None:
+    if budget.navigation_refused is not None:
+        raise RenderFailed(url, reason="navigation_refused", detail=budget.navigation_refused)
 
 
 async def _settle(budget: _Budget, until: float) -> None:

@@ -1,7 +1,8 @@
 """``EvidenceTask``: one task file + validated inputs → tools, records, checks, a saved report.
 
-The task owns a store, its source tools (web or workspace, bounded by the inputs and the
-task's budget), the records (quotes per category), and the report. ``collect()`` gathers
+The task owns a store, its source tools (web, browser or workspace, bounded by the inputs
+and the task's budget; ``browser`` is the web tools over pages a headless Chromium rendered,
+``browser.pages.BrowserPages``, in the caller's named session and tab when given), the records (quotes per category), and the report. ``collect()`` gathers
 evidence without any model: the entry page and then observed links inside the origins,
 breadth first (or the workspace queries), recording every passage that holds a
 category's marker. Callers (or an agent through ``ToolkitSession``) can instead drive the
@@ -14,7 +15,7 @@ import asyncio
 import collections
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,6 +44,9 @@ from .taskfile import (
 )
 from .web import WebBudget, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
+
+if TYPE_CHECKING:
+    from ..browser.provider import BrowserProvider
 
 __all__ = [
     "MAX_REPORT_BYTES",
@@ -82,7 +86,11 @@ class EvidenceTask:
     """A task ready to run (see the module docstring).
 
     ``inputs`` are checked against ``spec`` (``InputError`` when they do not fit);
-    ``task_dir`` anchors ``reports_dir``; ``base_dir`` anchors a relative ``root``.
+    ``task_dir`` anchors ``reports_dir``; ``base_dir`` anchors a relative ``root``. A
+    ``browser`` task renders in ``browser`` (None: a provider of its own, closed with the
+    task), in session ``browser_session`` and tab ``browser_tab`` when the caller names
+    them: a named tab is reused and left open; tabs the task opened are closed by
+    ``aclose``.
     """
 
     def __init__(
@@ -95,6 +103,9 @@ class EvidenceTask:
         network: NetworkSettings | None = None,
         store: EvidenceStore | None = None,
         clock: Clock | None = None,
+        browser: BrowserProvider | None = None,
+        browser_session: str | None = None,
+        browser_tab: str | None = None,
     ) -> None:
         self.spec = spec
         resolved = resolve_inputs(spec, inputs, base_dir=base_dir or Path.cwd())
@@ -112,12 +123,20 @@ class EvidenceTask:
         budget = spec.budget
         self.web: WebTools | None = None
         self.files: WorkspaceTools | None = None
+        web_budget = WebBudget(max_pages=budget.max_pages, max_bytes=budget.max_bytes)
         if spec.source == "web":
             self.web = WebTools.from_network(
                 network or NetworkSettings(),
                 self.store,
                 resolved.allowed_origins,
-                budget=WebBudget(max_pages=budget.max_pages, max_bytes=budget.max_bytes),
+                budget=web_budget,
+            )
+        elif spec.source == "browser":
+            from ..browser.pages import BrowserPages
+
+            pages = BrowserPages(browser, session=browser_session, tab=browser_tab, network=network)
+            self.web = WebTools.owning(
+                pages, self.store, resolved.allowed_origins, budget=web_budget
             )
         else:
             assert resolved.root is not None  # resolve_inputs guarantees it

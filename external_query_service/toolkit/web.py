@@ -7,14 +7,17 @@ entry, each followed link and each redirect hop — must lie inside the caller's
 ``allowed_origins``; an off-origin hop is refused before it is requested. A link can be
 followed only after a captured page showed it. Page and byte budgets are counted here.
 Captures go to the ``EvidenceStore`` as normalized text, the same text snippets point into.
+The page source may instead be a browser (``PageSource``: ``browser.pages.BrowserPages``),
+whose every request goes through the same fetcher and whose tab is held to the same origins.
+A PDF is captured as its pages' text (``pdf_text``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from lxml import etree  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
@@ -33,7 +36,15 @@ from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .links import observe_links
 from .origins import OriginSet
 
-__all__ = ["ObservedLink", "Section", "WebBudget", "WebPage", "WebTools", "WebUsage"]
+__all__ = [
+    "ObservedLink",
+    "PageSource",
+    "Section",
+    "WebBudget",
+    "WebPage",
+    "WebTools",
+    "WebUsage",
+]
 
 TextBasis = Literal["main_text", "visible_text", "plain_text", "pdf_text"]
 _PLAIN_TYPES = frozenset({"text/plain", "text/markdown"})
@@ -142,6 +153,17 @@ def _page_text(page: FetchedPage) -> _Text:
     return _Text(extracted.text, extracted.title, "main_text", decoded.text)
 
 
+class PageSource(Protocol):
+    """Where the web tools get pages: the ``SafeFetcher``, or a browser
+    (``browser.pages.BrowserPages``) that renders them."""
+
+    async def fetch(
+        self, url: str, *, allow_redirect: Callable[[str], bool] | None = None
+    ) -> FetchedPage: ...
+
+    async def aclose(self) -> None: ...
+
+
 class WebTools:
     """Web tools bounded to ``allowed_origins`` (see the module docstring).
 
@@ -153,7 +175,7 @@ class WebTools:
 
     def __init__(
         self,
-        fetcher: SafeFetcher,
+        fetcher: PageSource,
         store: EvidenceStore,
         allowed_origins: OriginSet | Iterable[str],
         *,
@@ -185,7 +207,19 @@ class WebTools:
         budget: WebBudget | None = None,
     ) -> WebTools:
         """Web tools with their own ``SafeFetcher`` (closed by ``aclose``)."""
-        tools = cls(SafeFetcher(network), store, allowed_origins, budget=budget)
+        return cls.owning(SafeFetcher(network), store, allowed_origins, budget=budget)
+
+    @classmethod
+    def owning(
+        cls,
+        source: PageSource,
+        store: EvidenceStore,
+        allowed_origins: OriginSet | Iterable[str],
+        *,
+        budget: WebBudget | None = None,
+    ) -> WebTools:
+        """Web tools over ``source`` (a fetcher or a browser), closed by ``aclose``."""
+        tools = cls(source, store, allowed_origins, budget=budget)
         tools._owns_fetcher = True
         return tools
 
