@@ -2,11 +2,12 @@
 
 The task owns a store, its source tools (web, browser or workspace, bounded by the inputs
 and the task's budget; ``browser`` is the web tools over pages a headless Chromium rendered,
-``browser.pages.BrowserPages``, in the caller's named session and tab when given), the records (quotes per category), and the report. ``collect()`` gathers
-evidence without any model: the entry page and then observed links inside the origins,
-breadth first (or the workspace queries), recording every passage that holds a
-category's marker. Callers (or an agent through ``ToolkitSession``) can instead drive the
-same tools one step at a time and record passages themselves.
+``browser.pages.BrowserPages``, in the caller's named session and tab when given), the
+records (quotes per category), and the report. ``collect()`` gathers evidence without any
+model: the entry page and then observed links inside the origins, breadth first (or the
+workspace queries), recording every passage that holds a category's marker. Callers (or
+an agent through ``ToolkitSession``) can instead drive the same tools one step at a time
+and record passages themselves.
 """
 
 from __future__ import annotations
