@@ -451,10 +451,11 @@ class ExternalQueryService(Closing):
         templates compiled, the Public Suffix List parsed, anyio's asyncio backend (which
         httpcore loads on its first request) imported, and, with ``[analysis] processes``
         above 0, the analysis workers started and warm (waited for up to
-        ``WARM_UP_WORKERS_S``). For the synchronous calls' own loop: its page client built
-        and its worker threads started (``awarm_up`` does that for the running loop
-        instead). No network I/O and no adapter is called; safe to call again (later calls
-        cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
+        ``WARM_UP_WORKERS_S``), and with ``[browser] mode`` on, Chromium started. For the
+        synchronous calls' own loop: its page client built and its worker threads started
+        (``awarm_up`` does that for the running loop instead). No network I/O and no adapter
+        is called; safe to call again (later calls cost next to nothing). Raises
+        ``ServiceClosed`` after ``close``."""
         self._check_open()
         self._warm_process()
         self._portal.call(self._prepare_loop())
@@ -463,6 +464,8 @@ class ExternalQueryService(Closing):
         """``warm_up``'s once-per-process part (CPU-bound; any thread)."""
         self._check_open()
         self.analysis.start()  # the workers warm up beside this process
+        if self.browser is not None:
+            self.browser.start()
         warm_pipeline()
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once

@@ -70,11 +70,19 @@ def browser_section(mode: str, **options: object) -> dict[str, object]:
     return {"mode": mode, "page_timeout_s": 8.0, **options}
 
 
+#: A question's deadline with room for renderings on a busy machine.
+ROOMY = {"deadline_s": 20.0}
+
+
 def test_a_script_written_article_is_answered_from_the_rendered_page(
     world: World, chromium: str
 ) -> None:
     url = shell_site(world)
-    with make_service(world, world.searxng(), browser=browser_section("fallback")) as service:
+    browser = browser_section("fallback")
+    with make_service(world, world.searxng(), browser=browser, network=ROOMY) as service:
+        service.warm_up()  # Chromium starts here, not within the question's deadline
+        assert service.browser is not None
+        assert service.browser.started
         answer = service.answer(QUESTION, {"entities": ["湛江港"]})
 
     assert answer.status == "answered"
@@ -231,9 +239,33 @@ def test_renderings_per_question_are_capped(world: World, chromium: str) -> None
         urls.append(world.page(f"port-{n}.test", "/news", SHELL))
     world.results(QUESTION, [hit(url, "湛江港新闻", "湛江港") for url in urls])
     browser = browser_section("fallback", max_pages=1)
-    with make_service(world, world.searxng(), browser=browser) as service:
+    with make_service(world, world.searxng(), browser=browser, network=ROOMY) as service:
+        service.warm_up()
         answer = service.answer(QUESTION, {"entities": ["湛江港"]})
 
     rendered = answer.audit.named("attempt")[0].detail["rendered"]
     assert sorted(note.split(" ")[2] for note in rendered)[0] == "failed:render_budget"
     assert sum(1 for note in rendered if "failed:" not in note) == 1
+
+
+def test_a_rendering_ends_by_the_questions_deadline(world: World, chromium: str) -> None:
+    served: list[int] = []
+
+    def shell(_request: object) -> Reply:
+        served.append(1)
+        # The fetcher's read is quick; the browser's own read of the page hangs.
+        return Reply(body=SHELL, delay_s=0.0 if len(served) == 1 else 5.0)
+
+    url = world.route(world.url("port.test", "/news"), shell)
+    world.results(QUESTION, [hit(url, "湛江港新闻", "湛江港")])
+    browser = browser_section("fallback")
+    with make_service(
+        world, world.searxng(), browser=browser, network={"deadline_s": 3.0}
+    ) as service:
+        service.warm_up()
+        answer = service.answer(QUESTION, {"entities": ["湛江港"]})
+
+    attempt = answer.audit.named("attempt")[0].detail
+    assert attempt["status"] == "empty"
+    assert attempt["duration_ms"] < 3000
+    assert attempt["rendered"] == [f"{url} fallback:no_main_text failed:render_timeout"]

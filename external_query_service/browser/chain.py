@@ -10,6 +10,7 @@ rendering and closed when the question ends, so nothing is carried between quest
 
 from __future__ import annotations
 
+import asyncio
 import re
 from contextvars import ContextVar
 from typing import Final
@@ -58,9 +59,14 @@ class QuestionBrowser:
         if self.renderings >= self.provider.settings.max_pages:
             raise RenderFailed(url, reason="render_budget")
         self.renderings += 1
-        if self._session is None:
-            self._session = await self.provider.session()
-        return await self._session.render(url, deadline=deadline)
+        try:
+            # The browser's start (the first question's) counts against the deadline too.
+            async with asyncio.timeout_at(deadline):
+                if self._session is None:
+                    self._session = await self.provider.session()
+                return await self._session.render(url, deadline=deadline)
+        except TimeoutError:
+            raise RenderFailed(url, reason="render_timeout") from None
 
     async def close(self) -> None:
         """Close the question's session (every cookie and tab of it)."""

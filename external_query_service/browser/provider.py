@@ -102,6 +102,7 @@ _SKIPPED_TYPES: Final = frozenset(
 _SETTLE_S: Final = 1.5
 _QUIET_S: Final = 0.15
 _POLL_S: Final = 0.025
+_DOM_SIZE: Final = "document.documentElement ? document.documentElement.outerHTML.length : 0"
 _ARGS: Final = (
     f"--proxy-server={DEAD_PROXY}",
     "--proxy-bypass-list=<-loopback>",
@@ -252,6 +253,13 @@ class BrowserProvider:
             raise BrowserUnavailable(f"Chromium did not start ({executable}): {exc}") from None
         return self._browser
 
+    def start(self) -> None:
+        """Start Chromium now rather than with the first rendering (``BrowserUnavailable``
+        when it cannot start)."""
+        if self._closed:
+            raise RenderFailed("about:blank", reason="browser_closed")
+        self._portal.call(self._browser_now())
+
     # -- sessions -------------------------------------------------------------------------
     async def session(self, name: str | None = None) -> BrowserSession:
         """The session named ``name`` (made on first use and kept until ``close``), or a new
@@ -337,16 +345,12 @@ class BrowserProvider:
                 await route.abort("blockedbyclient")
                 return
         budget.requests += 1
-        budget.in_flight += 1
         try:
             page = await self._fetcher.fetch(url, allow_redirect=rule, deadline=budget.deadline)
         except FetchError:
             budget.refuse(url)
             await route.abort("blockedbyclient")
             return
-        finally:
-            budget.in_flight -= 1
-            budget.last_activity = loop.time()
         budget.bytes += len(page.body)
         if budget.bytes > budget.max_bytes:
             budget.refuse(url)
@@ -461,7 +465,7 @@ class BrowserSession:
         if response is None or not response.ok:
             status = response.status if response is not None else 0
             raise RenderFailed(url, reason="navigation_failed", detail=f"HTTP {status}")
-        await _settle(budget, min(loop.time() + _SETTLE_S, budget.deadline - 0.1))
+        await _settle(page, budget, min(loop.time() + _SETTLE_S, budget.deadline - 0.1))
         try:
             html = await page.content()
             _check_navigation(url, budget)
@@ -502,6 +506,13 @@ class BrowserSession:
                 await self._provider._on_loop(page.close())
 
     # -- Playwright callbacks (on the browser loop) -------------------------------------------
+    def _activity(self, page: Page, change: int) -> None:
+        """A request of ``page`` began (+1) or ended (-1), as the page saw it."""
+        budget = self._budgets.get(page)
+        if budget is not None:
+            budget.in_flight = max(0, budget.in_flight + change)
+            budget.last_activity = asyncio.get_running_loop().time()
+
     async def _route(self, route: Route, request: Request) -> None:
         frame_page = _page_of(request)
         budget = self._budgets.get(frame_page) if frame_page is not None else None
@@ -512,6 +523,9 @@ class BrowserSession:
         await self._provider._fulfil(route, request, budget)
 
     def _on_page(self, page: Page) -> None:
+        page.on("request", lambda _request: self._activity(page, +1))
+        page.on("requestfinished", lambda _request: self._activity(page, -1))
+        page.on("requestfailed", lambda _request: self._activity(page, -1))
         page.on("dialog", _dismiss)
         page.on("popup", _close_later)
         page.on("download", _cancel_download)
@@ -522,13 +536,24 @@ def _check_navigation(url: str, budget: _Budget) -> None:
         raise RenderFailed(url, reason="navigation_refused", detail=budget.navigation_refused)
 
 
-async def _settle(budget: _Budget, until: float) -> None:
-    """Wait until no request of the rendering was in flight for ``_QUIET_S``, or ``until``
-    (loop time)."""
+async def _settle(page: Page, budget: _Budget, until: float) -> None:
+    """Wait until the page is quiet, or ``until`` (loop time): no request of it in flight
+    (as the page saw them end) for ``_QUIET_S``, and its DOM the same size twice that far
+    apart (a script still writing the text it fetched)."""
+    from playwright.async_api import Error as PlaywrightError
+
     loop = asyncio.get_running_loop()
+    size = -1
     while loop.time() < until:
         if budget.in_flight == 0 and loop.time() - budget.last_activity >= _QUIET_S:
-            return
+            try:
+                now = await page.evaluate(_DOM_SIZE)
+            except PlaywrightError:
+                return
+            if now == size:
+                return
+            size = now
+            budget.last_activity = loop.time()  # look again one quiet period on
         await asyncio.sleep(_POLL_S)
 
 
