@@ -269,3 +269,49 @@ def test_a_rendering_ends_by_the_questions_deadline(world: World, chromium: str)
     assert attempt["status"] == "empty"
     assert attempt["duration_ms"] < 3000
     assert attempt["rendered"] == [f"{url} fallback:no_main_text failed:render_timeout"]
+
+
+def test_always_renders_every_html_page(world: World, chromium: str) -> None:
+    article = (
+        f"<html lang='zh'><head><meta charset='utf-8'><title>湛江港</title></head><body>"
+        f"<article><h1>湛江港吞吐量再创新高</h1><p>{STORY[0]}</p><p>{STORY[1]}</p></article>"
+        "</body></html>"
+    )
+    url = world.page("port.test", "/plain", article)
+    world.results(QUESTION, [hit(url, "湛江港新闻", "湛江港")])
+    browser = browser_section("always")
+    with make_service(world, world.searxng(), browser=browser, network=ROOMY) as service:
+        service.warm_up()
+        answer = service.answer(QUESTION, {"entities": ["湛江港"]})
+
+    assert answer.status == "answered"
+    assert {item.rendered_by for item in answer.evidence} == {"browser"}
+    assert answer.audit.named("attempt")[0].detail["rendered"][0].startswith(f"{url} always ")
+
+
+def test_dialogs_pop_ups_and_downloads_are_refused(world: World, chromium: str) -> None:
+    world.page("port.test", "/popup", "<p>a pop-up</p>")
+    world.page("port.test", "/file.zip", b"PK\x03\x04", content_type="application/zip")
+    page = f"""<html><body><article><p>{STORY[0]}</p></article><script>
+      alert("hello"); confirm("sure?");
+      window.open("/popup");
+      const link = document.createElement("a"); link.href = "/file.zip"; link.download = "f.zip";
+      document.body.appendChild(link); link.click();
+    </script></body></html>"""
+    url = world.page("port.test", "/noisy", page)
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> tuple[str, int]:
+        session = await provider.session("s")
+        rendering = await session.render(url, tab="main")
+        await asyncio.sleep(0.5)  # a pop-up would have loaded by now
+        return rendering.page.body.decode(), session.pages_open
+
+    try:
+        html, pages = asyncio.run(render())
+    finally:
+        provider.close()
+
+    assert STORY[0] in html
+    assert pages == 1  # the pop-up was closed
+    assert not world.requests_to("/popup", host="port.test")

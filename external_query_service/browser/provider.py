@@ -273,6 +273,9 @@ class BrowserProvider:
 
     async def _new_session(self, name: str | None) -> BrowserSession:
         browser = await self._browser_now()
+        return await _browser_step("about:blank", self._configured(browser, name))
+
+    async def _configured(self, browser: Browser, name: str | None) -> BrowserSession:
         context = await browser.new_context(
             service_workers="block",
             accept_downloads=False,
@@ -385,6 +388,12 @@ class BrowserSession:
         """The named tabs still open."""
         return tuple(name for name, page in self._tabs.items() if not page.is_closed())
 
+    @property
+    def pages_open(self) -> int:
+        """Tabs open in this session: named ones, renderings' own, any pop-up not yet
+        closed."""
+        return len(self._context.pages)
+
     def tab_open(self, name: str) -> bool:
         """Whether the tab named ``name`` exists and is open."""
         page = self._tabs.get(name)
@@ -433,7 +442,7 @@ class BrowserSession:
         if end - started <= 0.05:
             raise RenderFailed(url, reason="render_timeout", detail="no time left")
         settings = self._provider.settings
-        page = await self._tab(tab) if tab is not None else await self._context.new_page()
+        page = await _browser_step(url, self._tab(tab) if tab else self._context.new_page())
         if tab is None:
             self._own.add(page)
         budget = _Budget(settings.max_requests, settings.max_page_bytes, end)
@@ -529,6 +538,17 @@ class BrowserSession:
         page.on("dialog", _dismiss)
         page.on("popup", _close_later)
         page.on("download", _cancel_download)
+
+
+async def _browser_step(url: str, step: Coroutine[Any, Any, T]) -> T:
+    """``step``, with a failure of the browser itself (crashed, closed under it) as
+    ``RenderFailed`` ``browser_error``."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return await step
+    except PlaywrightError as exc:
+        raise RenderFailed(url, reason="browser_error", detail=str(exc)[:200]) from None
 
 
 def _check_navigation(url: str, budget: _Budget) -> None:
