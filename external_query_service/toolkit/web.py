@@ -159,9 +159,14 @@ class PageSource(Protocol):
 
     async def fetch(
         self, url: str, *, allow_redirect: Callable[[str], bool] | None = None
-    ) -> FetchedPage: ...
+    ) -> FetchedPage:
+        """The page at ``url``; ``allow_redirect`` is asked about every other URL it leads
+        to before that is requested (``UnsafeURL`` when it refuses); ``FetchError``."""
+        ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the source holds."""
+        ...
 
 
 class WebTools:
