@@ -34,6 +34,10 @@ class Portal:
                 self._loop, self._thread = loop, thread
             return self._loop
 
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The portal's loop, started on first use."""
+        return self._start()
+
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the portal loop and wait for its result."""
         loop = self._start()

@@ -16,6 +16,7 @@ ExternalQueryError
 │   │                                   an integration's framework is not installed
 │   ├── mcp_server.McpUnavailable       the optional mcp package is not installed
 │   ├── TaskDefinitionError             a task script, toolkit, tool or parameter declared wrongly
+│   ├── BrowserUnavailable              the browser extra or a Chromium executable is missing
 │   └── server.ServerUnavailable        the optional server extra is not installed
 ├── FetchError                          a URL could not be fetched safely (carries url + reason)
 │   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
@@ -27,6 +28,7 @@ ExternalQueryError
 │   │   └── NotRecorded                 a replayed world holds no recording for the request
 │   └── FetchDeadlineExceeded           the total deadline ran out
 ├── ExtractionFailed                    no usable main text (carries url + reason)
+├── RenderFailed                        a page could not be rendered in the browser (url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
 ├── server.errors.ApiError             an HTTP error answer of the server, with its reason
@@ -48,9 +50,9 @@ ExternalQueryError
 A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
 every instance as a machine-readable snake_case string, for audits, attempt records and
 exit codes. The others (``InputError``, ``SettingsError``, ``TaskDefinitionError``,
-``UnknownAdapterKind``, ``McpUnavailable``, ``ServerUnavailable``, ``ServiceClosed``,
-``EvidenceEvicted``, ``NothingAnswered``, ``CaseFailed``) are told apart by their type and
-carry what they are about as attributes. Nothing returns ``None`` to mean
+``UnknownAdapterKind``, ``McpUnavailable``, ``BrowserUnavailable``, ``ServerUnavailable``,
+``ServiceClosed``, ``EvidenceEvicted``, ``NothingAnswered``, ``CaseFailed``) are told apart
+by their type and carry what they are about as attributes. Nothing returns ``None`` to mean
 "it went wrong".
 """
 
@@ -59,6 +61,7 @@ from __future__ import annotations
 __all__ = [
     "AdapterError",
     "BlockedDestination",
+    "BrowserUnavailable",
     "ContentTooLarge",
     "ExternalQueryError",
     "ExtractionFailed",
@@ -67,6 +70,7 @@ __all__ = [
     "InputError",
     "InvalidQuery",
     "NotRecorded",
+    "RenderFailed",
     "ServiceClosed",
     "SettingsError",
     "TaskDefinitionError",
@@ -208,6 +212,25 @@ class ExtractionFailed(ExternalQueryError):
         self.url = url
         self.reason = reason
         super().__init__(f"extraction failed for {url}: {reason}")
+
+
+class RenderFailed(ExternalQueryError):
+    """The browser could not render the page at ``url``; ``reason`` says why
+    (``render_timeout``, ``render_budget`` (the question's renderings used up),
+    ``navigation_failed``, ``navigation_refused`` (the caller's origin rule), ``browser_error``
+    (the browser itself failed), ``browser_closed``)."""
+
+    def __init__(self, url: str, *, reason: str, detail: str = "") -> None:
+        self.url = url
+        self.reason = reason
+        self.detail = detail
+        text = f"rendering failed for {url}: {reason}"
+        super().__init__(f"{text} ({detail})" if detail else text)
+
+
+class BrowserUnavailable(InputError):
+    """The browser cannot be started: the ``[browser]`` extra (Playwright) is not installed,
+    or no Chromium executable was found (``[browser] executable``, else ``PATH``)."""
 
 
 class AdapterError(ExternalQueryError):

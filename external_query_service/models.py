@@ -351,6 +351,9 @@ class Evidence(_Model):
     #: Names the provider itself gave the subject (a geocoder's localised name).
     aliases: tuple[str, ...] = ()
     facts: tuple[Fact, ...] = ()
+    #: ``"browser"`` when the text is the page as a headless browser showed it (its scripts
+    #: ran), not the body as fetched; None otherwise.
+    rendered_by: Literal["browser"] | None = None
 
 
 class PlaceCandidate(_Model):

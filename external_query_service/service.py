@@ -49,6 +49,7 @@ from .store import EvidenceStore
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
+    from .browser import BrowserProvider
     from .llm import ChatCompletionsClient, LLMAnswerPresenter
     from .storage import Ledger
     from .storage.redis_cache import RedisMemo, SharedCache
@@ -192,6 +193,13 @@ class ExternalQueryService(Closing):
             self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
         #: The questions worked on now and waiting in line (shared by every event loop).
         self.questions = QuestionGate(self.settings.network.max_concurrent_questions)
+        #: The headless browser (``[browser] mode`` not ``off``); its Chromium starts with
+        #: the first page rendered. None with the mode off: nothing browser is ever loaded.
+        self.browser: BrowserProvider | None = None
+        if self.settings.browser.mode != "off":
+            from .browser import BrowserProvider
+
+            self.browser = BrowserProvider(self.settings.browser, self.settings.network)
         self._portal = Portal()
         self._closed = False
 
@@ -255,7 +263,7 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         audit = _started_audit(question, planned, follows)
         plan = planned.plan
-        gathered = await self.gateway.gather(plan, audit)
+        gathered = await self._gather(plan, audit)
         outcome = self.verifier.verify(gathered, now=self.clock())
         result = outcome.result
         for check in result.checks:
@@ -275,6 +283,21 @@ class ExternalQueryService(Closing):
         else:
             shown = self.presenter.present(packet)
         return await self._conclude(question, gathered, outcome, shown, audit)
+
+    async def _gather(self, plan: ExternalQueryPlan, audit: AuditLog) -> GatherResult:
+        """The gateway's gather, with the question's own browser session when the browser
+        is on (closed as the gather ends: nothing is carried to the next question)."""
+        if self.browser is None:
+            return await self.gateway.gather(plan, audit)
+        from .browser import QuestionBrowser, question_browser
+
+        visit = QuestionBrowser(self.browser)
+        token = question_browser.set(visit)
+        try:
+            return await self.gateway.gather(plan, audit)
+        finally:
+            question_browser.reset(token)
+            await visit.close()
 
     async def _overloaded(
         self,
@@ -428,10 +451,11 @@ class ExternalQueryService(Closing):
         templates compiled, the Public Suffix List parsed, anyio's asyncio backend (which
         httpcore loads on its first request) imported, and, with ``[analysis] processes``
         above 0, the analysis workers started and warm (waited for up to
-        ``WARM_UP_WORKERS_S``). For the synchronous calls' own loop: its page client built
-        and its worker threads started (``awarm_up`` does that for the running loop
-        instead). No network I/O and no adapter is called; safe to call again (later calls
-        cost next to nothing). Raises ``ServiceClosed`` after ``close``."""
+        ``WARM_UP_WORKERS_S``), and with ``[browser] mode`` on, Chromium started. For the
+        synchronous calls' own loop: its page client built and its worker threads started
+        (``awarm_up`` does that for the running loop instead). No network I/O and no adapter
+        is called; safe to call again (later calls cost next to nothing). Raises
+        ``ServiceClosed`` after ``close``."""
         self._check_open()
         self._warm_process()
         self._portal.call(self._prepare_loop())
@@ -440,6 +464,8 @@ class ExternalQueryService(Closing):
         """``warm_up``'s once-per-process part (CPU-bound; any thread)."""
         self._check_open()
         self.analysis.start()  # the workers warm up beside this process
+        if self.browser is not None:
+            self.browser.start()
         warm_pipeline()
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
@@ -483,6 +509,8 @@ class ExternalQueryService(Closing):
             self._portal.call(self._release())
         self._portal.stop()
         self.analysis.close()
+        if self.browser is not None:
+            self.browser.close()
         if self._ledger is not None:
             self._ledger.close()
         if self.shared_cache is not None:
@@ -494,6 +522,8 @@ class ExternalQueryService(Closing):
             return
         await self._release()
         await asyncio.to_thread(self.analysis.close)
+        if self.browser is not None:
+            await self.browser.aclose()
         self.close()
 
     async def _release(self) -> None:

@@ -10,6 +10,7 @@ timeout_s = 10.0               # per request (connect/read/write/pool)
 deadline_s = 20.0              # per question, the whole gather
 max_page_bytes = 2000000       # raw and decoded
 max_pages = 5                  # pages read per search (at most 2x tried)
+max_pdf_pages = 50             # pages of one PDF read (the rest of the file is not)
 max_connections = 64           # fetches in flight at once (per event loop)
 max_connections_per_host = 4   # of those, to one host
 max_concurrent_questions = 64  # questions worked on at once; the rest wait in line
@@ -39,6 +40,14 @@ redis_retry_s = 5.0            # after a Redis failure, direct fetches this long
 processes = 2                  # analysis worker processes; omitted: one per core, 0: in a thread
 page_cpu_s = 5.0               # CPU seconds one page may take in a worker, then `cpu_deadline`
 
+[browser]                      # the headless Chromium (the [browser] extra)
+mode = "off"                   # "off", "fallback" (script-written pages) or "always"
+# executable = "/usr/bin/chromium"  # default: chromium, chromium-browser, google-chrome on PATH
+page_timeout_s = 8.0           # one rendering, every request of it included
+max_page_bytes = 8000000       # bytes one rendering may fetch (document and sub-resources)
+max_requests = 100             # requests one rendering may make
+max_pages = 3                  # renderings per question
+
 [sources]
 allow_domains = []
 deny_domains = ["example.org"]
@@ -64,7 +73,7 @@ import ipaddress
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -89,6 +98,8 @@ __all__ = [
     "MAX_SETTINGS_BYTES",
     "AdapterSettings",
     "AnalysisSettings",
+    "BrowserMode",
+    "BrowserSettings",
     "CacheSettings",
     "GitHubSettings",
     "LLMSettings",
@@ -128,6 +139,8 @@ class NetworkSettings(_Section):
     deadline_s: float = Field(default=20.0, gt=0)
     max_page_bytes: int = Field(default=2_000_000, gt=0)
     max_pages: int = Field(default=5, ge=1, le=50)
+    #: Pages of one PDF read (text per page); the pages after them are not parsed at all.
+    max_pdf_pages: int = Field(default=50, ge=1, le=10_000)
     max_redirects: int = Field(default=3, ge=0, le=10)
     #: Fetches in flight at once per event loop (the sync API runs one loop), and per host
     #: among them; a trusted endpoint opens at most ``max_connections_per_host`` as well.
@@ -419,6 +432,31 @@ class AnalysisSettings(_Section):
     page_cpu_s: float = Field(default=5.0, gt=0, le=3600)
 
 
+BrowserMode = Literal["off", "fallback", "always"]
+
+
+class BrowserSettings(_Section):
+    """``[browser]``: reading pages as a browser shows them, in a headless Chromium (the
+    ``[browser]`` extra plus a system Chromium; ``browser/``).
+
+    ``mode``: ``off`` never starts a browser; ``fallback`` renders a fetched HTML page whose
+    main text is empty or too short and that carries scripts; ``always`` renders every HTML
+    page read. ``executable`` names the Chromium binary (default: the first of
+    ``chromium``, ``chromium-browser``, ``google-chrome`` on ``PATH``). Every request a
+    rendering makes goes through the page fetcher and its address policy. One rendering
+    takes at most ``page_timeout_s`` (and never past the question's deadline), fetches at
+    most ``max_page_bytes`` in ``max_requests`` requests; a question renders at most
+    ``max_pages`` pages.
+    """
+
+    mode: BrowserMode = "off"
+    executable: str | None = None
+    page_timeout_s: float = Field(default=8.0, gt=0, le=120)
+    max_page_bytes: int = Field(default=8_000_000, gt=0)
+    max_requests: int = Field(default=100, ge=1, le=10_000)
+    max_pages: int = Field(default=3, ge=1, le=50)
+
+
 class PresenterSettings(_Section):
     """How answers are written. ``language``: ``auto`` follows the plan's language (the
     host's tag, else the question's script; Chinese when it is neither Chinese nor English),
@@ -457,6 +495,7 @@ class Settings(_Section):
     cache: CacheSettings = CacheSettings()
     analysis: AnalysisSettings = AnalysisSettings()
     server: ServerSettings = ServerSettings()
+    browser: BrowserSettings = BrowserSettings()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:

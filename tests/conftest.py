@@ -64,6 +64,24 @@ def service_missing(service: str, why: str) -> NoReturn:
 
 
 @pytest.fixture(scope="session")
+def chromium() -> str:
+    """The system Chromium the browser tests drive (with Playwright installed), else a skip
+    (a failure where ``EXTERNAL_QUERY_REQUIRE_SERVICES=1``)."""
+    from external_query_service.browser import find_executable
+    from external_query_service.errors import BrowserUnavailable
+    from external_query_service.settings import BrowserSettings
+
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        service_missing("Chromium", "playwright is not installed (pip install -e '.[dev]')")
+    try:
+        return find_executable(BrowserSettings())
+    except BrowserUnavailable as exc:
+        service_missing("Chromium", str(exc))
+
+
+@pytest.fixture(scope="session")
 def postgres_database() -> str:
     """The test database's URL, once it answered a connection (checked once a session)."""
     try:

@@ -169,6 +169,7 @@ WITHOUT_REASON = {
     "CaseFailed",
     "IntegrationUnavailable",
     "ServerUnavailable",
+    "BrowserUnavailable",
     "EvidenceEvicted",
     "_Stop",  # the delegation loop's private stop signal: its ``cause`` is a stop code
 }
@@ -196,6 +197,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     "FetchDeadlineExceeded": [(lambda: errors.FetchDeadlineExceeded(URL), "deadline_exceeded")],
     "ExtractionFailed": [(lambda: errors.ExtractionFailed(URL, reason="no_text"), "no_text")],
     "AdapterError": [(lambda: errors.AdapterError("web", reason="bad_reply"), "bad_reply")],
+    "RenderFailed": [(lambda: errors.RenderFailed(URL, reason="render_timeout"), "render_timeout")],
     "EvidenceInputError": [
         (lambda: EvidenceInputError("invalid_json", "bad", origin="x.json"), "invalid_json")
     ],

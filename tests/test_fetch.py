@@ -145,7 +145,9 @@ def test_a_page_is_fetched_with_the_stated_headers(loopback: LoopbackServer) -> 
     (request,) = loopback.requests
     assert request.host == "site-a.test"
     assert request.headers["user-agent"] == "eqs-test/1.0 (+https://example.invalid/bot)"
-    assert request.headers["accept"] == "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
+    assert request.headers["accept"] == (
+        "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,application/pdf;q=0.7"
+    )
     assert request.headers["accept-encoding"] == "gzip, deflate"
     assert request.headers["accept-language"] == "zh-CN,zh;q=0.9,en;q=0.8"
     assert page.status == 200

@@ -10,7 +10,12 @@ once ``max_pages`` pages were read the pages still loading are cut off at once, 
 least one was read and nothing is left to start they get ``STRAGGLER_GRACE_S`` more and are
 then cut off. A page whose body has arrived is no straggler: its analysis is waited for,
 within the question's deadline. A read page is decoded, extracted, chunked and scored; its
-best snippets become ``page_body`` evidence.
+best snippets become ``page_body`` evidence. A PDF is read page by page, and each snippet's
+URL names its page (``…#page=3``, ``page_locator``). With ``[browser] mode`` on, an HTML
+page is read again as the question's headless browser shows it (``browser/chain.py``): in
+``fallback`` one whose scripts must write its text (no main text, or too little, and a
+``<script>``), in ``always`` every one; its evidence says ``rendered_by = "browser"``, and
+the attempt's ``rendered`` detail lists each rendering and why it was made.
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
 
@@ -38,19 +43,22 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
 from ..adapters.base import AdapterRuntime, evidence_id
+from ..browser.chain import QuestionBrowser, question_browser, wants_rendering
 from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
+    BrowserUnavailable,
     ContentTooLarge,
     ExtractionFailed,
     FetchError,
     NotRecorded,
+    RenderFailed,
     TooManyRedirects,
     UnsafeURL,
     UnsupportedContent,
@@ -83,6 +91,7 @@ __all__ = [
     "gather_deadline",
     "harvest_pages",
     "page_cause",
+    "page_locator",
     "straggler_patience",
 ]
 
@@ -160,6 +169,8 @@ class PageHarvest:
     #: Page body bytes received from the network, unusable pages included (pages replayed
     #: from the response cache count nothing).
     bytes_fetched: int = 0
+    #: (url, why and what came of it) for every page rendered in the browser.
+    renderings: tuple[tuple[str, str], ...] = ()
 
     def outcome(
         self,
@@ -172,8 +183,12 @@ class PageHarvest:
         """The adapter's outcome around this harvest: ``evidence`` (the harvest's, and any the
         adapter had already), ``ok`` when there is some (else ``empty`` with
         ``empty_reason``), this harvest's page counts, and its failures listed for the audit
-        (``page_failures``) before the adapter's own ``detail``. With no evidence, and every
+        (``page_failures``; and ``rendered``, the pages rendered in the browser and why,
+        when there were any) before the adapter's own ``detail``. With no evidence, and every
         page failed for one cause the answer can name (``page_cause``), that cause."""
+        rendered: dict[str, JsonValue] = {
+            "rendered": [f"{url} {why}" for url, why in self.renderings]
+        }
         return AdapterOutcome(
             status="ok" if evidence else "empty",
             reason=None if evidence else empty_reason,
@@ -182,7 +197,11 @@ class PageHarvest:
             pages_fetched=self.fetched,
             pages_failed=self.failed,
             bytes_fetched=self.bytes_fetched,
-            detail={"page_failures": [f"{url} {why}" for url, why in self.failures], **detail},
+            detail={
+                "page_failures": [f"{url} {why}" for url, why in self.failures],
+                **(rendered if self.renderings else {}),
+                **detail,
+            },
             cause=None if evidence or self.fetched else page_cause(self.failures),
         )
 
@@ -233,6 +252,8 @@ class _Read:
     stats: TermStats = field(default_factory=TermStats)
     #: Body bytes received from the network for this hit (0 for a kept reply).
     received: int = 0
+    #: Why the page was rendered in the browser and what came of it (None: not rendered).
+    rendered: str | None = None
 
 
 def straggler_patience(slowest_s: float) -> float:
@@ -278,8 +299,9 @@ async def harvest_pages(
     evidence = _best_first(evidence, plan, stats)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
     received = sum(read.received for _, read in reads)
+    renderings = tuple((hit.url, read.rendered) for hit, read in reads if read.rendered)
     return PageHarvest(
-        tuple(evidence), len(reads) - len(failures), len(failures), failures, received
+        tuple(evidence), len(reads) - len(failures), len(failures), failures, received, renderings
     )
 
 
@@ -422,8 +444,9 @@ async def _read(
     fetch_by: float | None,
     arrived: set[asyncio.Task[Any]],
 ) -> _Read:
-    """One hit's page: fetched, then analysed; its task joins ``arrived`` once the body is
-    in hand (from then on it is analysing, not loading)."""
+    """One hit's page: fetched, then analysed (rendered in the question's browser first, or
+    after its fetched body gave no text, when ``wants_rendering`` says so); its task joins
+    ``arrived`` once the body is in hand (from then on it is analysing, not loading)."""
     try:
         page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
@@ -432,21 +455,73 @@ async def _read(
     if task is not None:
         arrived.add(task)
     received = len(page.body) if page.fetched_at is None else 0
+    browser = question_browser.get()
+    mode = browser.mode if browser is not None else "off"
+    why = wants_rendering(mode, page, None)
+    if why is None:
+        try:
+            analysis = await _analysed(page, hit, plan, runtime)
+        except ExtractionFailed as exc:
+            why = wants_rendering(mode, page, exc.reason)
+            if why is None or browser is None:
+                return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}", received=received)
+        else:
+            evidence = _body_evidence(hit, page, analysis, source, runtime)
+            return _Read(evidence, stats=analysis.stats, received=received)
+    assert browser is not None  # wants_rendering names nothing with the browser off
+    return await _rendered_read(hit, plan, source, runtime, page, browser, why, fetch_by)
+
+
+async def _rendered_read(
+    hit: SearchHit,
+    plan: ExternalQueryPlan,
+    source: _Source,
+    runtime: AdapterRuntime,
+    fetched: FetchedPage,
+    browser: QuestionBrowser,
+    why: str,
+    fetch_by: float | None,
+) -> _Read:
+    """The page as the question's browser shows it, analysed; the rendering and why it was
+    made go to the audit (``_Read.rendered``) whether or not it gave text."""
+    received = len(fetched.body) if fetched.fetched_at is None else 0
+    original = why.partition(":")[2] or "always"
     try:
-        analysis = await runtime.analyses.run(
-            analyse_page,
-            page.body,
-            url=page.final_url,
-            declared_charset=page.charset,
-            content_type=page.content_type,
-            query=hit.query or plan.question,
-            targets=plan.targets,
-            min_score=PAGE_MIN_SCORE,
+        rendering = await browser.render(fetched.final_url, deadline=fetch_by)
+    except (RenderFailed, BrowserUnavailable) as exc:
+        reason = getattr(exc, "reason", "browser_unavailable")
+        return _Read(
+            failure=f"{_NOT_A_DOCUMENT}:{original}",
+            received=received,
+            rendered=f"{why} failed:{reason}",
         )
+    note = f"{why} requests:{rendering.requests} refused:{len(rendering.refused)}"
+    page = rendering.page
+    try:
+        analysis = await _analysed(page, hit, plan, runtime)
     except ExtractionFailed as exc:
-        return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}", received=received)
-    evidence = _body_evidence(hit, page, analysis, source, runtime)
-    return _Read(evidence, stats=analysis.stats, received=received)
+        failure = f"{_NOT_A_DOCUMENT}:{exc.reason}"
+        return _Read(failure=failure, received=received, rendered=f"{note} then:{exc.reason}")
+    evidence = _body_evidence(hit, page, analysis, source, runtime, rendered_by="browser")
+    return _Read(evidence, stats=analysis.stats, received=received, rendered=note)
+
+
+async def _analysed(
+    page: FetchedPage, hit: SearchHit, plan: ExternalQueryPlan, runtime: AdapterRuntime
+) -> PageAnalysis:
+    """``page`` decoded, extracted, chunked and scored (in the runtime's analysis memo)."""
+    analysis: PageAnalysis = await runtime.analyses.run(
+        analyse_page,
+        page.body,
+        url=page.final_url,
+        declared_charset=page.charset,
+        content_type=page.content_type,
+        query=hit.query or plan.question,
+        targets=plan.targets,
+        min_score=PAGE_MIN_SCORE,
+        pdf_max_pages=runtime.network.max_pdf_pages,
+    )
+    return analysis
 
 
 def _fetch_failure(exc: FetchError) -> _Read:
@@ -468,6 +543,8 @@ def _body_evidence(
     analysis: PageAnalysis,
     source: _Source,
     runtime: AdapterRuntime,
+    *,
+    rendered_by: Literal["browser"] | None = None,
 ) -> tuple[Evidence, ...]:
     final_host = _host(page.final_url) or _host(hit.url)
     ref = runtime.store.put(
@@ -481,7 +558,7 @@ def _body_evidence(
             adapter_id=source.adapter_id,
             provider_type=source.provider_type,
             basis="page_body",
-            url=page.final_url,
+            url=page_locator(page.final_url, analysis.page_at(scored.chunk.offset)),
             title=analysis.title or hit.title,
             site=final_host,
             snippet=scored.chunk.text,
@@ -495,9 +572,16 @@ def _body_evidence(
             offset=scored.chunk.offset,
             length=scored.chunk.length,
             gathered_for=hit.query or None,
+            rendered_by=rendered_by,
         )
         for scored in analysis.snippets
     )
+
+
+def page_locator(url: str, page: int | None) -> str:
+    """Where a snippet is: ``url``, with ``#page=<n>`` for a snippet on page ``n`` of a PDF
+    (the fragment PDF viewers open at)."""
+    return url if page is None else f"{url.split('#', 1)[0]}#page={page}"
 
 
 def _snippet_evidence(

@@ -124,7 +124,7 @@ class RawResponse:
 MAX_URL_LENGTH = 2048
 
 
-PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
+PAGE_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,application/pdf;q=0.7"
 #: SearXNG's bot limiter rejects a request whose Accept header lacks text/html, even for
 #: its JSON API.
 API_ACCEPT = "application/json, text/html;q=0.9"
@@ -132,7 +132,10 @@ API_ACCEPT = "application/json, text/html;q=0.9"
 #: decode what we can bound.
 ACCEPT_ENCODING = "gzip, deflate"
 ACCEPT_LANGUAGE = "zh-CN,zh;q=0.9,en;q=0.8"
-DEFAULT_ACCEPT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+#: Page bodies the fetcher reads: HTML, plain text and PDF (read page by page, ``text/pdf.py``).
+DEFAULT_ACCEPT_TYPES = frozenset(
+    {"text/html", "application/xhtml+xml", "text/plain", "application/pdf"}
+)
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HOST_CHARACTERS = frozenset(string.ascii_letters + string.digits + ".-_:")

@@ -1,4 +1,11 @@
-"""One page body → its text, metadata and best snippets: decode → extract → chunk → score."""
+"""One page body → its text, metadata and best snippets: decode → extract → chunk → score.
+
+A PDF body (``application/pdf``) is read page by page instead (``pdf.py``): its pages' texts
+are joined in order, each page chunked on its own (no chunk runs across two pages), and the
+analysis says where each page begins (``PageAnalysis.pages``), so evidence can name the page
+a snippet is on. The HTML length floor does not apply to a PDF: a page with one sentence is
+text like any other.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +19,21 @@ from .chunk import Chunk, chunk_text
 from .dates import find_dates
 from .decode import decode_body
 from .extract import extract_page
+from .pdf import extract_pdf, is_pdf
 from .score import MIN_SCORE, ScoredChunk, TermStats, score_with_stats
 
-__all__ = ["PageAnalysis", "analyse_page", "analysis_from_json", "analysis_to_json"]
+__all__ = [
+    "PDF_MAX_PAGES",
+    "PageAnalysis",
+    "analyse_page",
+    "analysis_from_json",
+    "analysis_to_json",
+]
+
+#: Pages of a PDF read when the caller names no other bound (``[analysis] pdf_max_pages``).
+PDF_MAX_PAGES = 50
+#: Characters of text a PDF may yield: the same bound as a page body's bytes by default.
+_PDF_MAX_CHARS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -26,6 +45,8 @@ class PageAnalysis:
     month-day dates without a year take theirs from ``published_at``);
     ``snippets`` may be empty when no chunk reaches the score floor; ``stats`` counts the terms
     of all the page's chunks, for a second pass that weighs rarity across pages (``rerank``).
+    ``pages`` is a PDF's (page number, offset in ``text`` where that page's text begins) for
+    every page with text, in order; empty for any other page (``page_at``).
     """
 
     text: str
@@ -35,6 +56,17 @@ class PageAnalysis:
     snippets: tuple[ScoredChunk, ...]
     encoding: str
     stats: TermStats
+    pages: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The PDF page number the text at ``offset`` is on; None for a page that is not a
+        PDF's."""
+        found = None
+        for number, start in self.pages:
+            if start > offset:
+                break
+            found = number
+        return found
 
 
 def analyse_page(
@@ -47,13 +79,25 @@ def analyse_page(
     targets: Sequence[str] = (),
     max_snippets: int = 2,
     min_score: int = MIN_SCORE,
+    pdf_max_pages: int = PDF_MAX_PAGES,
 ) -> PageAnalysis:
     """Decode, extract, chunk and score one page; keep up to ``max_snippets`` chunks scoring
-    at least ``min_score``. Raises ``ExtractionFailed``."""
+    at least ``min_score``. A PDF is read up to ``pdf_max_pages`` pages (module docstring).
+    Raises ``ExtractionFailed``."""
+    if is_pdf(content_type):
+        return _analyse_pdf(
+            body,
+            url=url,
+            query=query,
+            targets=targets,
+            limit=max_snippets,
+            min_score=min_score,
+            max_pages=pdf_max_pages,
+        )
     decoded = decode_body(body, declared_charset, content_type=content_type)
     page = extract_page(decoded.text, url, content_type=content_type)
     scored, stats = score_with_stats(chunk_text(page.text), query, targets)
-    snippets = tuple(item for item in scored if item.score >= min_score)[: max(max_snippets, 0)]
+    snippets = _best(scored, min_score, max_snippets)
     dated = "\n".join([page.title, *(item.chunk.text for item in snippets)])
     return PageAnalysis(
         text=page.text,
@@ -64,6 +108,53 @@ def analyse_page(
         encoding=decoded.encoding,
         stats=stats,
     )
+
+
+def _analyse_pdf(
+    body: bytes,
+    *,
+    url: str,
+    query: str,
+    targets: Sequence[str],
+    limit: int,
+    min_score: int,
+    max_pages: int,
+) -> PageAnalysis:
+    document = extract_pdf(body, url, max_pages=max_pages, max_chars=_PDF_MAX_CHARS)
+    parts: list[str] = []
+    pages: list[tuple[int, int]] = []
+    chunks: list[Chunk] = []
+    offset = 0
+    for number, page_text in enumerate(document.pages, start=1):
+        if not page_text:
+            continue
+        if parts:
+            offset += 1  # the "\n" between two pages
+        pages.append((number, offset))
+        parts.append(page_text)
+        chunks += [
+            Chunk(offset + item.offset, item.length, item.text) for item in chunk_text(page_text)
+        ]
+        offset += len(page_text)
+    text = "\n".join(parts)
+    scored, stats = score_with_stats(chunks, query, targets)
+    snippets = _best(scored, min_score, limit)
+    title = document.title or parts[0].split("\n", 1)[0][:200]
+    dated = "\n".join([title, *(item.chunk.text for item in snippets)])
+    return PageAnalysis(
+        text=text,
+        title=title,
+        published_at=None,
+        about_dates=find_dates(dated),
+        snippets=snippets,
+        encoding="pdf",
+        stats=stats,
+        pages=tuple(pages),
+    )
+
+
+def _best(scored: Sequence[ScoredChunk], min_score: int, limit: int) -> tuple[ScoredChunk, ...]:
+    return tuple(item for item in scored if item.score >= min_score)[: max(limit, 0)]
 
 
 def analysis_to_json(analysis: PageAnalysis) -> bytes:
@@ -88,6 +179,7 @@ def analysis_to_json(analysis: PageAnalysis) -> bytes:
         ],
         "encoding": analysis.encoding,
         "chunk_terms": [sorted(terms) for terms in analysis.stats.chunk_terms],
+        "pages": [list(item) for item in analysis.pages],
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -113,4 +205,5 @@ def analysis_from_json(data: bytes) -> PageAnalysis:
         ),
         encoding=str(document["encoding"]),
         stats=TermStats(tuple({str(term) for term in terms} for terms in document["chunk_terms"])),
+        pages=tuple((int(number), int(start)) for number, start in document.get("pages", ())),
     )

@@ -6,7 +6,7 @@ go; the runtime inputs (a JSON object) say what to look at and what counts as ev
 ```toml
 name = "release-requirements"
 description = "Find the documented requirements and quote them."
-source = "web"                 # or "workspace"
+source = "web"                 # or "workspace", or "browser" (web pages as a browser shows them)
 reports_dir = "reports"        # relative to this file; every report stays inside it
 required = ["requirements"]    # categories that must be backed (default: every marker)
 
@@ -118,7 +118,7 @@ class TaskSpec(_Strict):
 
     name: str = Field(pattern=_NAME_PATTERN)
     description: str = ""
-    source: Literal["web", "workspace"]
+    source: Literal["web", "workspace", "browser"]
     reports_dir: str = Field(min_length=1)
     required: tuple[str, ...] | None = None
     budget: TaskBudget = TaskBudget()
@@ -239,7 +239,7 @@ def resolve_inputs(
     if unknown:
         raise InputError(f"inputs: required categories without a marker: {', '.join(unknown)}")
     update: dict[str, Any] = {"output": _output(inputs.output)}
-    if spec.source == "web":
+    if spec.source in ("web", "browser"):
         if inputs.root is not None or inputs.queries:
             raise InputError("inputs: a web task takes url and allowed_origins, not root/queries")
         if not inputs.url or not inputs.allowed_origins:

@@ -1,11 +1,13 @@
 """``EvidenceTask``: one task file + validated inputs → tools, records, checks, a saved report.
 
-The task owns a store, its source tools (web or workspace, bounded by the inputs and the
-task's budget), the records (quotes per category), and the report. ``collect()`` gathers
-evidence without any model: the entry page and then observed links inside the origins,
-breadth first (or the workspace queries), recording every passage that holds a
-category's marker. Callers (or an agent through ``ToolkitSession``) can instead drive the
-same tools one step at a time and record passages themselves.
+The task owns a store, its source tools (web, browser or workspace, bounded by the inputs
+and the task's budget; ``browser`` is the web tools over pages a headless Chromium rendered,
+``browser.pages.BrowserPages``, in the caller's named session and tab when given), the
+records (quotes per category), and the report. ``collect()`` gathers evidence without any
+model: the entry page and then observed links inside the origins, breadth first (or the
+workspace queries), recording every passage that holds a category's marker. Callers (or
+an agent through ``ToolkitSession``) can instead drive the same tools one step at a time
+and record passages themselves.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import collections
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -47,6 +49,9 @@ from .taskfile import (
 from .tools import GeneratorContext, PoolSet, Tool, Toolkit, TrustedGenerator
 from .web import WebBudget, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
+
+if TYPE_CHECKING:
+    from ..browser.provider import BrowserProvider
 
 __all__ = [
     "MAX_REPORT_BYTES",
@@ -119,7 +124,11 @@ class EvidenceTask:
     ``task_dir`` anchors ``reports_dir``; ``base_dir`` anchors a relative ``root``.
     ``toolkits`` replaces the source toolkit the spec implies (a task script passes its
     own); ``extra_toolkits`` are installed after it. ``verifier`` checks passages (the
-    inputs' markers by default). The shared evidence tools are always installed last.
+    inputs' markers by default). The shared evidence tools are always installed last. A
+    ``browser`` task renders in ``browser`` (None: a provider of its own, closed with the
+    task), in session ``browser_session`` and tab ``browser_tab`` when the caller names
+    them: a named tab is reused and left open; tabs the task opened are closed by
+    ``aclose``.
     """
 
     def __init__(
@@ -135,6 +144,9 @@ class EvidenceTask:
         toolkits: Sequence[Toolkit] | None = None,
         extra_toolkits: Sequence[Toolkit] = (),
         verifier: Verifier | None = None,
+        browser: BrowserProvider | None = None,
+        browser_session: str | None = None,
+        browser_tab: str | None = None,
     ) -> None:
         self.spec = spec
         resolved = resolve_inputs(spec, inputs, base_dir=base_dir or Path.cwd())
@@ -150,6 +162,7 @@ class EvidenceTask:
             (*split_relpath(spec.reports_dir), *split_relpath(resolved.output))
         )
         self.network = network or NetworkSettings()
+        self._browser = (browser, browser_session, browser_tab)
         self.verifier: Verifier = verifier or MarkerVerifier(resolved.markers)
         self._check_verifier()
         self._records: list[EvidenceRecord] = []
@@ -229,19 +242,30 @@ class EvidenceTask:
         from .kits import WebToolkit, WorkspaceToolkit
 
         budget, inputs = self.spec.budget, self.inputs
-        if self.spec.source == "web":
+        if self.spec.source in ("web", "browser"):
             assert inputs.url is not None  # resolve_inputs guarantees it
+            web_budget = WebBudget(max_pages=budget.max_pages, max_bytes=budget.max_bytes)
+            rendered = self._browser_tools(web_budget) if self.spec.source == "browser" else None
             return (
                 WebToolkit(
                     inputs.url,
                     inputs.allowed_origins,
-                    budget=WebBudget(max_pages=budget.max_pages, max_bytes=budget.max_bytes),
+                    budget=web_budget,
                     network=self.network,
+                    tools=rendered,
                 ),
             )
         assert inputs.root is not None  # resolve_inputs guarantees it
         limits = WorkspaceLimits(max_files=budget.max_files, max_file_bytes=budget.max_file_bytes)
         return (WorkspaceToolkit(inputs.root, inputs.queries, limits=limits),)
+
+    def _browser_tools(self, budget: WebBudget) -> WebTools:
+        """Web tools over pages the browser renders, in the caller's session and tab."""
+        from ..browser.pages import BrowserPages
+
+        browser, session, tab = self._browser
+        pages = BrowserPages(browser, session=session, tab=tab, network=self.network)
+        return WebTools.owning(pages, self.store, self.inputs.allowed_origins, budget=budget)
 
     def _check_verifier(self) -> None:
         checks = self.verifier.record_checks

@@ -7,14 +7,17 @@ entry, each followed link and each redirect hop — must lie inside the caller's
 ``allowed_origins``; an off-origin hop is refused before it is requested. A link can be
 followed only after a captured page showed it. Page and byte budgets are counted here.
 Captures go to the ``EvidenceStore`` as normalized text, the same text snippets point into.
+The page source may instead be a browser (``PageSource``: ``browser.pages.BrowserPages``),
+whose every request goes through the same fetcher and whose tab is held to the same origins.
+A PDF is captured as its pages' text (``pdf_text``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from lxml import etree  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
@@ -25,15 +28,25 @@ from ..errors import ExtractionFailed, FetchError, UnsafeURL
 from ..net.fetch import FetchedPage, SafeFetcher
 from ..settings import NetworkSettings
 from ..store import EvidenceStore
+from ..text.analyse import PDF_MAX_PAGES
 from ..text.decode import decode_body
 from ..text.extract import extract_page, normalize_text
+from ..text.pdf import extract_pdf, is_pdf
 from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .links import observe_links
 from .origins import OriginSet
 
-__all__ = ["ObservedLink", "Section", "WebBudget", "WebPage", "WebTools", "WebUsage"]
+__all__ = [
+    "ObservedLink",
+    "PageSource",
+    "Section",
+    "WebBudget",
+    "WebPage",
+    "WebTools",
+    "WebUsage",
+]
 
-TextBasis = Literal["main_text", "visible_text", "plain_text"]
+TextBasis = Literal["main_text", "visible_text", "plain_text", "pdf_text"]
 _PLAIN_TYPES = frozenset({"text/plain", "text/markdown"})
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 
@@ -122,6 +135,14 @@ def _visible_text(html: str) -> str:
 
 
 def _page_text(page: FetchedPage) -> _Text:
+    if is_pdf(page.content_type):
+        # Every page's text (the same bound as a body's bytes), pages one after another.
+        limit = len(page.body) or 1
+        try:
+            read = extract_pdf(page.body, page.final_url, max_pages=PDF_MAX_PAGES, max_chars=limit)
+        except ExtractionFailed:
+            return _Text("", "", "pdf_text", None)
+        return _Text("\n".join(text for text in read.pages if text), read.title, "pdf_text", None)
     decoded = decode_body(page.body, page.charset, content_type=page.content_type)
     if page.content_type in _PLAIN_TYPES:
         return _Text(normalize_text(decoded.text), "", "plain_text", None)
@@ -130,6 +151,22 @@ def _page_text(page: FetchedPage) -> _Text:
     except ExtractionFailed:
         return _Text(_visible_text(decoded.text), "", "visible_text", decoded.text)
     return _Text(extracted.text, extracted.title, "main_text", decoded.text)
+
+
+class PageSource(Protocol):
+    """Where the web tools get pages: the ``SafeFetcher``, or a browser
+    (``browser.pages.BrowserPages``) that renders them."""
+
+    async def fetch(
+        self, url: str, *, allow_redirect: Callable[[str], bool] | None = None
+    ) -> FetchedPage:
+        """The page at ``url``; ``allow_redirect`` is asked about every other URL it leads
+        to before that is requested (``UnsafeURL`` when it refuses); ``FetchError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the source holds."""
+        ...
 
 
 class WebTools:
@@ -143,7 +180,7 @@ class WebTools:
 
     def __init__(
         self,
-        fetcher: SafeFetcher,
+        fetcher: PageSource,
         store: EvidenceStore,
         allowed_origins: OriginSet | Iterable[str],
         *,
@@ -175,7 +212,19 @@ class WebTools:
         budget: WebBudget | None = None,
     ) -> WebTools:
         """Web tools with their own ``SafeFetcher`` (closed by ``aclose``)."""
-        tools = cls(SafeFetcher(network), store, allowed_origins, budget=budget)
+        return cls.owning(SafeFetcher(network), store, allowed_origins, budget=budget)
+
+    @classmethod
+    def owning(
+        cls,
+        source: PageSource,
+        store: EvidenceStore,
+        allowed_origins: OriginSet | Iterable[str],
+        *,
+        budget: WebBudget | None = None,
+    ) -> WebTools:
+        """Web tools over ``source`` (a fetcher or a browser), closed by ``aclose``."""
+        tools = cls(source, store, allowed_origins, budget=budget)
         tools._owns_fetcher = True
         return tools
 
