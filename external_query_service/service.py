@@ -325,6 +325,7 @@ class ExternalQueryService(Closing):
             renderer=shown.renderer,
             fallback_reason=shown.fallback_reason,
             sources=len(shown.sources),
+            sentences=[sentence.model_dump(mode="json") for sentence in shown.sentences],
         )
         chain = bind_answer(
             question=question,
