@@ -268,6 +268,8 @@ class ExternalQueryService(Closing):
             admitted=[item.evidence_id for item in result.accepted],
             rejected={item.evidence_id: item.reason for item in result.rejected},
             missing_targets=list(result.missing_targets),
+            conflicts=[conflict.model_dump(mode="json") for conflict in result.conflicts],
+            copies=[group.model_dump(mode="json") for group in result.copies],
         )
         packet = _packet(question, gathered, outcome)
         if self._llm_presenter is not None:

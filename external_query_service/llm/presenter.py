@@ -41,7 +41,9 @@ from ..net.policy import normalize_host
 from ..presenter import (
     ANSWER_PREFIXES,
     ExternalAnswerPresenter,
+    ListedSource,
     display_sources,
+    listed_sources,
     strip_invisible,
 )
 from ..sites import registrable_domain
@@ -223,7 +225,7 @@ def check_answer(
     unknown = [cited for cited in named if cited not in by_id]
     if unknown:
         raise AnswerRejected("unknown_citation", f"{unknown[0][:80]!r} is not admitted evidence")
-    numbers = numbered if numbered is not None else _numbering(admitted)
+    numbers = numbered if numbered is not None else _numbering(listed_sources(admitted))
     stray = next((n for n in cited_numbers(text) if n not in numbers), None)
     if stray is not None:
         raise AnswerRejected("unknown_citation", f"[{stray}] is not a source of this answer")
@@ -238,15 +240,9 @@ def check_answer(
     return CheckedAnswer(text, tuple(dict.fromkeys(cited)), sentences)
 
 
-def _numbering(admitted: tuple[Evidence, ...]) -> dict[int, tuple[str, ...]]:
-    """Source number → evidence ids, as the source list numbers them (one entry per URL)."""
-    numbers: dict[str, int] = {}
-    listed: dict[int, list[str]] = {}
-    for item in admitted:
-        (source,) = display_sources((item,))
-        number = numbers.setdefault(source.url, len(numbers) + 1)
-        listed.setdefault(number, []).append(item.evidence_id)
-    return {number: tuple(ids) for number, ids in listed.items()}
+def _numbering(listed: tuple[ListedSource, ...]) -> dict[int, tuple[str, ...]]:
+    """Source number → the evidence ids its entry of the source list stands for."""
+    return {number: entry.evidence_ids for number, entry in enumerate(listed, start=1)}
 
 
 def _forms(text: str) -> Iterable[str]:
@@ -266,13 +262,12 @@ def _secret_in_reply() -> AnswerRejected:
     return AnswerRejected("secret_in_reply", "the reply repeats the API key the request carried")
 
 
-def _numbered(text: str, admitted: tuple[Evidence, ...], order: Mapping[str, int]) -> str:
+def _numbered(text: str, numbering: Mapping[int, tuple[str, ...]]) -> str:
     """Evidence ids in the text become the number of their entry in the source list, so
     a reader sees ``[1]`` instead of an internal id."""
-    for item in sorted(admitted, key=lambda e: len(e.evidence_id), reverse=True):
-        (source,) = display_sources((item,))
-        if item.evidence_id and source.url in order:
-            text = text.replace(item.evidence_id, str(order[source.url]))
+    number_of = {eid: number for number, ids in numbering.items() for eid in ids if eid}
+    for evidence_id in sorted(number_of, key=len, reverse=True):
+        text = text.replace(evidence_id, str(number_of[evidence_id]))
     return text
 
 
@@ -307,6 +302,8 @@ class LLMAnswerPresenter:
             return self._extractive.present(packet)
         prompt = self._extractive.render_prompt(packet)
         digest = sha256_digest(prompt)
+        listed = listed_sources(admitted, packet.verifier.copies)
+        numbering = _numbering(listed)
         try:
             completion = await self._client.complete(
                 self.messages(prompt), ModelAnswer, name="external_answer"
@@ -314,7 +311,7 @@ class LLMAnswerPresenter:
             reply = (completion.content, completion.value.text, *completion.value.citations)
             if _repeats_credential(reply, self._client.credential_values()):
                 raise _secret_in_reply()
-            checked = check_answer(completion.value, admitted)
+            checked = check_answer(completion.value, admitted, numbered=numbering)
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             if _repeats_credential((reason,), self._client.credential_values()):
@@ -330,15 +327,19 @@ class LLMAnswerPresenter:
                 }
             )
         body = checked.body
-        sources = display_sources(admitted)
-        order = {source.url: number for number, source in enumerate(sources, start=1)}
         language = self._extractive.language(packet)
-        text = ANSWER_PREFIXES[language] + _numbered(body, admitted, order)
-        text += self._extractive.render_sources(sources, language)
+        text = ANSWER_PREFIXES[language] + _numbered(body, numbering)
+        if packet.plan.answer_contract != "direct_fact":
+            text = text.rstrip() + self._extractive.render_disputes(packet)
+        text += self._extractive.render_sources(
+            tuple(entry.source for entry in listed),
+            language,
+            also_at={entry.source.url: entry.also_at for entry in listed},
+        )
         template = f"{language}/{packet.plan.answer_contract}.prompt.j2"
         return Presentation(
             text=text.rstrip(),
-            sources=sources,
+            sources=display_sources(admitted),
             template=template,
             prompt_template=template,
             prompt_digest=digest,
