@@ -26,6 +26,7 @@ from .errors import InvalidQuery, ServiceClosed
 from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
+from .gateway.second_round import second_round_queries
 from .models import (
     CORE_QUERY_KINDS,
     AdmissionSummary,
@@ -255,8 +256,11 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         audit = _started_audit(question, planned, follows)
         plan = planned.plan
-        gathered = await self.gateway.gather(plan, audit)
+        deadline = self.gateway.deadline()
+        gathered = await self.gateway.gather(plan, audit, deadline=deadline)
         outcome = self.verifier.verify(gathered, now=self.clock())
+        if self.settings.gateway.second_round:
+            gathered, outcome = await self._second_round(gathered, outcome, audit, deadline)
         result = outcome.result
         for check in result.checks:
             audit.record("verifier", "check", **check.model_dump(mode="json"))
@@ -277,6 +281,34 @@ class ExternalQueryService(Closing):
         else:
             shown = self.presenter.present(packet)
         return await self._conclude(question, gathered, outcome, shown, audit)
+
+    async def _second_round(
+        self,
+        gathered: GatherResult,
+        outcome: VerifierOutcome,
+        audit: AuditLog,
+        deadline: float,
+    ) -> tuple[GatherResult, VerifierOutcome]:
+        """One more bounded search round when the first verdict names something searching
+        can fix (``gateway.second_round``), then the verdict again; else both unchanged."""
+        first = outcome.result
+        queries = second_round_queries(gathered.plan, first)
+        if not queries:
+            return gathered, outcome
+        audit.record(
+            "gateway",
+            "second_round",
+            round=2,
+            queries=list(queries),
+            after={
+                "status": first.status,
+                "reason": first.reason,
+                "missing_targets": list(first.missing_targets),
+                "conflicts": len(first.conflicts),
+            },
+        )
+        more = await self.gateway.gather_more(gathered, queries, audit, deadline=deadline)
+        return more, self.verifier.verify(more, now=self.clock())
 
     async def _overloaded(
         self,
