@@ -421,6 +421,8 @@ class ValueConflict(_Model):
     evidence_ids: tuple[str, str]
     values: tuple[str, str]
     majority: bool = False
+    #: Every evidence holding the second value (its best-ranked one is ``evidence_ids[1]``).
+    dissenting: tuple[str, ...] = ()
 
 
 class CopyGroup(_Model):

@@ -572,7 +572,10 @@ class ExternalAnswerPresenter:
         # A copy is quoted as its original: the same text once, not once per site.
         ranked = _by_score(tuple(item for item in admitted if item.evidence_id not in copied))
         if contract == "direct_fact":
-            context["best"] = _quote_view(ranked[0], allowed)
+            # Answered despite a disagreement means a majority holds one value: quote it.
+            dissent = {eid for c in verifier.conflicts if c.majority for eid in c.dissenting}
+            best = next((item for item in ranked if item.evidence_id not in dissent), ranked[0])
+            context["best"] = _quote_view(best, allowed)
         elif contract == "summary_with_sources":
             quotes = _summary_quotes(ranked)
             context["quotes"] = tuple(_quote_view(item, allowed) for item in quotes)

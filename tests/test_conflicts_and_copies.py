@@ -4,18 +4,19 @@ source. Against loopback worlds: a SearXNG, article pages, and a scripted chat e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
 import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.models import Evidence
+from external_query_service.models import Evidence, ValueConflict, VerifierResult
+from external_query_service.presenter import ExternalAnswerPresenter
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.verifier.copies import COPY_SIMILARITY, copy_groups, similarity
 
 from .llm_chat import ChatServer, answer_json
+from .test_presenter import make_evidence, make_packet
 from .world import NOW, World, article, hit
 
 QUESTION = "湛江12月1日天气怎么样？"
@@ -28,12 +29,6 @@ WEATHER = {
 NETWORK = {"deadline_s": 60.0, "timeout_s": 20.0}
 WARM = "湛江市气象台预计，12月1日湛江多云，最高气温24°C，东北风3级，空气质量良好。"
 HOT = "据本地天气网站消息，湛江12月1日将以晴为主，白天最高温度可达31°C，请注意防晒补水。"
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    with ChatServer() as server:
-        yield server
 
 
 def two_forecasts(world: World) -> None:
@@ -121,6 +116,14 @@ def test_a_majority_of_independent_sources_answers_a_direct_fact(
     (conflict,) = answer.verifier.conflicts
     assert conflict.majority is True
     assert conflict.values[1] == "31 °C"  # the minority's value is still named
+    assert [by_site(answer, eid) for eid in conflict.dissenting] == ["weather-b.test"]
+    quoted = answer.text.split("」", 1)[0]
+    assert "31°C" not in quoted  # the answer quotes a page of the majority
+    assert "24" in quoted
+
+
+def by_site(answer: Any, evidence_id: str) -> str:
+    return next(item.site for item in answer.evidence if item.evidence_id == evidence_id)
 
 
 @pytest.mark.parametrize(
@@ -287,3 +290,23 @@ def test_copies_are_found_by_shingle_similarity_and_the_original_is_the_earliest
     assert group.original == pages[1].evidence_id
     assert group.copies == (pages[0].evidence_id, pages[3].evidence_id)
     assert copy_groups([pages[0], pages[2]]) == ()
+
+
+def test_an_answered_direct_fact_quotes_the_majority_not_a_better_ranked_dissent() -> None:
+    hot = make_evidence(1, snippet=HOT, score=9900)
+    warm = make_evidence(2, snippet=WARM, score=8000)
+    mild = make_evidence(3, snippet="湛江12月1日最高约24.5°C。", score=7000)
+    conflict = ValueConflict(
+        subject="temperature",
+        evidence_ids=(warm.evidence_id, hot.evidence_id),
+        values=("24 °C", "31 °C"),
+        majority=True,
+        dissenting=(hot.evidence_id,),
+    )
+    verdict = VerifierResult(status="answered", conflicts=(conflict,))
+    packet = make_packet((hot, warm, mild), contract="direct_fact", verifier=verdict)
+
+    text = ExternalAnswerPresenter().present(packet).text
+
+    assert "最高气温24°C" in text
+    assert "31°C" not in text

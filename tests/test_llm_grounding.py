@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -29,12 +28,6 @@ from .world import docs_folder
 
 PORT_ID = evidence_id("https://port-news.example.com/throughput", "sha256:p1", 0)
 RATE_ID = evidence_id("https://stats.example.org/share", "sha256:p2", 0)
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    with ChatServer() as server:
-        yield server
 
 
 def port_news() -> Evidence:

@@ -163,6 +163,7 @@ def _disagreements(target: str | None, votes: list[_Value]) -> list[ValueConflic
                 evidence_ids=(lead.evidence.evidence_id, second.evidence.evidence_id),
                 values=(lead.spelled(), second.spelled()),
                 majority=majority,
+                dissenting=tuple(vote.evidence.evidence_id for vote in other),
             )
         )
     return conflicts
