@@ -29,6 +29,7 @@ __all__ = [
     "AttemptCause",
     "AttemptStatus",
     "CheckResult",
+    "CopyGroup",
     "DisplaySource",
     "Evidence",
     "EvidenceBasis",
@@ -52,7 +53,10 @@ __all__ = [
     "RankedAdapter",
     "Readiness",
     "Renderer",
+    "SentenceCheck",
+    "SentenceVerdict",
     "TimeRange",
+    "ValueConflict",
     "VerifierOutcome",
     "VerifierResult",
 ]
@@ -90,6 +94,7 @@ OutcomeReason = Literal[
     "insufficient_sources",
     "missing_slot",
     "ambiguous_target",
+    "conflicting_evidence",
 ]
 #: Each reason and whether the same question may succeed if asked again unchanged.
 REASONS: dict[str, bool] = {
@@ -106,6 +111,7 @@ REASONS: dict[str, bool] = {
     "insufficient_sources": False,
     "missing_slot": False,
     "ambiguous_target": False,
+    "conflicting_evidence": False,
 }
 
 CORE_QUERY_KINDS: tuple[str, ...] = (
@@ -427,7 +433,9 @@ class CheckResult(_Model):
     """One verifier check: which, passed or not, its reason code, a readable detail, and the
     evidence it was about (None for a bundle check)."""
 
-    check: Literal["origin", "target", "time", "sources", "coverage", "slots", "candidates"]
+    check: Literal[
+        "origin", "target", "time", "sources", "coverage", "slots", "candidates", "values", "copies"
+    ]
     passed: bool
     reason: str
     detail: str = ""
@@ -440,6 +448,33 @@ class EvidenceDecision(_Model):
     evidence_id: str
     decision: Literal["admit", "reject"]
     reason: str
+
+
+class ValueConflict(_Model):
+    """Two admitted evidence about the same target and time that state different values for
+    what is asked (``kind`` is always ``conflicting_values``). ``subject`` names the value
+    (``temperature``, ``exchange_rate``, ``quantity``); ``values`` are as a reader writes
+    them (``24 °C``), in the order of ``evidence_ids``. ``majority`` says whether one value
+    is held by more than half of the independent sources."""
+
+    kind: Literal["conflicting_values"] = "conflicting_values"
+    subject: str
+    target: str | None = None
+    evidence_ids: tuple[str, str]
+    values: tuple[str, str]
+    majority: bool = False
+    #: Every evidence holding the second value (its best-ranked one is ``evidence_ids[1]``).
+    dissenting: tuple[str, ...] = ()
+
+
+class CopyGroup(_Model):
+    """Near-duplicate admitted evidence (one article on several sites): ``original`` (the
+    earliest published, else the first ranked) counts as a source, ``copies`` do not."""
+
+    original: str
+    copies: tuple[str, ...]
+    #: The lowest word-shingle Jaccard similarity between a copy and the original (0–1).
+    similarity: float = Field(ge=0, le=1)
 
 
 class VerifierResult(_Model):
@@ -458,6 +493,10 @@ class VerifierResult(_Model):
     missing_targets: tuple[str, ...] = ()
     missing_slots: tuple[str, ...] = ()
     clarify_options: tuple[str, ...] = ()
+    #: Admitted evidence that disagree on the value asked (``conflicting_values``).
+    conflicts: tuple[ValueConflict, ...] = ()
+    #: Admitted evidence merged as copies of one original (counted once).
+    copies: tuple[CopyGroup, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -531,6 +570,29 @@ class DisplaySource(_Model):
     accessed_at: datetime
 
 
+#: A sentence of a model-written answer, as its check found it: ``grounded`` (every claim
+#: occurs in the cited evidence), ``not_a_statement`` (a heading or list label), or the
+#: check it failed.
+SentenceVerdict = Literal[
+    "grounded",
+    "not_a_statement",
+    "uncited_statement",
+    "invented_number",
+    "unit_mismatch",
+    "wrong_date",
+    "unquoted_span",
+]
+
+
+class SentenceCheck(_Model):
+    """One sentence of a model-written answer and its verdict (audited)."""
+
+    sentence: str
+    citations: tuple[str, ...] = ()
+    verdict: SentenceVerdict
+    detail: str = ""
+
+
 class Presentation(_Model):
     """The presenter's stage result: the answer text and what produced it."""
 
@@ -544,6 +606,8 @@ class Presentation(_Model):
     renderer: Renderer
     #: Why a configured model's answer was not used (for the audit); None otherwise.
     fallback_reason: str | None = None
+    #: The model-written answer's sentences and their verdicts (empty when no model wrote).
+    sentences: tuple[SentenceCheck, ...] = ()
 
 
 class AdmissionSummary(_Model):

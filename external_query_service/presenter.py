@@ -26,10 +26,11 @@ import functools
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import FileSystemLoader, StrictUndefined
@@ -41,6 +42,7 @@ from .language import ANSWER_LANGUAGES, AnswerLanguage, LanguageSetting, answer_
 from .models import (
     AdapterAttempt,
     AnswerContract,
+    CopyGroup,
     DisplaySource,
     Evidence,
     ExternalContextPacket,
@@ -51,7 +53,9 @@ __all__ = [
     "ANSWER_PREFIX",
     "ANSWER_PREFIXES",
     "ExternalAnswerPresenter",
+    "ListedSource",
     "display_sources",
+    "listed_sources",
     "strip_invisible",
 ]
 
@@ -237,6 +241,7 @@ class _SourceView:
     published: str  # YYYY-MM-DD or ""
     accessed: str  # YYYY-MM-DD HH:MM UTC
     url: str
+    also_at: tuple[str, ...] = ()  # the URLs of copies of this source
 
 
 @dataclass(frozen=True)
@@ -246,6 +251,14 @@ class _QuoteView:
     published: str
     about_first: str
     about_last: str
+
+
+@dataclass(frozen=True)
+class _DisputeView:
+    first: _QuoteView
+    second: _QuoteView
+    first_value: str
+    second_value: str
 
 
 @dataclass(frozen=True)
@@ -350,24 +363,67 @@ def display_sources(evidence: Iterable[Evidence]) -> tuple[DisplaySource, ...]:
     what the page text claims; titles are cleaned like quotes.
     """
     items = tuple(evidence)
-    allowed = _hosts(items)
-    seen: set[str] = set()
-    sources: list[DisplaySource] = []
-    for item in items:
-        url = _safe_url(item.url)
-        if url in seen:
-            continue
-        seen.add(url)
-        sources.append(
-            DisplaySource(
-                site=_site(item),
-                title=_inline(item.title, allowed),
-                url=url,
-                published_at=item.published_at,
-                accessed_at=_utc(item.accessed_at),
-            )
+    sources: dict[str, DisplaySource] = {}
+    for source in _each_source(items, items):
+        sources.setdefault(source.url, source)
+    return tuple(sources.values())
+
+
+@dataclass(frozen=True)
+class ListedSource:
+    """One entry of an answer's source list: the source, the URLs of its copies (shown as
+    "also at"), and every evidence id the entry stands for (its own and its copies')."""
+
+    source: DisplaySource
+    also_at: tuple[str, ...]
+    evidence_ids: tuple[str, ...]
+
+
+def listed_sources(
+    evidence: Iterable[Evidence], copies: Sequence[CopyGroup] = ()
+) -> tuple[ListedSource, ...]:
+    """The source list of an answer: one entry per URL, first-seen order, except that a copy
+    (``copies``: near-duplicates the verifier merged) is listed under its original's entry
+    as "also at" instead of as an entry of its own."""
+    items = tuple(evidence)
+    by_id = {item.evidence_id: item for item in items}
+    original_of = {
+        copy: group.original
+        for group in copies
+        if group.original in by_id
+        for copy in group.copies
+        if copy in by_id
+    }
+    kept = [item for item in items if item.evidence_id not in original_of]
+    entries: dict[str, tuple[DisplaySource, list[str], list[str]]] = {}
+    for item, source in zip(kept, _each_source(kept, items), strict=True):
+        entry = entries.setdefault(source.url, (source, [], []))
+        entry[2].append(item.evidence_id)
+    url_of = {item.evidence_id: _safe_url(item.url) for item in items}
+    for copy, original in original_of.items():
+        source, also_at, ids = entries[url_of[original]]
+        if url_of[copy] != source.url and url_of[copy] not in also_at:
+            also_at.append(url_of[copy])
+        ids.append(copy)
+    return tuple(
+        ListedSource(source, tuple(also_at), tuple(ids))
+        for source, also_at, ids in entries.values()
+    )
+
+
+def _each_source(kept: Sequence[Evidence], every: Sequence[Evidence]) -> list[DisplaySource]:
+    """The display fields of each of ``kept`` (links cleaned against all of ``every``)."""
+    allowed = _hosts(every)
+    return [
+        DisplaySource(
+            site=_site(item),
+            title=_inline(item.title, allowed),
+            url=_safe_url(item.url),
+            published_at=item.published_at,
+            accessed_at=_utc(item.accessed_at),
         )
-    return tuple(sources)
+        for item in kept
+    ]
 
 
 def _site(item: Evidence) -> str:
@@ -376,7 +432,7 @@ def _site(item: Evidence) -> str:
     return _single_line(item.site)[:_LINE_CHARS] or (_host(item.url) or "")
 
 
-def _source_view(source: DisplaySource) -> _SourceView:
+def _source_view(source: DisplaySource, also_at: tuple[str, ...] = ()) -> _SourceView:
     # The display fields stay as the evidence gave them; only the answer text is escaped.
     # The URL needs nothing more: ``_safe_url`` already encoded its ``<`` and ``>``.
     return _SourceView(
@@ -385,7 +441,29 @@ def _source_view(source: DisplaySource) -> _SourceView:
         published=_day(source.published_at),
         accessed=_utc(source.accessed_at).strftime("%Y-%m-%d %H:%M UTC"),
         url=source.url,
+        also_at=also_at,
     )
+
+
+def _dispute_views(
+    packet: ExternalContextPacket, allowed_hosts: frozenset[str]
+) -> tuple[_DisputeView, ...]:
+    """Both sides of each disagreement the verifier recorded, quoted."""
+    by_id = {item.evidence_id: item for item in packet.verified_evidence}
+    views = []
+    for conflict in packet.verifier.conflicts:
+        first, second = (by_id.get(evidence_id) for evidence_id in conflict.evidence_ids)
+        if first is None or second is None:
+            continue
+        views.append(
+            _DisputeView(
+                first=_quote_view(first, allowed_hosts),
+                second=_quote_view(second, allowed_hosts),
+                first_value=_answer_line(conflict.values[0]),
+                second_value=_answer_line(conflict.values[1]),
+            )
+        )
+    return tuple(views)
 
 
 def _quote_view(item: Evidence, allowed_hosts: frozenset[str]) -> _QuoteView:
@@ -530,15 +608,22 @@ class ExternalAnswerPresenter:
         contract = packet.plan.answer_contract
         allowed = _hosts(admitted)
         sources = display_sources(admitted)
+        listed = listed_sources(admitted, verifier.copies)
+        copied = {copy for group in verifier.copies for copy in group.copies}
         context: dict[str, object] = {
-            "sources": tuple(_source_view(s) for s in sources),
+            "sources": tuple(_source_view(entry.source, entry.also_at) for entry in listed),
             "notes": tuple(
                 text for n in packet.uncertainties if (text := _answer_line(n, allowed))
             ),
+            "disputes": _dispute_views(packet, allowed),
         }
-        ranked = _by_score(admitted)
+        # A copy is quoted as its original: the same text once, not once per site.
+        ranked = _by_score(tuple(item for item in admitted if item.evidence_id not in copied))
         if contract == "direct_fact":
-            context["best"] = _quote_view(ranked[0], allowed)
+            # Answered despite a disagreement means a majority holds one value: quote it.
+            dissent = {eid for c in verifier.conflicts if c.majority for eid in c.dissenting}
+            best = next((item for item in ranked if item.evidence_id not in dissent), ranked[0])
+            context["best"] = _quote_view(best, allowed)
         elif contract == "summary_with_sources":
             quotes = _summary_quotes(ranked)
             context["quotes"] = tuple(_quote_view(item, allowed) for item in quotes)
@@ -566,17 +651,33 @@ class ExternalAnswerPresenter:
         )
 
     def render_sources(
-        self, sources: tuple[DisplaySource, ...], language: AnswerLanguage = "zh"
+        self,
+        sources: tuple[DisplaySource, ...],
+        language: AnswerLanguage = "zh",
+        *,
+        also_at: Mapping[str, tuple[str, ...]] | None = None,
     ) -> str:
-        """The numbered source list ("来源：", "Sources:") the extractive answers end with.
+        """The numbered source list ("来源：", "Sources:") the extractive answers end with;
+        ``also_at`` maps a source's URL to the URLs of its copies.
 
         Another renderer (the LLM presenter) appends it so every answer lists its sources
         the same way, from display fields only.
         """
-        macros = self._envs[language].get_template("_answer.macros.j2").make_module()
-        views = tuple(_source_view(source) for source in sources)
+        copies = also_at or {}
+        views = tuple(_source_view(source, copies.get(source.url, ())) for source in sources)
         # Macros are attributes of the module jinja builds; the stubs cannot know them.
-        return str(macros.source_list(views))  # type: ignore[attr-defined]
+        return str(self._macros(language).source_list(views))
+
+    def render_disputes(self, packet: ExternalContextPacket) -> str:
+        """The "sources disagree" block (both quotes of each disagreement the verifier
+        recorded) that summary and comparison answers show; ``""`` when none."""
+        views = _dispute_views(packet, _hosts(packet.verified_evidence))
+        return str(self._macros(self.language(packet)).disputes_list(views))
+
+    def _macros(self, language: AnswerLanguage) -> Any:
+        # The module jinja builds from the macros file: its macros are attributes the type
+        # stubs cannot know.
+        return self._envs[language].get_template("_answer.macros.j2").make_module()
 
     def render_prompt(self, packet: ExternalContextPacket, *, boundary: str | None = None) -> str:
         """The LLM prompt for the packet's contract, built from packet content only.

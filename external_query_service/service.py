@@ -6,9 +6,10 @@ plan → gather → verify → packet → present, each stage a typed model, all
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from .errors import InvalidQuery, ServiceClosed
 from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
+from .gateway.second_round import second_round_queries
 from .models import (
     CORE_QUERY_KINDS,
     AdmissionSummary,
@@ -263,8 +265,12 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         audit = _started_audit(question, planned, follows)
         plan = planned.plan
-        gathered = await self._gather(plan, audit)
-        outcome = self.verifier.verify(gathered, now=self.clock())
+        deadline = self.gateway.deadline()
+        async with self._question_browser():
+            gathered = await self.gateway.gather(plan, audit, deadline=deadline)
+            outcome = self.verifier.verify(gathered, now=self.clock())
+            if self.settings.gateway.second_round:
+                gathered, outcome = await self._second_round(gathered, outcome, audit, deadline)
         result = outcome.result
         for check in result.checks:
             audit.record("verifier", "check", **check.model_dump(mode="json"))
@@ -276,6 +282,8 @@ class ExternalQueryService(Closing):
             admitted=[item.evidence_id for item in result.accepted],
             rejected={item.evidence_id: item.reason for item in result.rejected},
             missing_targets=list(result.missing_targets),
+            conflicts=[conflict.model_dump(mode="json") for conflict in result.conflicts],
+            copies=[group.model_dump(mode="json") for group in result.copies],
         )
         packet = _packet(question, gathered, outcome)
         if self._llm_presenter is not None:
@@ -284,20 +292,51 @@ class ExternalQueryService(Closing):
             shown = self.presenter.present(packet)
         return await self._conclude(question, gathered, outcome, shown, audit)
 
-    async def _gather(self, plan: ExternalQueryPlan, audit: AuditLog) -> GatherResult:
-        """The gateway's gather, with the question's own browser session when the browser
-        is on (closed as the gather ends: nothing is carried to the next question)."""
+    @contextlib.asynccontextmanager
+    async def _question_browser(self) -> AsyncIterator[None]:
+        """The question's own browser session while its evidence is gathered, when the
+        browser is on (closed as the gathering ends: nothing is carried to the next
+        question)."""
         if self.browser is None:
-            return await self.gateway.gather(plan, audit)
+            yield
+            return
         from .browser import QuestionBrowser, question_browser
 
         visit = QuestionBrowser(self.browser)
         token = question_browser.set(visit)
         try:
-            return await self.gateway.gather(plan, audit)
+            yield
         finally:
             question_browser.reset(token)
             await visit.close()
+
+    async def _second_round(
+        self,
+        gathered: GatherResult,
+        outcome: VerifierOutcome,
+        audit: AuditLog,
+        deadline: float,
+    ) -> tuple[GatherResult, VerifierOutcome]:
+        """One more bounded search round when the first verdict names something searching
+        can fix (``gateway.second_round``), then the verdict again; else both unchanged."""
+        first = outcome.result
+        queries = second_round_queries(gathered.plan, first)
+        if not queries:
+            return gathered, outcome
+        audit.record(
+            "gateway",
+            "second_round",
+            round=2,
+            queries=list(queries),
+            after={
+                "status": first.status,
+                "reason": first.reason,
+                "missing_targets": list(first.missing_targets),
+                "conflicts": len(first.conflicts),
+            },
+        )
+        more = await self.gateway.gather_more(gathered, queries, audit, deadline=deadline)
+        return more, self.verifier.verify(more, now=self.clock())
 
     async def _overloaded(
         self,
@@ -348,6 +387,7 @@ class ExternalQueryService(Closing):
             renderer=shown.renderer,
             fallback_reason=shown.fallback_reason,
             sources=len(shown.sources),
+            sentences=[sentence.model_dump(mode="json") for sentence in shown.sentences],
         )
         chain = bind_answer(
             question=question,

@@ -101,6 +101,7 @@ __all__ = [
     "BrowserMode",
     "BrowserSettings",
     "CacheSettings",
+    "GatewaySettings",
     "GitHubSettings",
     "LLMSettings",
     "LedgerSettings",
@@ -309,6 +310,14 @@ class VerifierSettings(_Section):
     max_age_days: int = Field(default=14, ge=0)
 
 
+class GatewaySettings(_Section):
+    """``[gateway]``: whether a second, bounded search round runs when the first leaves a
+    compare target without evidence, too few independent sources, or a disagreement with
+    no majority (within the same question deadline)."""
+
+    second_round: bool = True
+
+
 class LLMSettings(_Section):
     """An OpenAI-compatible chat completions endpoint. Absent: no model is used."""
 
@@ -488,6 +497,7 @@ class Settings(_Section):
     adapters: tuple[AdapterSettings, ...] = ()
     sources: SourceSettings = SourceSettings()
     verifier: VerifierSettings = VerifierSettings()
+    gateway: GatewaySettings = GatewaySettings()
     presenter: PresenterSettings = PresenterSettings()
     llm: LLMSettings | None = None
     ledger: LedgerSettings = LedgerSettings()

@@ -127,7 +127,7 @@ def test_the_prompt_sent_is_the_contract_template_and_its_digest_is_audited(
 
 
 def test_links_to_admitted_sites_are_allowed(chat: ChatServer) -> None:
-    text = "详见 https://news-a.example.com/zhanjiang 与 open-meteo.com 的预报。"
+    text = f"详见 https://news-a.example.com/zhanjiang 与 open-meteo.com 的预报 [{NEWS_ID}]。"
     chat.then(answer_json({"text": text, "citations": [NEWS_ID]}))
 
     shown = present(chat, make_packet((weather(), news())))
@@ -136,14 +136,20 @@ def test_links_to_admitted_sites_are_allowed(chat: ChatServer) -> None:
     assert "https://news-a.example.com/zhanjiang" in shown.text
 
 
-def test_summary_answers_are_not_held_to_the_numbers_rule(chat: ChatServer) -> None:
-    chat.then(answer_json({"text": "两家来源都预计湛江将降温约5度。", "citations": [NEWS_ID]}))
+def test_summary_answers_are_held_to_the_numbers_rule_too(chat: ChatServer) -> None:
+    text = f"两家来源都预计湛江将降温约5度 [{NEWS_ID}]。"
+    chat.then(answer_json({"text": text, "citations": [NEWS_ID]}))
 
-    assert present(chat, make_packet((weather(), news()))).renderer == "llm"
+    shown = present(chat, make_packet((weather(), news())))
+
+    assert shown.renderer == "extractive"
+    assert shown.fallback_reason == (
+        f"invented_number: 5 °C does not occur in the cited evidence: 「{text}」"
+    )
 
 
 def test_numbers_from_the_cited_facts_and_dates_are_accepted(chat: ChatServer) -> None:
-    text = "2026年12月1日湛江最大风速 12.5 km/h，降水概率10%。"
+    text = f"2026年12月1日湛江最大风速 12.5 km/h，降水概率10% [{WEATHER_ID}]。"
     chat.then(answer_json({"text": text, "citations": [WEATHER_ID]}))
 
     assert present(chat, direct_fact()).renderer == "llm"
@@ -171,8 +177,8 @@ def test_numbers_from_the_cited_facts_and_dates_are_accepted(chat: ChatServer) -
         ("湛江明天多云，见 ｈｔｔｐ：／／ｅｖｉｌ．ｅｘａｍｐｌｅ／", [WEATHER_ID], "foreign_link"),
         ("湛江明天多云，见 http://evil.exаmple/ (Cyrillic а)", [WEATHER_ID], "foreign_link"),
         ("湛江明天多云，见 http://news-a.example.com@evil.example/", [NEWS_ID], "foreign_link"),
-        ("湛江12月1日多云，最高 31 °C。", [WEATHER_ID], "invented_number"),
-        ("湛江12月1日最高 24.1 °C，东北风3级。", [WEATHER_ID], "invented_number"),
+        (f"湛江12月1日多云，最高 31 °C [{WEATHER_ID}]。", [WEATHER_ID], "invented_number"),
+        ("湛江12月1日最高 24.1 °C，东北风3级 [1]。", [WEATHER_ID], "invented_number"),
         (PREFIX, [WEATHER_ID], "empty_answer"),
     ],
 )
@@ -194,10 +200,11 @@ def test_numbers_must_come_from_the_cited_evidence_not_from_other_evidence(
     chat: ChatServer,
 ) -> None:
     # "3" (东北风3级) is only in the news snippet, which this reply does not cite.
-    chat.then(answer_json({"text": "湛江12月1日东北风3级。", "citations": [WEATHER_ID]}))
+    text = f"湛江12月1日东北风3级 [{WEATHER_ID}]。"
+    chat.then(answer_json({"text": text, "citations": [WEATHER_ID]}))
 
     assert present(chat, direct_fact()).fallback_reason == (
-        "invented_number: 3 does not occur in the cited evidence"
+        f"invented_number: 3 does not occur in the cited evidence: 「{text}」"
     )
 
 
@@ -347,8 +354,8 @@ def test_an_answer_from_the_chain_is_written_by_the_model_or_falls_back(
     )
     fact = answer.evidence[0]
     chat.then(
-        answer_json({"text": f"据预报，{fact.snippet}", "citations": [fact.evidence_id]}),
-        answer_json({"text": "湛江12月1日最高气温 35 °C。", "citations": [fact.evidence_id]}),
+        answer_json({"text": f"据预报，{fact.snippet} [1]", "citations": [fact.evidence_id]}),
+        answer_json({"text": "湛江12月1日最高气温 35 °C [1]。", "citations": [fact.evidence_id]}),
     )
 
     written = present(chat, packet)
@@ -358,7 +365,10 @@ def test_an_answer_from_the_chain_is_written_by_the_model_or_falls_back(
     assert written.renderer == "llm"
     assert written.text.startswith(f"{PREFIX}据预报，{fact.snippet}")
     assert invented.renderer == "extractive"
-    assert invented.fallback_reason == "invented_number: 35 does not occur in the cited evidence"
+    assert invented.fallback_reason == (
+        "invented_number: 35 °C does not occur in the cited evidence: "
+        "「湛江12月1日最高气温 35 °C [1]。」"
+    )
     assert invented.text == answer.text
 
 
@@ -445,7 +455,7 @@ def test_the_key_anywhere_in_a_reply_falls_back_as_secret_in_reply_before_any_ot
 def test_a_reply_without_the_key_is_used_when_a_key_is_configured(
     chat: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    chat.then(answer_json({"text": "两家来源都说湛江明天多云。", "citations": [NEWS_ID]}))
+    chat.then(answer_json({"text": f"两家来源都说湛江多云 [{NEWS_ID}]。", "citations": [NEWS_ID]}))
 
     shown = asyncio.run(keyed(chat, monkeypatch).present(make_packet((weather(), news()))))
 

@@ -30,7 +30,7 @@ def cite_first_evidence(body: dict[str, Any]) -> Reply:
     evidence_id = re.search(r"ev-[0-9a-f]{12}", prompt)
     assert evidence_id is not None
     return answer_json(
-        {"text": "湛江市12月1日多云，最高 24.1 °C。", "citations": [evidence_id.group(0)]}
+        {"text": "湛江市12月1日多云，最高 24.1 °C [1]。", "citations": [evidence_id.group(0)]}
     )
 
 
@@ -84,7 +84,7 @@ def test_cli_llm_flags_plan_and_write_the_answer_and_say_so(
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert out.startswith("外部实时查询：湛江市12月1日多云，最高 24.1 °C。")
+    assert out.startswith("外部实时查询：湛江市12月1日多云，最高 24.1 °C [1]。")
     assert "planner: structured" in out
     assert "presenter: llm" in out
     assert [body["model"] for body in chat.bodies] == ["fake-model", "fake-model"]
@@ -100,7 +100,7 @@ def test_a_model_inventing_a_number_falls_back_and_the_footer_says_why(
     def invents(body: dict[str, Any]) -> Reply:
         good = json.loads(cite_first_evidence(body).body_bytes())
         content = json.loads(good["choices"][0]["message"]["content"])
-        return answer_json({"text": "湛江市最高 35 °C。", "citations": content["citations"]})
+        return answer_json({"text": "湛江市最高 35 °C [1]。", "citations": content["citations"]})
 
     chat.then(answer_json({"query_kind": "weather", "location": "湛江"}), invents)
     code = main(
@@ -118,10 +118,13 @@ def test_a_model_inventing_a_number_falls_back_and_the_footer_says_why(
         ]
     )
     out = capsys.readouterr().out
+    answer, _, footer = out.partition("presenter: ")
     assert code == 0
-    assert "35 °C" not in out
-    assert "24.1" in out
-    assert "presenter: extractive (llm fallback: invented_number" in out
+    assert "35 °C" not in answer
+    assert "24.1" in answer
+    # The footer names the check and quotes the sentence it refused.
+    assert footer.startswith("extractive (llm fallback: invented_number: 35 °C does not occur")
+    assert "「湛江市最高 35 °C [1]。」" in footer
 
 
 def test_bad_llm_flags_are_input_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,8 +80,15 @@ class ExternalQueryGateway:
             adapter.adapter_id: result for adapter, result in zip(adapters, results, strict=True)
         }
 
-    async def gather(self, plan: ExternalQueryPlan, audit: AuditLog) -> GatherResult:
-        """Try the ranked adapters in order within the question's deadline, failing over, and record
+    def deadline(self) -> float:
+        """The event-loop time by which a question starting now must have gathered."""
+        return asyncio.get_running_loop().time() + self.deadline_s
+
+    async def gather(
+        self, plan: ExternalQueryPlan, audit: AuditLog, *, deadline: float | None = None
+    ) -> GatherResult:
+        """Try the ranked adapters in order within the question's deadline (``deadline``,
+        an event-loop time; ``deadline_s`` from now by default), failing over, and record
         every attempt; evidence is collected, never judged."""
         ranking = self.rank(plan)
         audit.record(
@@ -92,11 +99,58 @@ class ExternalQueryGateway:
                 for item in ranking
             ],
         )
+        attempts, evidence, findings = await self._run_round(
+            plan, ranking, audit, deadline if deadline is not None else self.deadline()
+        )
+        return GatherResult(
+            plan=plan,
+            ranking=ranking,
+            attempts=tuple(attempts),
+            gathered=tuple(_unique(evidence)),
+            findings=tuple(findings),
+        )
+
+    async def gather_more(
+        self,
+        first: GatherResult,
+        queries: Sequence[str],
+        audit: AuditLog,
+        *,
+        deadline: float,
+    ) -> GatherResult:
+        """Round 2: the search adapters (fact APIs answer the same plan the same way) run
+        ``queries`` within what is left of the question's ``deadline``, counting the first
+        round's evidence toward "enough". Returns the first round's result with this
+        round's attempts and evidence added; every event it records carries ``round: 2``."""
+        plan = first.plan.model_copy(update={"search_queries": tuple(queries)})
+        ranking = tuple(item for item in first.ranking if item.provider_type != "fact_api")
+        attempts, evidence, findings = await self._run_round(
+            plan, ranking, audit, deadline, prior=first.gathered, round_number=2
+        )
+        return first.model_copy(
+            update={
+                "attempts": (*first.attempts, *attempts),
+                "gathered": tuple(_unique([*first.gathered, *evidence])),
+                "findings": (*first.findings, *findings),
+            }
+        )
+
+    async def _run_round(
+        self,
+        plan: ExternalQueryPlan,
+        ranking: Sequence[RankedAdapter],
+        audit: AuditLog,
+        deadline: float,
+        *,
+        prior: Sequence[Evidence] = (),
+        round_number: int = 1,
+    ) -> tuple[list[AdapterAttempt], list[Evidence], list[Finding]]:
         attempts: list[AdapterAttempt] = []
         evidence: list[Evidence] = []
         findings: list[Finding] = []
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.deadline_s
+        # The first round's events stay as they were; a later round's say which it is.
+        tag: dict[str, int] = {"round": round_number} if round_number > 1 else {}
 
         for item in ranking:
             if item.excluded is not None:
@@ -104,7 +158,7 @@ class ExternalQueryGateway:
                     cause = AttemptCause(meaning=item.readiness_reason)
                     attempts.append(self._skipped(item, item.reason, cause))
                 continue
-            if self._enough(plan, evidence):
+            if self._enough(plan, [*prior, *evidence]) and (round_number == 1 or evidence):
                 attempts.append(self._skipped(item, "enough_evidence"))
                 continue
             remaining = deadline - loop.time()
@@ -116,21 +170,15 @@ class ExternalQueryGateway:
             )
             attempts.append(attempt)
             detail = outcome.detail if outcome is not None else {}
-            audit.record("gateway", "attempt", **attempt.model_dump(mode="json"), **detail)
+            audit.record("gateway", "attempt", **attempt.model_dump(mode="json"), **detail, **tag)
             if outcome is not None:
                 evidence.extend(outcome.evidence)
                 findings.extend(outcome.findings)
 
         for attempt in attempts:
             if attempt.status == "skipped":
-                audit.record("gateway", "attempt", **attempt.model_dump(mode="json"))
-        return GatherResult(
-            plan=plan,
-            ranking=ranking,
-            attempts=tuple(attempts),
-            gathered=tuple(_unique(evidence)),
-            findings=tuple(findings),
-        )
+                audit.record("gateway", "attempt", **attempt.model_dump(mode="json"), **tag)
+        return attempts, evidence, findings
 
     async def _try(
         self, adapter: Adapter, item: RankedAdapter, plan: ExternalQueryPlan, remaining: float

@@ -9,8 +9,9 @@ model may follow them):
 
 - every citation, and every evidence id written in the text, is an admitted evidence id;
 - no image, markup, link or host name outside the admitted sources' sites;
-- for ``direct_fact``, every number in the text occurs in the cited evidence (its snippet,
-  its facts, its dates);
+- every sentence that states something cites evidence inline, and its numbers (by value
+  and unit), dates and quoted spans occur in the evidence it cites, for every contract
+  (``grounding``);
 - nothing in the reply repeats the API key the request carried (an endpoint that writes
   the request's ``Authorization`` header into its reply): ``secret_in_reply``. This check
   runs first, since other checks quote parts of the reply in their reason, and any reason
@@ -27,26 +28,29 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from functools import cache
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..digests import sha256_digest
-from ..models import AnswerContract, Evidence, ExternalContextPacket, Presentation
+from ..models import Evidence, ExternalContextPacket, Presentation, SentenceCheck
 from ..net.policy import normalize_host
 from ..presenter import (
     ANSWER_PREFIXES,
     ExternalAnswerPresenter,
+    ListedSource,
     display_sources,
+    listed_sources,
     strip_invisible,
 )
 from ..sites import registrable_domain
 from .client import ChatCompletionsClient, ChatMessage, LLMError
+from .grounding import EVIDENCE_ID, cited_numbers, ground_sentences
 
-__all__ = ["AnswerRejected", "LLMAnswerPresenter", "ModelAnswer", "check_answer"]
+__all__ = ["AnswerRejected", "CheckedAnswer", "LLMAnswerPresenter", "ModelAnswer", "check_answer"]
 
 _MAX_TEXT_CHARS = 4000
 _MAX_CITATIONS = 64
@@ -61,7 +65,10 @@ _SYSTEM = """\
 
 
 class AnswerRejected(LLMError):
-    """The model's answer failed a check in code (``reason`` says which)."""
+    """The model's answer failed a check in code (``reason`` says which). A sentence that
+    failed its grounding check leaves every sentence's verdict in ``sentences``."""
+
+    sentences: tuple[SentenceCheck, ...] = ()
 
 
 class ModelAnswer(BaseModel):
@@ -77,8 +84,6 @@ class ModelAnswer(BaseModel):
 
 # A model may start with either language's prefix (or repeat it); ours is put back once.
 _PREFIX = re.compile(r"\A\s*(?:(?:外部实时查询|External live query)\s*[：:]\s*)+", re.IGNORECASE)
-# Ids minted by ``adapters.base.evidence_id``; any such token must be an admitted one.
-_EVIDENCE_ID = re.compile(r"(?<![A-Za-z0-9_-])ev-[0-9a-f]{6,64}(?![0-9A-Za-z])")
 _IMAGE = re.compile(r"!\[[^\]\n]{0,400}\]\(")
 _MARKUP = re.compile(r"<\s*[A-Za-z/!?]")
 _MD_TARGET = re.compile(r"\]\(\s*([^)\s]{0,400})")
@@ -91,8 +96,7 @@ _HOST_RUN = re.compile(r"[A-Za-z0-9.-]+")
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 #: Top-level names the public-suffix list leaves out but a reader would still follow.
 _RESERVED_TLDS = frozenset({"example", "test", "invalid", "localhost", "local", "internal"})
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_PASSING = frozenset({"grounded", "not_a_statement"})
 
 
 class _SuffixList:
@@ -178,29 +182,38 @@ def _check_links(text: str, sites: _Sites) -> None:
             raise AnswerRejected("foreign_host", f"names the host {host!r}")
 
 
-def _numbers(text: str) -> set[Decimal]:
-    text = _THOUSANDS.sub("", unicodedata.normalize("NFKC", text))
-    return {Decimal(found) for found in _NUMBER.findall(text)}
+class CheckedAnswer(NamedTuple):
+    """A reply that passed every check: its body, the evidence it cites, each sentence's
+    verdict."""
+
+    body: str
+    cited: tuple[str, ...]
+    sentences: tuple[SentenceCheck, ...]
 
 
-def _evidence_numbers(item: Evidence) -> set[Decimal]:
-    numbers = _numbers(item.snippet)
-    for fact in item.facts:
-        numbers |= _numbers(fact.value)
-    days = [*item.about_dates, *([item.published_at] if item.published_at else [])]
-    for day in days:
-        numbers |= {Decimal(day.year), Decimal(day.month), Decimal(day.day)}
-    return numbers
+def _rejected_sentence(sentences: tuple[SentenceCheck, ...]) -> AnswerRejected | None:
+    """The rejection for the first sentence that failed its check, quoting it."""
+    failed = next((s for s in sentences if s.verdict not in _PASSING), None)
+    if failed is None:
+        return None
+    quoted = failed.sentence if len(failed.sentence) <= 120 else failed.sentence[:120] + "…"
+    rejected = AnswerRejected(failed.verdict, f"{failed.detail}: 「{quoted}」")
+    rejected.sentences = sentences
+    return rejected
 
 
 def check_answer(
-    answer: ModelAnswer, contract: AnswerContract, admitted: tuple[Evidence, ...]
-) -> tuple[str, tuple[str, ...]]:
+    answer: ModelAnswer,
+    admitted: tuple[Evidence, ...],
+    *,
+    numbered: Mapping[int, tuple[str, ...]] | None = None,
+) -> CheckedAnswer:
     """Validate the model's answer against the admitted evidence.
 
-    Returns the answer body (invisible characters and any ``外部实时查询：`` prefix removed)
-    and the evidence ids it relies on; raises ``AnswerRejected`` with the first check it
-    fails.
+    Returns the answer body (invisible characters and any ``外部实时查询：`` prefix removed),
+    the evidence ids it relies on and each sentence's verdict; raises ``AnswerRejected``
+    with the first check it fails (a failed sentence's rejection carries every verdict in
+    ``sentences``). ``numbered`` maps a source number ``[n]`` to its evidence ids.
     """
     by_id = {item.evidence_id: item for item in admitted}
     text = _PREFIX.sub("", strip_invisible(answer.text).replace("\r\n", "\n")).strip()
@@ -208,28 +221,28 @@ def check_answer(
         raise AnswerRejected("empty_answer", "nothing left after the prefix")
     if not answer.citations:
         raise AnswerRejected("no_citations", "the answer cites no evidence")
-    named = [*answer.citations, *_EVIDENCE_ID.findall(text)]
+    named = [*answer.citations, *EVIDENCE_ID.findall(text)]
     unknown = [cited for cited in named if cited not in by_id]
     if unknown:
         raise AnswerRejected("unknown_citation", f"{unknown[0][:80]!r} is not admitted evidence")
-    cited = tuple(dict.fromkeys(cited for cited in named if cited in by_id))
+    numbers = numbered if numbered is not None else _numbering(listed_sources(admitted))
+    stray = next((n for n in cited_numbers(text) if n not in numbers), None)
+    if stray is not None:
+        raise AnswerRejected("unknown_citation", f"[{stray}] is not a source of this answer")
     sites = _Sites(admitted)
     # Full-width letters and colons (ｈｔｔｐ：／／) read as a link too: check both forms.
     for form in dict.fromkeys((text, unicodedata.normalize("NFKC", text))):
         _check_links(form, sites)
-    if contract == "direct_fact":
-        allowed: set[Decimal] = set()
-        for evidence_id in cited:
-            allowed |= _evidence_numbers(by_id[evidence_id])
-        plain = _URL.sub(" ", text)
-        for evidence_id in sorted(by_id, key=len, reverse=True):
-            plain = plain.replace(evidence_id, " ")
-        invented = sorted(_numbers(_EVIDENCE_ID.sub(" ", plain)) - allowed)
-        if invented:
-            raise AnswerRejected(
-                "invented_number", f"{invented[0]} does not occur in the cited evidence"
-            )
-    return text, cited
+    sentences = ground_sentences(text, by_id, numbers)
+    if (rejected := _rejected_sentence(sentences)) is not None:
+        raise rejected
+    cited = [*named, *(eid for sentence in sentences for eid in sentence.citations)]
+    return CheckedAnswer(text, tuple(dict.fromkeys(cited)), sentences)
+
+
+def _numbering(listed: tuple[ListedSource, ...]) -> dict[int, tuple[str, ...]]:
+    """Source number → the evidence ids its entry of the source list stands for."""
+    return {number: entry.evidence_ids for number, entry in enumerate(listed, start=1)}
 
 
 def _forms(text: str) -> Iterable[str]:
@@ -249,13 +262,12 @@ def _secret_in_reply() -> AnswerRejected:
     return AnswerRejected("secret_in_reply", "the reply repeats the API key the request carried")
 
 
-def _numbered(text: str, admitted: tuple[Evidence, ...], order: Mapping[str, int]) -> str:
+def _numbered(text: str, numbering: Mapping[int, tuple[str, ...]]) -> str:
     """Evidence ids in the text become the number of their entry in the source list, so
     a reader sees ``[1]`` instead of an internal id."""
-    for item in sorted(admitted, key=lambda e: len(e.evidence_id), reverse=True):
-        (source,) = display_sources((item,))
-        if item.evidence_id and source.url in order:
-            text = text.replace(item.evidence_id, str(order[source.url]))
+    number_of = {eid: number for number, ids in numbering.items() for eid in ids if eid}
+    for evidence_id in sorted(number_of, key=len, reverse=True):
+        text = text.replace(evidence_id, str(number_of[evidence_id]))
     return text
 
 
@@ -290,6 +302,8 @@ class LLMAnswerPresenter:
             return self._extractive.present(packet)
         prompt = self._extractive.render_prompt(packet)
         digest = sha256_digest(prompt)
+        listed = listed_sources(admitted, packet.verifier.copies)
+        numbering = _numbering(listed)
         try:
             completion = await self._client.complete(
                 self.messages(prompt), ModelAnswer, name="external_answer"
@@ -297,27 +311,38 @@ class LLMAnswerPresenter:
             reply = (completion.content, completion.value.text, *completion.value.citations)
             if _repeats_credential(reply, self._client.credential_values()):
                 raise _secret_in_reply()
-            body, _cited = check_answer(completion.value, packet.plan.answer_contract, admitted)
+            checked = check_answer(completion.value, admitted, numbered=numbering)
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             if _repeats_credential((reason,), self._client.credential_values()):
                 # A client error quoting the reply (a refusal, say) that repeats the key.
                 reason = str(_secret_in_reply())
             fallback = self._extractive.present(packet)
+            sentences = exc.sentences if isinstance(exc, AnswerRejected) else ()
             return fallback.model_copy(
-                update={"prompt_digest": digest, "fallback_reason": reason[:300]}
+                update={
+                    "prompt_digest": digest,
+                    "fallback_reason": reason[:300],
+                    "sentences": sentences,
+                }
             )
-        sources = display_sources(admitted)
-        order = {source.url: number for number, source in enumerate(sources, start=1)}
+        body = checked.body
         language = self._extractive.language(packet)
-        text = ANSWER_PREFIXES[language] + _numbered(body, admitted, order)
-        text += self._extractive.render_sources(sources, language)
+        text = ANSWER_PREFIXES[language] + _numbered(body, numbering)
+        if packet.plan.answer_contract != "direct_fact":
+            text = text.rstrip() + self._extractive.render_disputes(packet)
+        text += self._extractive.render_sources(
+            tuple(entry.source for entry in listed),
+            language,
+            also_at={entry.source.url: entry.also_at for entry in listed},
+        )
         template = f"{language}/{packet.plan.answer_contract}.prompt.j2"
         return Presentation(
             text=text.rstrip(),
-            sources=sources,
+            sources=display_sources(admitted),
             template=template,
             prompt_template=template,
             prompt_digest=digest,
             renderer="llm",
+            sentences=checked.sentences,
         )

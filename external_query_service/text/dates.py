@@ -22,6 +22,7 @@ from typing import Final
 __all__ = [
     "MAX_YEAR",
     "MIN_YEAR",
+    "date_spans",
     "find_dates",
 ]
 
@@ -82,6 +83,31 @@ def _nearest(reference: date, month: str, day: str) -> date | None:
     return min(candidates, key=lambda value: abs(value - reference), default=None)
 
 
+def date_spans(text: str, *, reference: date | None = None) -> tuple[tuple[int, int, date], ...]:
+    """Every explicit date in ``text`` with where it is written: ``(start, end, date)``,
+    offsets into the NFKC-folded text, in order (duplicates kept). Read like
+    ``find_dates``."""
+    found: list[tuple[int, int, date]] = []
+    for match in _DATE.finditer(unicodedata.normalize("NFKC", text)):
+        value = _match_date(match, reference)
+        if value is not None:
+            found.append((match.start(), match.end(), value))
+    return tuple(found)
+
+
+def _match_date(match: re.Match[str], reference: date | None) -> date | None:
+    groups = match.groupdict()
+    if groups["iy"]:
+        return _to_date(groups["iy"], groups["im"], groups["id"])
+    if groups["cy"]:
+        return _to_date(groups["cy"], groups["cm"], groups["cd"])
+    if groups["nm"]:
+        return _nearest(reference, groups["nm"], groups["nd"]) if reference else None
+    if groups["em"]:
+        return _to_date(groups["ey"], _MONTHS[groups["em"][:3].lower()], groups["ed"])
+    return _to_date(groups["dy"], _MONTHS[groups["dm"][:3].lower()], groups["dd"])
+
+
 def find_dates(text: str, *, limit: int = 8, reference: date | None = None) -> tuple[date, ...]:
     """Up to ``limit`` distinct explicit dates in ``text``, in order of first appearance.
 
@@ -92,18 +118,7 @@ def find_dates(text: str, *, limit: int = 8, reference: date | None = None) -> t
     if limit < 1:
         return ()
     for match in _DATE.finditer(unicodedata.normalize("NFKC", text)):
-        groups = match.groupdict()
-        value: date | None
-        if groups["iy"]:
-            value = _to_date(groups["iy"], groups["im"], groups["id"])
-        elif groups["cy"]:
-            value = _to_date(groups["cy"], groups["cm"], groups["cd"])
-        elif groups["nm"]:
-            value = _nearest(reference, groups["nm"], groups["nd"]) if reference else None
-        elif groups["em"]:
-            value = _to_date(groups["ey"], _MONTHS[groups["em"][:3].lower()], groups["ed"])
-        else:
-            value = _to_date(groups["dy"], _MONTHS[groups["dm"][:3].lower()], groups["dd"])
+        value = _match_date(match, reference)
         if value is not None and value not in found:
             found.append(value)
             if len(found) >= limit:

@@ -39,7 +39,14 @@ The outcome, first rule that applies wins:
    ``no_matching_evidence`` (otherwise: target mismatches mixed with origin failures).
 4. ``insufficient_evidence / insufficient_sources`` — too few distinct sites among admitted
    evidence for the answer contract, or a compare target not covered by enough sites.
-5. ``answered``.
+   Near-duplicate evidence (``copies``: one article on several sites) counts once: only
+   the original's site counts.
+5. ``insufficient_evidence / conflicting_evidence`` — a ``direct_fact`` plan whose admitted
+   evidence disagree on the value asked (``conflicts``) with no value held by a clear
+   majority of independent sources. Every disagreement is recorded (``conflicting_values``
+   in ``VerifierResult.conflicts``, a ``values`` check, a note for the reader), whatever
+   the contract: summaries and comparisons answer and show both sides.
+6. ``answered``.
 
 Pure: no I/O and no clock — ``now`` is passed in.
 """
@@ -56,6 +63,7 @@ from ..models import (
     AdapterAttempt,
     AnswerStatus,
     CheckResult,
+    CopyGroup,
     Evidence,
     EvidenceDecision,
     ExternalQueryPlan,
@@ -64,6 +72,7 @@ from ..models import (
     OutcomeReason,
     PageCause,
     PlaceCandidate,
+    ValueConflict,
     VerifierOutcome,
     VerifierResult,
 )
@@ -71,6 +80,8 @@ from ..settings import Settings
 from ..sites import check_origin, registrable_domain, url_host
 from ..text.currencies import currency_aliases, currency_code, currency_pair, iso_codes
 from ..text.targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
+from .conflicts import value_conflicts
+from .copies import copy_groups
 from .notes import ReaderNote, render_note
 from .timecheck import check_time, local_date
 
@@ -133,7 +144,17 @@ class EvidenceVerifier:
         admitted = tuple(item for item in judged if item.admitted)
         slot_check, missing_slots = _slot_check(gathered.findings)
         candidate_checks, clarify_options = _candidate_checks(gathered.findings, plan)
-        sources = self._source_checks(plan, admitted)
+        copies = copy_groups(_ranked(item.evidence for item in admitted))
+        copied = {copy for group in copies for copy in group.copies}
+        counted = tuple(item for item in admitted if item.evidence.evidence_id not in copied)
+        sources = self._source_checks(plan, counted)
+        conflicts = value_conflicts(
+            plan,
+            [(item.evidence, item.matched_compare_targets) for item in _ranked_judged(counted)],
+        )
+        undecided = plan.answer_contract == "direct_fact" and any(
+            not conflict.majority for conflict in conflicts
+        )
 
         status: AnswerStatus
         reason: OutcomeReason | None
@@ -145,11 +166,15 @@ class EvidenceVerifier:
             status, reason = "insufficient_evidence", _why_nothing_admitted(gathered, judged)
         elif not sources.enough:
             status, reason = "insufficient_evidence", "insufficient_sources"
+        elif undecided:
+            status, reason = "insufficient_evidence", "conflicting_evidence"
         else:
             status, reason = "answered", None
 
         checks = [check for item in judged for check in item.checks]
         checks += [slot_check, *candidate_checks, *sources.checks]
+        checks += [_copy_check(group) for group in copies]
+        checks += [_conflict_check(conflict, decisive=undecided) for conflict in conflicts]
         decisions = [item.decision() for item in judged]
         result = VerifierResult(
             status=status,
@@ -160,11 +185,17 @@ class EvidenceVerifier:
             missing_targets=sources.missing_targets,
             missing_slots=missing_slots,
             clarify_options=clarify_options,
+            conflicts=conflicts,
+            copies=copies,
         )
+        language = answer_language(plan.language, self._language)
+        notes = _uncertainties(admitted, language)
+        if conflicts:
+            notes = (*notes, render_note(ReaderNote("conflicting_values"), language))
         return VerifierOutcome(
             result=result,
             admitted=tuple(item.evidence for item in admitted),
-            uncertainties=_uncertainties(admitted, answer_language(plan.language, self._language)),
+            uncertainties=notes,
         )
 
     # -- per evidence -------------------------------------------------------------------------
@@ -470,6 +501,37 @@ def _why_providers_failed(failed: Sequence[AdapterAttempt]) -> OutcomeReason:
     if "misconfigured" in kinds and "transient" not in kinds:
         return "provider_misconfigured"
     return "all_providers_failed"
+
+
+def _ranked(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """Best score first; equal scores keep the gathered order (the presenter's order too)."""
+    return sorted(evidence, key=lambda item: -item.score)
+
+
+def _ranked_judged(judged: Iterable[_Judged]) -> list[_Judged]:
+    return sorted(judged, key=lambda item: -item.evidence.score)
+
+
+def _copy_check(group: CopyGroup) -> CheckResult:
+    return CheckResult(
+        check="copies",
+        passed=True,
+        reason="ok",
+        detail=f"{', '.join(group.copies)} copy {group.original} "
+        f"(similarity {group.similarity}): counted once",
+    )
+
+
+def _conflict_check(conflict: ValueConflict, *, decisive: bool) -> CheckResult:
+    (first, second), (one, other) = conflict.evidence_ids, conflict.values
+    about = f"{conflict.target}: " if conflict.target else ""
+    held = "a majority holds the first" if conflict.majority else "no majority"
+    return CheckResult(
+        check="values",
+        passed=not decisive,
+        reason="conflicting_values",
+        detail=f"{about}{conflict.subject} {one} ({first}) vs {other} ({second}); {held}",
+    )
 
 
 def _sites(evidence: Iterable[Evidence]) -> tuple[str, ...]:
