@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..credentials import repeats_credential
 from ..digests import sha256_digest
 from ..models import AnswerContract, Evidence, ExternalContextPacket, Presentation
 from ..net.policy import normalize_host
@@ -232,19 +233,6 @@ def check_answer(
     return text, cited
 
 
-def _forms(text: str) -> Iterable[str]:
-    """``text`` as sent and as a reader would see it: invisible characters dropped (they
-    could split the key) and NFKC-folded (full-width letters read as the key too)."""
-    visible = strip_invisible(text)
-    return dict.fromkeys((text, visible, unicodedata.normalize("NFKC", visible)))
-
-
-def _repeats_credential(texts: Iterable[str], credentials: tuple[str, ...]) -> bool:
-    """Does any of ``texts`` contain one of ``credentials``? Kept to a helper that returns
-    a bool, so no frame of a raised exception holds the key."""
-    return any(key in form for text in texts for form in _forms(text) for key in credentials)
-
-
 def _secret_in_reply() -> AnswerRejected:
     return AnswerRejected("secret_in_reply", "the reply repeats the API key the request carried")
 
@@ -295,21 +283,21 @@ class LLMAnswerPresenter:
                 self.messages(prompt), ModelAnswer, name="external_answer"
             )
             reply = (completion.content, completion.value.text, *completion.value.citations)
-            if _repeats_credential(reply, self._client.credential_values()):
+            if repeats_credential(reply, self._client.credential_values()):
                 raise _secret_in_reply()
             body, _cited = check_answer(completion.value, packet.plan.answer_contract, admitted)
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
-            if _repeats_credential((reason,), self._client.credential_values()):
+            if repeats_credential((reason,), self._client.credential_values()):
                 # A client error quoting the reply (a refusal, say) that repeats the key.
                 reason = str(_secret_in_reply())
             fallback = self._extractive.present(packet)
             return fallback.model_copy(
                 update={"prompt_digest": digest, "fallback_reason": reason[:300]}
             )
-        sources = display_sources(admitted)
-        order = {source.url: number for number, source in enumerate(sources, start=1)}
         language = self._extractive.language(packet)
+        sources = display_sources(admitted, language)
+        order = {source.url: number for number, source in enumerate(sources, start=1)}
         text = ANSWER_PREFIXES[language] + _numbered(body, admitted, order)
         text += self._extractive.render_sources(sources, language)
         template = f"{language}/{packet.plan.answer_contract}.prompt.j2"
