@@ -19,8 +19,8 @@ read as missing, so the page is fetched (or the analysis computed) again. Withou
 values are stored as they are, as before.
 
 Redis is an optimisation, never a dependency of an answer: every operation has short socket
-timeouts (``[cache] redis_timeout_s``), and a reply slower than ``[cache] redis_slow_s``
-counts as a failure too; a failure is counted (``RedisLink.errors``, and the
+timeouts (``[cache] redis_timeout_s``), and ``SLOW_STREAK`` replies in a row slower than
+``[cache] redis_slow_s`` count as a failure too; a failure is counted (``RedisLink.errors``, and the
 callbacks of ``on_error``), logged as a warning at most once a minute, and for
 ``[cache] redis_retry_s`` afterwards the link answers "missing" at once without trying, so
 callers fetch directly.
@@ -44,6 +44,7 @@ from .signing import TAG_BYTES, EntrySigner, entry_signer
 
 __all__ = [
     "ANALYSIS_TTL_S",
+    "SLOW_STREAK",
     "WARNING_INTERVAL_S",
     "RedisEntries",
     "RedisLink",
@@ -58,6 +59,8 @@ _T = TypeVar("_T")
 
 #: A Redis failure is logged at most this often per process (each one is counted).
 WARNING_INTERVAL_S = 60.0
+#: Replies in a row slower than ``[cache] redis_slow_s`` that count as one failure.
+SLOW_STREAK = 3
 #: How long a page analysis is kept in Redis at most (it never goes stale: it is a pure
 #: function of the body and the query; the byte bound usually evicts it first).
 ANALYSIS_TTL_S = 86_400.0
@@ -162,6 +165,7 @@ class RedisLink:
         self._pause_until = 0.0
         self._warned_at = -WARNING_INTERVAL_S
         self._reject_warned_at = -WARNING_INTERVAL_S
+        self._slow_streak = 0  # replies in a row slower than ``redis_slow_s``
         #: The Lua scripts (EVALSHA, loaded on first use) of ``RedisEntries``.
         self.put_entry = self.client.register_script(_PUT)
         self.get_entry = self.client.register_script(_GET)
@@ -224,9 +228,12 @@ class RedisLink:
             self._failed(what, exc)
             return default
         took = time.monotonic() - began
-        if took > self.settings.redis_slow_s:
-            # Answered, but too slowly: the reply is used, and Redis rests like after an error.
-            self._failed(what, TimeoutError(f"replied in {took:.3f} s"))
+        self._slow_streak = self._slow_streak + 1 if took > self.settings.redis_slow_s else 0
+        if self._slow_streak >= SLOW_STREAK:
+            # Answering, but too slowly: the replies are used, and Redis rests as after an
+            # error. A streak, not one reply: one late reply on a busy machine is no pattern.
+            self._slow_streak = 0
+            self._failed(what, TimeoutError(f"{SLOW_STREAK} replies in a row over {took:.3f} s"))
         return result
 
     def _failed(self, what: str, exc: BaseException) -> None:

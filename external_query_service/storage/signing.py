@@ -53,6 +53,7 @@ class SigningKey:
 
     @classmethod
     def from_secret(cls, secret: str) -> SigningKey:
+        """The two keys derived from ``secret`` (HMAC-SHA256, one purpose string each)."""
         raw = secret.encode("utf-8")
         return cls(sign=_derive(raw, _SIGN), name=_derive(raw, _NAME))
 
