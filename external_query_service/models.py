@@ -330,6 +330,14 @@ class Fact(_Model):
     unit: str = ""
 
 
+#: What the schema says of the fields that carry a source's own text: a client showing them
+#: escapes them itself (the answer text does; these fields keep what the source sent).
+_RAW_OUTSIDE_TEXT = (
+    "Raw outside text, as the source gave it: may hold markup, links or script text. "
+    "Escape it before rendering it as HTML or Markdown."
+)
+
+
 class Evidence(_Model):
     """One piece of external evidence and where it came from."""
 
@@ -337,10 +345,10 @@ class Evidence(_Model):
     adapter_id: str
     provider_type: ProviderType
     basis: EvidenceBasis
-    url: str
-    title: str = ""
+    url: str = Field(description=_RAW_OUTSIDE_TEXT)
+    title: str = Field(default="", description=_RAW_OUTSIDE_TEXT)
     site: str
-    snippet: str
+    snippet: str = Field(description=_RAW_OUTSIDE_TEXT)
     #: Relevance in integer basis points (0–10000).
     score: int = Field(ge=0, le=10_000)
     published_at: date | None = None

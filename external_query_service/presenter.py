@@ -52,6 +52,7 @@ from .models import (
 __all__ = [
     "ANSWER_PREFIX",
     "ANSWER_PREFIXES",
+    "LINK_REMOVED",
     "ExternalAnswerPresenter",
     "ListedSource",
     "display_sources",
@@ -81,7 +82,8 @@ _QUOTE_CHARS = 400
 _LINE_CHARS = 200  # titles, site names, targets, candidates
 _BOUNDARY_TRIES = 16
 _BOUNDARY_SHAPE = re.compile(r"[0-9a-f]{8,64}")
-_LINK_REMOVED = "[链接已移除]"
+#: What stands where a link or image was removed, in the answer's language.
+LINK_REMOVED: dict[AnswerLanguage, str] = {"zh": "[链接已移除]", "en": "[link removed]"}
 
 # --- text hygiene -----------------------------------------------------------------------
 
@@ -174,45 +176,85 @@ def _hosts(evidence: Iterable[Evidence]) -> frozenset[str]:
     return frozenset(host for item in evidence if (host := _host(item.url)))
 
 
-def _remove_foreign_links(text: str, allowed_hosts: frozenset[str]) -> str:
-    """Replace images and links whose host is not admitted with ``[链接已移除]``.
+def _remove_foreign_links(text: str, allowed_hosts: frozenset[str], removed: str) -> str:
+    """Replace images, and links whose host is not admitted, with ``removed`` (the
+    language's ``LINK_REMOVED``); links kept become ``_kept_link`` tokens.
 
     Images are always removed: an answer is text, and an embedded image is a request the
-    reader's client would make on the evidence's behalf.
+    reader's client would make on the evidence's behalf. A link or bare URL is kept only
+    when its host is admitted and its scheme is ``http`` or ``https`` (a bare URL may also
+    have none): ``javascript://host/…`` names an admitted host too.
     """
 
     def link(match: re.Match[str]) -> str:
         destination = match.group(1).strip().split(" ", 1)[0]
-        return match.group(0) if _host(destination) in allowed_hosts else _LINK_REMOVED
+        if _host(destination) not in allowed_hosts or not _web_url(destination):
+            return removed
+        label = match.group(0)[1 : match.start(1) - match.start(0) - 2]
+        return _kept_link(label, destination)
 
     def bare(match: re.Match[str]) -> str:
-        return match.group(0) if _host(match.group(0)) in allowed_hosts else _LINK_REMOVED
+        found = match.group(0)
+        if _host(found) not in allowed_hosts or not _web_url(found, bare=True):
+            return removed
+        return found
 
-    text = _MD_IMAGE.sub(_LINK_REMOVED, text)
+    text = _MD_IMAGE.sub(removed, text)
     text = _MD_LINK.sub(link, text)
     return _BARE_URL.sub(bare, text)
 
 
-def _inline(text: str, allowed_hosts: frozenset[str], *, limit: int = _LINE_CHARS) -> str:
-    """Clean outside text for one line of the answer: no invisible characters, no foreign
-    links, no line breaks (so it cannot open a markdown block of its own)."""
+def _web_url(url: str, *, bare: bool = False) -> bool:
+    """Is ``url`` an ``http``/``https`` one (or, for a ``bare`` URL in text, scheme-less:
+    ``//host``, ``www.host``)?"""
+    lowered = url.lower()
+    if lowered.startswith(("http://", "https://")):
+        return True
+    return bare and lowered.startswith(("//", "www."))
+
+
+# A kept link travels through cleaning as a private-use token: ``strip_invisible`` has
+# already removed every private-use character the outside text had, so none is forged.
+_LINK_OPEN, _LINK_SPLIT, _LINK_CLOSE = "\ue000", "\ue001", "\ue002"
+_KEPT_LINK = re.compile(
+    f"{_LINK_OPEN}([^{_LINK_SPLIT}]*){_LINK_SPLIT}([^{_LINK_CLOSE}]*){_LINK_CLOSE}"
+)
+
+
+def _kept_link(label: str, url: str) -> str:
+    return f"{_LINK_OPEN}{label}{_LINK_SPLIT}{url}{_LINK_CLOSE}"
+
+
+def _clean(
+    text: str, allowed_hosts: frozenset[str], removed: str, *, limit: int = _LINE_CHARS
+) -> str:
+    """Clean outside text for one line: no invisible characters, no foreign links (kept
+    ones as ``_kept_link`` tokens), no line breaks (so it cannot open a block of its own)."""
     text = _WHITESPACE.sub(" ", strip_invisible(text)).strip()
     # Cut before removing links: the link patterns then run on bounded input, and a link
     # cut in half has a host nobody admitted, so it is removed rather than kept.
     cut = len(text) > limit
-    text = _remove_foreign_links(text[:limit].rstrip(), allowed_hosts)
+    text = _remove_foreign_links(text[:limit].rstrip(), allowed_hosts, removed)
     return text + "…" if cut else text
 
 
-def _answer_line(text: str, allowed_hosts: frozenset[str] = frozenset()) -> str:
-    """``_inline`` for text going into the answer: also without markup."""
-    return _no_markup(_inline(text, allowed_hosts))
+def _inline(text: str, allowed_hosts: frozenset[str], removed: str) -> str:
+    """``_clean`` as plain text for a display field (kept links spelled as written)."""
+    cleaned = _clean(text, allowed_hosts, removed)
+    return _KEPT_LINK.sub(lambda match: f"[{match.group(1)}]({match.group(2)})", cleaned)
 
 
-def _quote_text(text: str, allowed_hosts: frozenset[str]) -> str:
+def _answer_line(
+    text: str, language: AnswerLanguage, allowed_hosts: frozenset[str] = frozenset()
+) -> str:
+    """Outside text for one line of the answer, as CommonMark that renders as text."""
+    return _markdown_text(_clean(text, allowed_hosts, LINK_REMOVED[language]))
+
+
+def _quote_text(text: str, allowed_hosts: frozenset[str], language: AnswerLanguage) -> str:
+    cleaned = _clean(text, allowed_hosts, LINK_REMOVED[language], limit=_QUOTE_CHARS)
     # Inner corner brackets become the nested form, so a snippet cannot close our quote.
-    cleaned = _inline(text, allowed_hosts, limit=_QUOTE_CHARS)
-    return _no_markup(cleaned.replace("「", "『").replace("」", "』"))
+    return _markdown_text(cleaned.replace("「", "『").replace("」", "』"))
 
 
 def _no_markup(text: str) -> str:
@@ -225,6 +267,45 @@ def _no_markup(text: str) -> str:
     reference reads back as written instead of being decoded.
     """
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: CommonMark punctuation that can open or close inline structure (links, images, code,
+#: emphasis, strikethrough, table cells); the backslash too, so escapes stay escapes.
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]()!|~])")
+
+
+def _markdown_text(text: str) -> str:
+    """Outside text as CommonMark that renders as exactly that text.
+
+    HTML characters become references (``_no_markup``) and every structural punctuation
+    mark is backslash-escaped, so no title, snippet or placeholder can open a link, an
+    image or emphasis, or close one of ours. Kept-link tokens (``_kept_link``) become
+    links whose label is escaped the same way and whose destination sits in angle
+    brackets, so nothing in it can end the link early.
+    """
+    parts: list[str] = []
+    position = 0
+    for match in _KEPT_LINK.finditer(text):
+        parts.append(_escaped(text[position : match.start()]))
+        parts.append(f"[{_escaped(match.group(1))}](<{_safe_url(match.group(2))}>)")
+        position = match.end()
+    parts.append(_escaped(text[position:]))
+    return "".join(parts)
+
+
+def _escaped(text: str) -> str:
+    return _MD_PUNCTUATION.sub(r"\\\1", _no_markup(text))
+
+
+def _markdown_url(url: str) -> str:
+    """A source's URL (already ``_safe_url``) for the answer: an autolink in angle brackets
+    when it is ``http``/``https`` (nothing in it can close the brackets: ``_safe_url``
+    encoded ``<``, ``>`` and whitespace), a code span otherwise (its backticks
+    percent-encoded, so nothing closes it), so a ``docs:`` or ``javascript:`` URL reads
+    as written and never becomes a link."""
+    if _web_url(url):
+        return f"<{url}>"
+    return "`" + url.replace("`", "%60") + "`"
 
 
 def _fold(text: str) -> str:
@@ -280,7 +361,9 @@ class _CauseView:
     request: str = ""
 
 
-def _cause_context(attempts: Iterable[AdapterAttempt]) -> dict[str, object]:
+def _cause_context(
+    attempts: Iterable[AdapterAttempt], language: AnswerLanguage
+) -> dict[str, object]:
     """What the refusal template says beyond the reason code, from the attempts' causes:
     ``refusals`` (providers that refused the request, by host, or had no key),
     ``not_ready`` (adapters skipped as not ready, by id: the name in the reader's
@@ -294,16 +377,17 @@ def _cause_context(attempts: Iterable[AdapterAttempt]) -> dict[str, object]:
         cause = attempt.cause
         if cause is None:
             continue
-        setting = _answer_line(cause.setting or "")
+        setting = _answer_line(cause.setting or "", language)
         if cause.pages is not None:
-            page_hosts.update(dict.fromkeys(t for h in cause.hosts if (t := _answer_line(h))))
+            hosts = (t for h in cause.hosts if (t := _answer_line(h, language)))
+            page_hosts.update(dict.fromkeys(hosts))
             page_setting = page_setting or setting
         elif attempt.status == "skipped" and cause.meaning:
-            name = _answer_line(attempt.adapter_id)
+            name = _answer_line(attempt.adapter_id, language)
             not_ready.append(_CauseView(name, None, cause.meaning, setting))
         elif cause.status is not None or cause.meaning:
-            name = _answer_line(attempt.source or "")
-            request = _answer_line(cause.request or "")
+            name = _answer_line(attempt.source or "", language)
+            request = _answer_line(cause.request or "", language)
             refusals.append(_CauseView(name, cause.status, cause.meaning or "", setting, request))
     return {
         "refusals": tuple(refusals),
@@ -356,15 +440,18 @@ def _summary_quotes(ranked: list[Evidence]) -> list[Evidence]:
     return chosen
 
 
-def display_sources(evidence: Iterable[Evidence]) -> tuple[DisplaySource, ...]:
+def display_sources(
+    evidence: Iterable[Evidence], language: AnswerLanguage = "zh"
+) -> tuple[DisplaySource, ...]:
     """Display fields of ``evidence``, first-seen order, one entry per URL.
 
     Site, title and URL come from the evidence record (the gateway's ledger), never from
-    what the page text claims; titles are cleaned like quotes.
+    what the page text claims; titles are cleaned like quotes (a removed link reads as
+    ``language``'s placeholder). The fields are plain text: the answer escapes them.
     """
     items = tuple(evidence)
     sources: dict[str, DisplaySource] = {}
-    for source in _each_source(items, items):
+    for source in _each_source(items, items, language):
         sources.setdefault(source.url, source)
     return tuple(sources.values())
 
@@ -380,7 +467,9 @@ class ListedSource:
 
 
 def listed_sources(
-    evidence: Iterable[Evidence], copies: Sequence[CopyGroup] = ()
+    evidence: Iterable[Evidence],
+    copies: Sequence[CopyGroup] = (),
+    language: AnswerLanguage = "zh",
 ) -> tuple[ListedSource, ...]:
     """The source list of an answer: one entry per URL, first-seen order, except that a copy
     (``copies``: near-duplicates the verifier merged) is listed under its original's entry
@@ -396,7 +485,7 @@ def listed_sources(
     }
     kept = [item for item in items if item.evidence_id not in original_of]
     entries: dict[str, tuple[DisplaySource, list[str], list[str]]] = {}
-    for item, source in zip(kept, _each_source(kept, items), strict=True):
+    for item, source in zip(kept, _each_source(kept, items, language), strict=True):
         entry = entries.setdefault(source.url, (source, [], []))
         entry[2].append(item.evidence_id)
     url_of = {item.evidence_id: _safe_url(item.url) for item in items}
@@ -411,13 +500,16 @@ def listed_sources(
     )
 
 
-def _each_source(kept: Sequence[Evidence], every: Sequence[Evidence]) -> list[DisplaySource]:
-    """The display fields of each of ``kept`` (links cleaned against all of ``every``)."""
+def _each_source(
+    kept: Sequence[Evidence], every: Sequence[Evidence], language: AnswerLanguage
+) -> list[DisplaySource]:
+    """The display fields of each of ``kept`` (links cleaned against all of ``every``; a
+    removed link reads as ``language``'s placeholder)."""
     allowed = _hosts(every)
     return [
         DisplaySource(
             site=_site(item),
-            title=_inline(item.title, allowed),
+            title=_inline(item.title, allowed, LINK_REMOVED[language]),
             url=_safe_url(item.url),
             published_at=item.published_at,
             accessed_at=_utc(item.accessed_at),
@@ -434,19 +526,18 @@ def _site(item: Evidence) -> str:
 
 def _source_view(source: DisplaySource, also_at: tuple[str, ...] = ()) -> _SourceView:
     # The display fields stay as the evidence gave them; only the answer text is escaped.
-    # The URL needs nothing more: ``_safe_url`` already encoded its ``<`` and ``>``.
     return _SourceView(
-        site=_no_markup(source.site),
-        title=_no_markup(source.title),
+        site=_escaped(source.site),
+        title=_escaped(source.title),
         published=_day(source.published_at),
         accessed=_utc(source.accessed_at).strftime("%Y-%m-%d %H:%M UTC"),
-        url=source.url,
-        also_at=also_at,
+        url=_markdown_url(source.url),
+        also_at=tuple(_markdown_url(url) for url in also_at),
     )
 
 
 def _dispute_views(
-    packet: ExternalContextPacket, allowed_hosts: frozenset[str]
+    packet: ExternalContextPacket, allowed_hosts: frozenset[str], language: AnswerLanguage
 ) -> tuple[_DisputeView, ...]:
     """Both sides of each disagreement the verifier recorded, quoted."""
     by_id = {item.evidence_id: item for item in packet.verified_evidence}
@@ -457,20 +548,22 @@ def _dispute_views(
             continue
         views.append(
             _DisputeView(
-                first=_quote_view(first, allowed_hosts),
-                second=_quote_view(second, allowed_hosts),
-                first_value=_answer_line(conflict.values[0]),
-                second_value=_answer_line(conflict.values[1]),
+                first=_quote_view(first, allowed_hosts, language),
+                second=_quote_view(second, allowed_hosts, language),
+                first_value=_answer_line(conflict.values[0], language),
+                second_value=_answer_line(conflict.values[1], language),
             )
         )
     return tuple(views)
 
 
-def _quote_view(item: Evidence, allowed_hosts: frozenset[str]) -> _QuoteView:
+def _quote_view(
+    item: Evidence, allowed_hosts: frozenset[str], language: AnswerLanguage
+) -> _QuoteView:
     about = sorted(set(item.about_dates))
     return _QuoteView(
-        text=_quote_text(item.snippet, allowed_hosts),
-        site=_no_markup(_site(item)),
+        text=_quote_text(item.snippet, allowed_hosts, language),
+        site=_escaped(_site(item)),
         published=_day(item.published_at),
         about_first=_day(about[0]) if about else "",
         about_last=_day(about[-1]) if about else "",
@@ -545,6 +638,8 @@ class ExternalAnswerPresenter:
             )
             for lang in ANSWER_LANGUAGES
         }
+        for env in self._envs.values():
+            env.filters["markdown_text"] = _markdown_text
 
     def load_templates(self) -> None:
         """Compile every template of every language now (jinja2 caches them), so the first
@@ -578,9 +673,14 @@ class ExternalAnswerPresenter:
             return self._refusal(
                 language,
                 "clarify.answer.j2",
-                options=tuple(text for o in verifier.clarify_options if (text := _answer_line(o))),
-                # An unknown slot name is shown as given: it is outside text too.
-                missing_slots=tuple(_answer_line(slot) for slot in verifier.missing_slots),
+                options=tuple(
+                    text for o in verifier.clarify_options if (text := _answer_line(o, language))
+                ),
+                # Slot names stay keys for the template's labels; an unknown one is shown
+                # as given through the ``markdown_text`` filter: it is outside text too.
+                missing_slots=tuple(
+                    _inline(s, frozenset(), LINK_REMOVED[language]) for s in verifier.missing_slots
+                ),
             )
         admitted = packet.verified_evidence
         if verifier.status == "insufficient_evidence" or not admitted:
@@ -591,7 +691,7 @@ class ExternalAnswerPresenter:
                 "insufficient_evidence.answer.j2",
                 reason="no_matching_evidence" if answered else verifier.reason,
                 missing_targets=tuple(
-                    text for t in verifier.missing_targets if (text := _answer_line(t))
+                    text for t in verifier.missing_targets if (text := _answer_line(t, language))
                 ),
                 # The providers that failed, by host, so a reader knows which one to check.
                 hosts=tuple(
@@ -599,23 +699,23 @@ class ExternalAnswerPresenter:
                         text
                         for attempt in packet.adapter_attempts
                         if attempt.status in ("failed", "timeout") and attempt.source
-                        if (text := _answer_line(attempt.source))
+                        if (text := _answer_line(attempt.source, language))
                     )
                 ),
-                **_cause_context(packet.adapter_attempts),
+                **_cause_context(packet.adapter_attempts, language),
             )
 
         contract = packet.plan.answer_contract
         allowed = _hosts(admitted)
-        sources = display_sources(admitted)
-        listed = listed_sources(admitted, verifier.copies)
+        sources = display_sources(admitted, language)
+        listed = listed_sources(admitted, verifier.copies, language)
         copied = {copy for group in verifier.copies for copy in group.copies}
         context: dict[str, object] = {
             "sources": tuple(_source_view(entry.source, entry.also_at) for entry in listed),
             "notes": tuple(
-                text for n in packet.uncertainties if (text := _answer_line(n, allowed))
+                text for n in packet.uncertainties if (text := _answer_line(n, language, allowed))
             ),
-            "disputes": _dispute_views(packet, allowed),
+            "disputes": _dispute_views(packet, allowed, language),
         }
         # A copy is quoted as its original: the same text once, not once per site.
         ranked = _by_score(tuple(item for item in admitted if item.evidence_id not in copied))
@@ -623,17 +723,17 @@ class ExternalAnswerPresenter:
             # Answered despite a disagreement means a majority holds one value: quote it.
             dissent = {eid for c in verifier.conflicts if c.majority for eid in c.dissenting}
             best = next((item for item in ranked if item.evidence_id not in dissent), ranked[0])
-            context["best"] = _quote_view(best, allowed)
+            context["best"] = _quote_view(best, allowed, language)
         elif contract == "summary_with_sources":
             quotes = _summary_quotes(ranked)
-            context["quotes"] = tuple(_quote_view(item, allowed) for item in quotes)
+            context["quotes"] = tuple(_quote_view(item, allowed, language) for item in quotes)
         else:
             targets = packet.plan.compare_targets or packet.plan.targets
             context["sections"] = tuple(
                 _SectionView(
-                    target=_answer_line(target),
+                    target=_answer_line(target, language),
                     quotes=tuple(
-                        _quote_view(item, allowed)
+                        _quote_view(item, allowed, language)
                         for item in [e for e in ranked if _matches(target, e)][:_QUOTES_PER_TARGET]
                     ),
                 )
@@ -671,8 +771,9 @@ class ExternalAnswerPresenter:
     def render_disputes(self, packet: ExternalContextPacket) -> str:
         """The "sources disagree" block (both quotes of each disagreement the verifier
         recorded) that summary and comparison answers show; ``""`` when none."""
-        views = _dispute_views(packet, _hosts(packet.verified_evidence))
-        return str(self._macros(self.language(packet)).disputes_list(views))
+        language = self.language(packet)
+        views = _dispute_views(packet, _hosts(packet.verified_evidence), language)
+        return str(self._macros(language).disputes_list(views))
 
     def _macros(self, language: AnswerLanguage) -> Any:
         # The module jinja builds from the macros file: its macros are attributes the type

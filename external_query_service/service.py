@@ -474,8 +474,10 @@ class ExternalQueryService(Closing):
                 found["ledger"] = Readiness(ready=False, reason="ledger_unavailable")
         if self.shared_cache is not None:
             why = await asyncio.to_thread(self.shared_cache.ping)
+            # Ready but ``unsigned``: anyone who can write to Redis could plant entries.
+            unsigned = None if self.shared_cache.signed else "unsigned"
             found["cache"] = Readiness(
-                ready=why is None, reason=None if why is None else "cache_unavailable"
+                ready=why is None, reason=unsigned if why is None else "cache_unavailable"
             )
         return found
 

@@ -400,6 +400,16 @@ class CacheSettings(_Section):
     redis_timeout_s: float = Field(default=0.25, gt=0, le=30)
     #: After a Redis failure, the process fetches directly this long before trying it again.
     redis_retry_s: float = Field(default=5.0, ge=0)
+    #: Three Redis replies in a row slower than this count as a failure (the same pause as
+    #: an error): a Redis answering just under the timeout must not slow every question.
+    redis_slow_s: float = Field(default=0.1, gt=0, le=30)
+    #: The environment variable holding the secret that signs every shared entry (HMAC-SHA256
+    #: over its bytes and key; Redis key names derived from it too). None: entries unsigned.
+    signing_key_env: str | None = Field(default=None, min_length=1)
+    #: The variable holding the secret being rotated out: its entries are still read.
+    signing_key_previous_env: str | None = Field(default=None, min_length=1)
+    #: Refuse to start with ``[cache] url`` and no signing key (instead of a warning).
+    require_signing: bool = False
 
     @field_validator("url")
     @classmethod

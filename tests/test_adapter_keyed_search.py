@@ -280,3 +280,53 @@ def test_the_key_never_appears_in_answers_audits_worlds_or_logs(
         assert not [text[:80] for text in outputs if key in text]
     # The key did travel where it belongs.
     assert any(r.headers.get("x-subscription-token") == BRAVE_KEY for r in world.requests)
+
+
+ECHO = "https://echo.example.net/zhanjiang"
+
+
+@pytest.mark.parametrize("adapter", ["brave", "tavily"])
+def test_a_provider_echoing_its_key_in_a_hit_gets_that_hit_dropped_unseen(
+    world: World, adapter: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = BRAVE_KEY if adapter == "brave" else TAVILY_KEY
+    # The echoed key in a URL (percent-encoded in part), a title and a snippet: three hits.
+    leaky = f"{ECHO}?token=" + key.replace("-", "%2D", 1)
+    full_width = "".join(chr(ord(c) + 0xFEE0) for c in key)
+    world.route(ECHO, Reply(body=article("湛江港吞吐量", [PARAGRAPH], published="2026-11-20")))
+    hits = [
+        hit(leaky, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+        hit(ECHO + "/t", f"湛江港 {key}", "湛江港货物吞吐量", "2026-11-20"),
+        hit(ECHO + "/s", "湛江港", f"湛江港货物吞吐量 {full_width}", "2026-11-20"),
+        hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+    ]
+    if adapter == "brave":
+        world.brave_results(QUERY, hits)
+        options = world.brave()
+    else:
+        world.tavily_results(QUERY, hits)
+        options = world.tavily()
+    with world.service(options) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered", answer.attempts
+    assert {e.url for e in answer.evidence} == {PORT_NEWS}
+    audit = json.dumps(answer.audit.model_dump(mode="json"), ensure_ascii=False)
+    for text in (answer.model_dump_json(), audit, caplog.text, answer.text):
+        assert key not in text
+        assert key[5:] not in text
+    # Dropped before its page was asked for: nothing to cache, nothing to audit.
+    assert not [r for r in world.requests if r.path.startswith("/zhanjiang")]
+    assert answer.audit.named("attempt")[0].detail["secret_in_result"] == 3
+
+
+def test_every_hit_echoing_the_key_leaves_an_empty_attempt_saying_so(world: World) -> None:
+    world.brave_results(QUERY, [hit(f"{PORT_NEWS}?k={BRAVE_KEY}", "湛江港", "湛江港吞吐量")])
+    with world.service(world.brave()) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert BRAVE_KEY not in answer.model_dump_json()
+    attempt = answer.attempts[0]
+    assert (attempt.status, attempt.reason) == ("empty", "secret_in_result")
+    assert answer.audit.named("attempt")[0].detail["secret_in_result"] == 1

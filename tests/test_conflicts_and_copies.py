@@ -239,7 +239,7 @@ def test_three_copies_and_one_independent_page_are_two_sources(loopback: Loopbac
     assert answer.audit.named("outcome")[-1].detail["copies"] == [group.model_dump(mode="json")]
     # The source list shows the original with its copies as "also at", and the independent page.
     listing = answer.text.split("来源：", 1)[1]
-    assert f"链接：{b}；另见：" in listing
+    assert f"链接：<{b}>；另见：<" in listing
     assert a in listing
     assert c in listing
     assert [line[:3] for line in listing.strip().splitlines()] == ["1. ", "2. "]

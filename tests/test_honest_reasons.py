@@ -6,6 +6,7 @@ Every provider is the loopback world speaking the provider's documented format."
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 from pathlib import Path
@@ -27,6 +28,15 @@ from .world import NOW, article, docs_folder, hit
 ZH_QUESTION = "湛江港今年吞吐量是多少？"
 EN_QUESTION = "What was the port of Zhanjiang's cargo throughput this year?"
 PORT_TEXT = "湛江港今年货物吞吐量达到三亿吨，同比增长百分之五，港口集团在年度报告中公布了这一数字。"
+
+
+#: A CommonMark backslash escape: the answer escapes outside text so it renders as text.
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def shown(answer: ExternalAnswer) -> str:
+    """The answer's text as a Markdown reader sees it (backslash escapes resolved)."""
+    return _ESCAPE.sub(r"\1", answer.text)
 
 
 @pytest.fixture
@@ -61,9 +71,9 @@ def test_a_missing_provider_key_names_the_variable_and_sends_nothing(
         False,
     )
     assert answer.attempts[0].reason == "api_key_missing"
-    assert "set the environment variable BRAVE_API_KEY" in answer.text
-    assert "no request was sent" in answer.text
-    assert "refused" not in answer.text
+    assert "set the environment variable BRAVE_API_KEY" in shown(answer)
+    assert "no request was sent" in shown(answer)
+    assert "refused" not in shown(answer)
     assert world.requests == []  # nothing was sent
 
 
@@ -73,8 +83,8 @@ def test_a_missing_key_in_chinese_names_the_variable_too(
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     answer = ask(world, ZH_QUESTION, world.brave(api_key_env="BRAVE_API_KEY"))
 
-    assert "请设置环境变量 BRAVE_API_KEY" in answer.text
-    assert "拒绝" not in answer.text
+    assert "请设置环境变量 BRAVE_API_KEY" in shown(answer)
+    assert "拒绝" not in shown(answer)
 
 
 # -- what a SearXNG status means ------------------------------------------------------------
@@ -97,8 +107,8 @@ def test_a_searxng_refusal_states_its_status_what_it_means_and_the_host_with_its
     answer = ask(world, EN_QUESTION)
 
     assert (answer.reason, answer.retryable) == ("provider_misconfigured", False)
-    assert f"{searx_origin(world)} answered {meaning}" in answer.text
-    assert "for example" not in answer.text  # no guessing
+    assert f"{searx_origin(world)} answered {meaning}" in shown(answer)
+    assert "for example" not in shown(answer)  # no guessing
     assert answer.attempts[0].cause is not None
     assert answer.attempts[0].cause.status == status
 
@@ -107,8 +117,9 @@ def test_a_searxng_403_in_chinese_says_json_output_is_disabled(world: World) -> 
     world.server.route(f"{SEARX}/search", Reply(403, body="Forbidden", content_type="text/html"))
     answer = ask(world, ZH_QUESTION)
 
-    assert f"{searx_origin(world)} 返回 HTTP 403：这个 SearXNG 实例未开启 JSON 输出" in answer.text
-    assert "例如" not in answer.text
+    text = shown(answer)
+    assert f"{searx_origin(world)} 返回 HTTP 403：这个 SearXNG 实例未开启 JSON 输出" in text
+    assert "例如" not in text
 
 
 def test_a_keyed_api_refusing_the_key_names_the_variable_that_holds_it(
@@ -124,7 +135,7 @@ def test_a_keyed_api_refusing_the_key_names_the_variable_that_holds_it(
     assert answer.reason == "provider_misconfigured"
     assert (
         "api.search.brave.com answered HTTP 401: it refused the key in the environment "
-        "variable BRAVE_API_KEY" in answer.text
+        "variable BRAVE_API_KEY" in shown(answer)
     )
     assert "wrong-key" not in answer.model_dump_json()
 
@@ -175,9 +186,9 @@ def test_result_pages_all_refused_by_the_address_policy_are_filtered_out_with_th
         "filtered_out",
         False,
     )
-    assert "the address policy refused every result page" in answer.text
-    assert "wiki.corp.test, files.corp.test" in answer.text
-    assert "[network] allowed_networks" in answer.text
+    assert "the address policy refused every result page" in shown(answer)
+    assert "wiki.corp.test, files.corp.test" in shown(answer)
+    assert "[network] allowed_networks" in shown(answer)
     assert world.requests_to("/port") == []  # no page was fetched
 
 
@@ -206,8 +217,8 @@ def test_result_pages_whose_names_do_not_resolve_are_network_unavailable(world: 
         "network_unavailable",
         True,
     )
-    assert "news.unresolved.test, port.unresolved.test" in answer.text
-    assert "could not be resolved" in answer.text
+    assert "news.unresolved.test, port.unresolved.test" in shown(answer)
+    assert "could not be resolved" in shown(answer)
 
 
 def test_pages_failing_for_different_causes_still_read_as_nothing_matching(world: World) -> None:
@@ -243,8 +254,8 @@ def test_an_undated_page_under_a_time_range_is_undated_evidence(world: World) ->
         "undated_evidence",
         False,
     )
-    assert "找到的证据没有标注日期" in answer.text
-    assert "不在所问的时间范围内" not in answer.text  # not "outside": it has no date
+    assert "找到的证据没有标注日期" in shown(answer)
+    assert "不在所问的时间范围内" not in shown(answer)  # not "outside": it has no date
 
 
 def test_undated_evidence_in_english_says_it_has_no_date(world: World) -> None:
@@ -252,8 +263,8 @@ def test_undated_evidence_in_english_says_it_has_no_date(world: World) -> None:
     span = {"time_range": {"start": "2026-11-01", "end": "2026-11-30"}}
     answer = ask(world, ZH_QUESTION, semantics=span, presenter={"language": "en"})
 
-    assert "the evidence found carries no date" in answer.text
-    assert "is outside the time range" not in answer.text
+    assert "the evidence found carries no date" in shown(answer)
+    assert "is outside the time range" not in shown(answer)
 
 
 def test_undated_and_dated_outside_the_range_together_stay_out_of_time_range(
@@ -282,7 +293,7 @@ def test_a_searxng_adapter_without_base_url_says_base_url_missing() -> None:
 
     assert (answer.status, answer.reason) == ("insufficient_evidence", "no_ready_provider")
     assert "web is not ready (base_url_missing: set base_url in its [[adapters]] table)" in (
-        answer.text
+        shown(answer)
     )
 
 
@@ -388,11 +399,11 @@ def test_a_replay_without_a_recording_for_the_search_names_the_request() -> None
     assert search.cause.request is not None
     assert search.cause.request.startswith("GET /search?")
     assert "the replayed world has no recording of this request to searx.example.org" in (
-        answer.text
+        shown(answer)
     )
-    assert "GET /search?" in answer.text
-    assert "refus" not in answer.text
-    assert "base_url" not in answer.text
+    assert "GET /search?" in shown(answer)
+    assert "refus" not in shown(answer)
+    assert "base_url" not in shown(answer)
 
 
 def test_ask_with_world_says_the_question_was_not_recorded(

@@ -443,7 +443,7 @@ def test_template_syntax_and_fake_boundaries_in_evidence_render_literally() -> N
     ]
     assert "49" not in prompt
     assert "49" not in text
-    assert "{{ 7*7 }}" in text
+    assert "{{ 7\\*7 }}" in text
     assert "{% for x in" in text
 
 
@@ -501,8 +501,8 @@ def test_foreign_links_and_images_never_reach_the_extractive_answer() -> None:
         text = ExternalAnswerPresenter().present(packet).text
 
         assert "evil.example" not in text
-        assert text.count("[链接已移除]") == 5
-        assert "[原文](https://site1.example/more)" in text
+        assert text.count("\\[链接已移除\\]") == 5
+        assert "[原文](<https://site1.example/more>)" in text
 
 
 def test_userinfo_tricks_do_not_pass_as_admitted_links() -> None:
@@ -558,11 +558,13 @@ def test_markup_in_any_outside_text_reaches_the_answer_only_as_character_referen
         uncertainties=(f"说明 {MARKUP}",),
     )
     presentation = ExternalAnswerPresenter().present(packet)
+    # The Sources line's autolink is the one "<" the answer means to write.
+    text = re.sub(r"<https?://[^\s<>]*>", "", presentation.text)
 
-    assert "<" not in presentation.text
-    assert ">" not in presentation.text
-    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in presentation.text
-    assert "标题&lt;img src=x onerror=alert(1)&gt;" in presentation.text
+    assert "<" not in text
+    assert ">" not in text
+    assert "&lt;script&gt;alert\\(2\\)&lt;/script&gt;" in presentation.text
+    assert "标题&lt;img src=x onerror=alert\\(1\\)&gt;" in presentation.text
     assert "站点：&lt;b&gt;site1.example&lt;/b&gt;" in presentation.text
     # Stored evidence and the structured display fields keep the text as it was.
     assert packet.verified_evidence[0].snippet == f"湛江 {MARKUP} 多云"

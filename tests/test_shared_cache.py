@@ -384,10 +384,10 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
     pytest.importorskip("uvicorn")
     world = World(loopback)
     port_world(world)
+    # Signed: sessions and entries each worker wrote verify in the other.
+    signed = {"url": redis_url, "key_prefix": prefix, "signing_key_env": "EQ_TEST_SERVE_KEY"}
     settings = world_settings(
-        world,
-        cache={"url": redis_url, "key_prefix": prefix},
-        ledger={"path": str(tmp_path / "ledger.sqlite3")},
+        world, cache=signed, ledger={"path": str(tmp_path / "ledger.sqlite3")}
     )
     config = tmp_path / "serve.toml"
     config.write_text(dump_toml(settings), encoding="utf-8")
@@ -395,7 +395,12 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
     scratch.mkdir()
     process = subprocess.Popen(
         [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TMPDIR": str(scratch),
+            "EQ_TEST_SERVE_KEY": "a secret both workers share",
+        },
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -458,6 +463,7 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
         assert counted == asked + follow_ups
         assert ready["ledger"] == {"ready": True, "reason": None}
         assert ready["cache"] == {"ready": True, "reason": None}
+        assert re.search(r"^external_query_cache_rejected_total 0\.0$", text, re.M)
         assert [path.name[:23] for path in scratch.iterdir()] == ["external-query-metrics-"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0

@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from pydantic import Field, JsonValue
 
+from ..credentials import SECRET_IN_RESULT, repeats_credential
 from ..errors import UpstreamStatus
 from ..models import AttemptCause, Evidence, ExternalQueryPlan, ProviderType
 from ..net.fetch import ApiResponse
@@ -189,6 +190,10 @@ class KeyedSearchAdapter(Adapter):
         total = sum(len(found) for found in per_query)
         if total == 0:
             return AdapterOutcome(status="empty", reason="no_results")
+        per_query = [[item for item in found if not _carries(item, key)] for found in per_query]
+        dropped = total - sum(len(found) for found in per_query)
+        if dropped == total:
+            return _secret_outcome(total, dropped)
         given = [item for found in per_query for item in found if item.evidence]
         to_fetch = interleave([[f.hit for f in found if not f.evidence] for found in per_query])
         harvest = await harvest_pages(
@@ -199,6 +204,31 @@ class KeyedSearchAdapter(Adapter):
             runtime=self.runtime,
         )
         evidence = (*(e for item in given for e in item.evidence), *harvest.evidence)
+        if dropped:
+            # Counted, never spelled: the audit learns that hits were dropped, not the key.
+            return harvest.outcome(
+                evidence,
+                results=total,
+                empty_reason="no_usable_pages",
+                provider_texts=len(given),
+                **{SECRET_IN_RESULT: dropped},
+            )
         return harvest.outcome(
             evidence, results=total, empty_reason="no_usable_pages", provider_texts=len(given)
         )
+
+
+def _carries(found: Found, key: str) -> bool:
+    """Does a result repeat the key (its hit's URL, title or snippet, or any text the
+    provider handed over with it)? Such a result is dropped before its page is fetched,
+    stored, shown or audited."""
+    texts = [found.hit.url, found.hit.title, found.hit.snippet]
+    for item in found.evidence:
+        texts.extend((item.url, item.title, item.snippet, item.site))
+    return repeats_credential(texts, (key,))
+
+
+def _secret_outcome(total: int, dropped: int) -> AdapterOutcome:
+    return AdapterOutcome(
+        status="empty", reason=SECRET_IN_RESULT, results=total, detail={SECRET_IN_RESULT: dropped}
+    )

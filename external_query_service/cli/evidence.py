@@ -70,6 +70,7 @@ from ..service import ExternalQueryService
 from ..settings import LedgerSettings, Settings
 from ..storage import (
     LedgerError,
+    LedgerHead,
     LedgerTarget,
     UnsoundLedger,
     copy_ledger_to,
@@ -568,16 +569,29 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
         summary="check every record's digests, ids, seq and the hash chain",
         description="Recompute every record's body digest and content id, check that seq "
         "has no gap, and\nfollow the hash chain from the first record to the last; also "
-        "the storage's own check\n(SQLite: PRAGMA integrity_check). Reads only.",
+        "the storage's own check\n(SQLite: PRAGMA integrity_check). Then check that the "
+        "chain still reaches the head kept\nbeside it (SQLite: <file>.head; PostgreSQL: "
+        "the meta table) and, with --expect-head,\na head you kept elsewhere (records:"
+        "last_chain of an earlier verify). Reads only.",
         exit_codes=[
             (0, "sound: the verification on stdout"),
             EXIT_LEDGER_INPUT,
-            (3, "an integrity failure: the verification on stdout (first bad seq, problem)"),
+            (
+                3,
+                "an integrity failure: the verification on stdout (first bad seq, problem; "
+                "head_mismatch: records cut off the end or rewritten)",
+            ),
         ],
         examples=[
             f"{_EQ} ledger verify --config external-query.toml",
             f"{_EQ} ledger verify --ledger research.sqlite3 --format json",
+            f"{_EQ} ledger verify --ledger research.sqlite3 --expect-head 120:sha256:…",
         ],
+    )
+    verify.add_argument(
+        "--expect-head",
+        metavar="SEQ:DIGEST",
+        help="a head kept elsewhere (seq and its chain value): the chain must still reach it",
     )
     verify.set_defaults(handler=_guarded(_run_ledger_verify))
 
@@ -916,8 +930,9 @@ def _run_ledger_migrate(args: argparse.Namespace) -> int:
 
 
 def _run_ledger_verify(args: argparse.Namespace) -> int:
+    expected = LedgerHead.parse(args.expect_head) if args.expect_head is not None else None
     with open_ledger(_ledger(args), create=False) as ledger:
-        checked = ledger.verify()
+        checked = ledger.verify(expected)
     _print(checked, args.format)
     if not checked.ok:
         where = f" at seq {checked.first_bad_seq}" if checked.first_bad_seq else ""

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import publicsuffixlist
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..credentials import repeats_credential
 from ..digests import sha256_digest
 from ..models import Evidence, ExternalContextPacket, Presentation, SentenceCheck
 from ..net.policy import normalize_host
@@ -245,19 +246,6 @@ def _numbering(listed: tuple[ListedSource, ...]) -> dict[int, tuple[str, ...]]:
     return {number: entry.evidence_ids for number, entry in enumerate(listed, start=1)}
 
 
-def _forms(text: str) -> Iterable[str]:
-    """``text`` as sent and as a reader would see it: invisible characters dropped (they
-    could split the key) and NFKC-folded (full-width letters read as the key too)."""
-    visible = strip_invisible(text)
-    return dict.fromkeys((text, visible, unicodedata.normalize("NFKC", visible)))
-
-
-def _repeats_credential(texts: Iterable[str], credentials: tuple[str, ...]) -> bool:
-    """Does any of ``texts`` contain one of ``credentials``? Kept to a helper that returns
-    a bool, so no frame of a raised exception holds the key."""
-    return any(key in form for text in texts for form in _forms(text) for key in credentials)
-
-
 def _secret_in_reply() -> AnswerRejected:
     return AnswerRejected("secret_in_reply", "the reply repeats the API key the request carried")
 
@@ -302,19 +290,20 @@ class LLMAnswerPresenter:
             return self._extractive.present(packet)
         prompt = self._extractive.render_prompt(packet)
         digest = sha256_digest(prompt)
-        listed = listed_sources(admitted, packet.verifier.copies)
+        language = self._extractive.language(packet)
+        listed = listed_sources(admitted, packet.verifier.copies, language)
         numbering = _numbering(listed)
         try:
             completion = await self._client.complete(
                 self.messages(prompt), ModelAnswer, name="external_answer"
             )
             reply = (completion.content, completion.value.text, *completion.value.citations)
-            if _repeats_credential(reply, self._client.credential_values()):
+            if repeats_credential(reply, self._client.credential_values()):
                 raise _secret_in_reply()
             checked = check_answer(completion.value, admitted, numbered=numbering)
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
-            if _repeats_credential((reason,), self._client.credential_values()):
+            if repeats_credential((reason,), self._client.credential_values()):
                 # A client error quoting the reply (a refusal, say) that repeats the key.
                 reason = str(_secret_in_reply())
             fallback = self._extractive.present(packet)
@@ -327,7 +316,6 @@ class LLMAnswerPresenter:
                 }
             )
         body = checked.body
-        language = self._extractive.language(packet)
         text = ANSWER_PREFIXES[language] + _numbered(body, numbering)
         if packet.plan.answer_contract != "direct_fact":
             text = text.rstrip() + self._extractive.render_disputes(packet)

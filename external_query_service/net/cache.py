@@ -32,6 +32,11 @@ code — kept at most until it goes stale (plus ``[cache] stale_keep_s`` when it
 validator). With a shared store, ``single_flight`` makes one process fetch a URL while the
 others wait for its reply (a lease of ``[cache] lease_s``).
 
+Nothing shared blocks an event loop: with a shared store, the async callers use the
+``a``-prefixed twins (``afresh``, ``alookup``, ``astore``, ``arevalidated``) and
+``single_flight``, which make each round trip to the store in a worker thread; with
+entries in memory they run inline (no thread hop for a dictionary lookup).
+
 Every fresh reply served is a hit, told to ``on_hit`` with the kind of caller it was kept
 for (the key's first part: ``page``, ``search`` or ``api``) as it happens
 (``events.py``); a revalidated reply (a 304) is not counted as one.
@@ -46,6 +51,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import httpx
@@ -448,17 +454,18 @@ class ResponseCache:
         when it cannot be reached) this is just ``fetch()``. Callers bound the wait with
         their own deadline.
         """
-        if self._shared is None:
+        store = self._shared
+        if store is None:
             return await fetch()
         lease = "lease:" + shared_key(key)
         while True:
-            token = self._shared.claim(lease, self.settings.lease_s)
+            token = await asyncio.to_thread(store.claim, lease, self.settings.lease_s)
             if token is not None:
                 try:
                     return await fetch()
                 finally:
                     if token:
-                        self._shared.release(lease, token)
+                        await asyncio.to_thread(store.release, lease, token)
             pause = _POLL_FIRST_S
             while True:
                 await asyncio.sleep(pause)
@@ -466,8 +473,35 @@ class ResponseCache:
                 found = await kept()
                 if found is not None:
                     return found
-                if not self._shared.claimed(lease):
+                if not await asyncio.to_thread(store.claimed, lease):
                     break
+
+    async def _off_loop(self, function: Callable[..., _T], *args: Any) -> _T:
+        """``function(*args)`` in a worker thread when it may reach a shared store (a round
+        trip must not hold the event loop), inline when the entries are in memory."""
+        if self._shared is None:
+            return function(*args)
+        return await asyncio.to_thread(function, *args)
+
+    async def alookup(self, key: CacheKey) -> CachedResponse | None:
+        """``lookup`` for async callers: the store's round trip off the event loop."""
+        return await self._off_loop(self.lookup, key)
+
+    async def afresh(self, key: CacheKey) -> HttpExchange | None:
+        """``fresh`` for async callers: the store's round trip off the event loop."""
+        return await self._off_loop(self.fresh, key)
+
+    async def astore(
+        self, key: CacheKey, exchange: HttpExchange, headers: httpx.Headers, *, requested_at: float
+    ) -> None:
+        """``store`` for async callers: the store's round trip off the event loop."""
+        await self._off_loop(partial(self.store, requested_at=requested_at), key, exchange, headers)
+
+    async def arevalidated(
+        self, key: CacheKey, entry: CachedResponse, headers: httpx.Headers
+    ) -> HttpExchange:
+        """``revalidated`` for async callers: the store's round trip off the event loop."""
+        return await self._off_loop(self.revalidated, key, entry, headers)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -569,7 +569,7 @@ class SafeFetcher:
 
     async def _kept_hop(self, target: httpx.URL) -> HttpExchange | None:
         """The fresh kept reply for ``target``, once the policy allows its origin now."""
-        kept = self._cache.fresh(_page_key(target)) if self._cache is not None else None
+        kept = await self._cache.afresh(_page_key(target)) if self._cache is not None else None
         return await self._admitted(target, kept)
 
     async def _admitted(self, target: httpx.URL, kept: HttpExchange | None) -> HttpExchange | None:
@@ -590,7 +590,7 @@ class SafeFetcher:
         """One request: a fresh kept reply, else the network (revalidating a stale one).
         The entry is looked up once for both (one round trip to a shared store)."""
         key = _page_key(target)
-        stale = self._cache.lookup(key) if self._cache is not None else None
+        stale = await self._cache.alookup(key) if self._cache is not None else None
         if stale is not None and self._cache is not None:
             kept_reply = await self._admitted(target, self._cache.reuse(key, stale))
             if kept_reply is not None:
@@ -599,12 +599,12 @@ class SafeFetcher:
         validators = stale.validators() if stale is not None else None
         async with client.stream("GET", target, headers=validators) as response:
             if response.status_code == 304 and stale is not None and self._cache is not None:
-                return self._cache.revalidated(key, stale, response.headers)
+                return await self._cache.arevalidated(key, stale, response.headers)
             if progress is not None and response.status_code not in _REDIRECT_STATUSES:
                 progress.responded = True  # the final answer began: a failure now is a cut-off
             exchange = await self._exchange(response, url)
         if self._cache is not None:
-            self._cache.store(key, exchange, response.headers, requested_at=requested)
+            await self._cache.astore(key, exchange, response.headers, requested_at=requested)
         return exchange
 
     async def _exchange(self, response: httpx.Response, url: str) -> HttpExchange:
@@ -838,7 +838,7 @@ class TrustedEndpoint:
         body_key = sha256_digest(content) if content is not None else ""
         key = (self.kind, method, url if method == "GET" else f"{url} {body_key}")
         if self._cache is not None and method == "GET":
-            kept = self._cache.fresh(key)
+            kept = await self._cache.afresh(key)
             if kept is not None:
                 return kept
         cache = self._cache
@@ -849,7 +849,7 @@ class TrustedEndpoint:
         shared_cache = cache
 
         async def kept_reply() -> HttpExchange | None:
-            return shared_cache.fresh(key)
+            return await shared_cache.afresh(key)
 
         return await self._flights.run(
             key[2],
@@ -869,7 +869,7 @@ class TrustedEndpoint:
         url = str(target)
         client = self._loops.get()
         cache = self._cache if method == "GET" else None
-        stale = cache.lookup(key) if cache is not None else None
+        stale = await cache.alookup(key) if cache is not None else None
         requested = self._clock().timestamp()
         sent = {**(stale.validators() if stale is not None else {}), **(headers or {})}
         with self._breaker.guard(self._origin[1], url):
@@ -883,7 +883,7 @@ class TrustedEndpoint:
                     try:
                         if response.status_code == 304 and stale is not None:
                             assert cache is not None
-                            return cache.revalidated(key, stale, response.headers)
+                            return await cache.arevalidated(key, stale, response.headers)
                         if not 200 <= response.status_code < 300:
                             raise status_error(url, response)
                         content_type, charset = media_type(response)
@@ -899,7 +899,7 @@ class TrustedEndpoint:
             fetched_at=self._clock(),
         )
         if cache is not None:
-            cache.store(key, reply, response.headers, requested_at=requested)
+            await cache.astore(key, reply, response.headers, requested_at=requested)
         return reply
 
     async def aclose(self) -> None:

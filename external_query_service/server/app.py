@@ -161,7 +161,7 @@ def create_app(
     async def answer(request: AnswerRequest) -> Response:
         session = service.session(history_limit=0)
         found = await answered("answer", lambda: session.aask(request.question, request.semantics))
-        return _served(found, sessions.add(session))
+        return _served(found, await sessions.aadd(session))
 
     @app.post(
         "/v1/sessions/{session_id}/follow-up",
@@ -174,7 +174,7 @@ def create_app(
         request: AnswerRequest,
     ) -> Response:
         try:
-            session = sessions.get(session_id)
+            session = await sessions.aget(session_id)
         except KeyError:
             raise ApiError(
                 404, "unknown_session", "unknown session (it may have expired)"
@@ -182,7 +182,7 @@ def create_app(
         found = await answered(
             "follow_up", lambda: session.afollow_up(request.question, request.semantics)
         )
-        sessions.save(session_id, session)
+        await sessions.asave(session_id, session)
         return _served(found, session_id)
 
     @app.get(

@@ -12,6 +12,8 @@ tests, never collide in the global one).
 - ``external_query_questions_active``, ``external_query_questions_waiting``: the gate now
 - ``external_query_cache_errors_total``: shared cache (Redis) operations that failed; each
   one meant a direct fetch instead (or a session not kept)
+- ``external_query_cache_rejected_total``: shared cache entries whose signature did not
+  verify (forged, or signed with another key); each was dropped and fetched again
 
 Under ``serve --workers N`` (``PROMETHEUS_MULTIPROC_DIR`` set before the workers start)
 every worker writes its samples to that folder and ``/metrics`` adds up all of them
@@ -121,8 +123,14 @@ class ServerMetrics:
             "Shared cache (Redis) operations that failed; answers fetched directly instead.",
             registry=registry,
         )
+        self.cache_rejected = Counter(
+            "external_query_cache_rejected",
+            "Shared cache entries refused: their signature did not verify; fetched again.",
+            registry=registry,
+        )
         if service.shared_cache is not None:
             service.shared_cache.link.on_error(self.cache_errors.inc)
+            service.shared_cache.link.on_reject(self.cache_rejected.inc)
         self._gate = gate = service.questions
         self._active = Gauge(
             "external_query_questions_active",

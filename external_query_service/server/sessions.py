@@ -7,10 +7,15 @@ needs. In memory: beyond ``max_sessions`` the least recently used is dropped; on
 so it needs no lock. Shared (``SharedSessionTable``): the plan as JSON under the session id,
 expiring after ``idle_s`` unused (Redis bounds the number by memory, not ``max_sessions``);
 when Redis cannot be reached a new session is not kept and a follow-up finds none (404).
+
+The routes call ``aadd``, ``aget`` and ``asave``: the in-memory table answers inline, the
+shared one makes its Redis round trip in a worker thread, so a slow Redis never holds the
+event loop (``/healthz`` and every other question go on meanwhile).
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections import OrderedDict
@@ -63,6 +68,17 @@ class SessionTable:
     def save(self, session_id: str, session: Session) -> None:
         """Nothing to do: the table holds the session object itself."""
 
+    async def aadd(self, session: Session) -> str:
+        """``add``, inline (the table lives on the event loop)."""
+        return self.add(session)
+
+    async def aget(self, session_id: str) -> Session:
+        """``get``, inline."""
+        return self.get(session_id)
+
+    async def asave(self, session_id: str, session: Session) -> None:
+        """``save``, inline."""
+
     def _expire(self) -> None:
         oldest = self._clock() - self.idle_s
         while self._sessions:
@@ -101,6 +117,18 @@ class SharedSessionTable:
         except ValidationError:
             raise KeyError(session_id) from None
         return self._service.session(history_limit=0, last_plan=plan)
+
+    async def aadd(self, session: Session) -> str:
+        """``add`` with its Redis round trip off the event loop."""
+        return await asyncio.to_thread(self.add, session)
+
+    async def aget(self, session_id: str) -> Session:
+        """``get`` with its Redis round trip off the event loop."""
+        return await asyncio.to_thread(self.get, session_id)
+
+    async def asave(self, session_id: str, session: Session) -> None:
+        """``save`` with its Redis round trip off the event loop."""
+        await asyncio.to_thread(self.save, session_id, session)
 
     def save(self, session_id: str, session: Session) -> None:
         """Keep the session's last plan for ``idle_s`` (best effort)."""

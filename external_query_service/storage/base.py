@@ -37,6 +37,7 @@ from .models import (
     LedgerCopy,
     LedgerEntry,
     LedgerError,
+    LedgerHead,
     LedgerMigration,
     LedgerProject,
     LedgerVerification,
@@ -169,6 +170,20 @@ class BaseLedger(ABC):
     @abstractmethod
     def integrity_check(self) -> str:
         """The storage's own check: ``ok`` or what it found."""
+
+    @abstractmethod
+    def stored_head(self) -> LedgerHead | None:
+        """The head kept in the second place (None before the first anchored commit);
+        ``LedgerError('ledger_head_mismatch')`` when it is there but does not read back."""
+
+    # -- the head, written beside the chain on every commit --------------------------------
+    def _head_in(self, tx: Tx) -> LedgerHead | None:
+        """The chain's end as ``tx`` sees it (None for an empty ledger)."""
+        last = tx.one("SELECT seq, chain FROM records ORDER BY seq DESC LIMIT 1")
+        if last is None:
+            return None
+        # Seq has no gap and starts at 1 (``_insert``), so the last seq is the count.
+        return LedgerHead(seq=int(last[0]), chain=str(last[1]), records=int(last[0]))
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -532,13 +547,19 @@ class BaseLedger(ABC):
         return [(str(ref), str(digest)) for ref, digest in rows]
 
     # -- checks ---------------------------------------------------------------------------
-    def verify(self) -> LedgerVerification:
-        """Recompute every body digest, the hash chain, seq contiguity and content ids."""
+    def verify(self, expect_head: LedgerHead | None = None) -> LedgerVerification:
+        """Recompute every body digest, the hash chain, seq contiguity and content ids, then
+        check the chain against the head kept beside it and against ``expect_head`` (one
+        the caller kept elsewhere): a chain that no longer reaches a head, or reaches it
+        with another chain value, is ``head_mismatch`` (records cut off the end, or the
+        history rewritten). Records after the kept head (a writer that stopped between its
+        commit and the head write) are not a mismatch."""
         integrity = self.integrity_check()
         with self._read() as tx:
             rows = tx.all(
                 "SELECT seq, kind, digest, body, body_digest, chain FROM records ORDER BY seq"
             )
+        chains: list[str] = []
         previous = GENESIS
         for expected_seq, (seq, kind, digest, body, body_digest, chain) in enumerate(rows, 1):
             problem = _check_row(expected_seq, seq, kind, digest, body, body_digest)
@@ -553,8 +574,32 @@ class BaseLedger(ABC):
                     problem=problem,
                 )
             previous = chain
+            chains.append(chain)
+        try:
+            stored = self.stored_head()
+        except LedgerError:
+            stored, unreadable = None, True
+        else:
+            unreadable = False
+        missed = [head for head in (stored, expect_head) if head and not _reaches(chains, head)]
+        if unreadable or missed:
+            return LedgerVerification(
+                ok=False,
+                records=len(rows),
+                integrity=integrity,
+                first_bad_seq=min(len(rows) + 1, *(head.seq for head in missed))
+                if missed
+                else None,
+                problem="head_mismatch",
+                last_chain=previous,
+                head_seq=stored.seq if stored else None,
+            )
         return LedgerVerification(
-            ok=integrity == "ok", records=len(rows), integrity=integrity, last_chain=previous
+            ok=integrity == "ok",
+            records=len(rows),
+            integrity=integrity,
+            last_chain=previous,
+            head_seq=stored.seq if stored else None,
         )
 
     # -- copying --------------------------------------------------------------------------
@@ -638,6 +683,11 @@ def copy_ledger(source: BaseLedger, target: BaseLedger) -> LedgerCopy:
         project_sources=len(sources),
         verification=verification,
     )
+
+
+def _reaches(chains: Sequence[str], head: LedgerHead) -> bool:
+    """Does the chain still hold ``head``: a record at its seq with its chain value?"""
+    return head.seq <= len(chains) and chains[head.seq - 1] == head.chain
 
 
 def _merge(

@@ -25,6 +25,7 @@ from .models import (
     LedgerCopy,
     LedgerEntry,
     LedgerError,
+    LedgerHead,
     LedgerMigration,
     LedgerProject,
     LedgerVerification,
@@ -136,8 +137,13 @@ class Ledger(Protocol):
         """The storage's own integrity check."""
         ...
 
-    def verify(self) -> LedgerVerification:
-        """Recompute every digest and the hash chain; report the first bad record, if any."""
+    def verify(self, expect_head: LedgerHead | None = None) -> LedgerVerification:
+        """Recompute every digest and the hash chain and check it reaches the head kept
+        beside it (and ``expect_head``); report the first bad record, if any."""
+        ...
+
+    def stored_head(self) -> LedgerHead | None:
+        """The head kept beside the chain (None before the first anchored commit)."""
         ...
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..digests import sha256_digest
 from ..errors import ExternalQueryError
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "LedgerCopy",
     "LedgerEntry",
     "LedgerError",
+    "LedgerHead",
     "LedgerMigration",
     "LedgerProject",
     "LedgerVerification",
@@ -31,7 +34,8 @@ class LedgerError(ExternalQueryError):
     - ``ledger_needs_migration``: its schema is missing or older than this program's; run
       ``external-query ledger migrate``;
     - ``ledger_copy_conflict``: ``ledger copy`` met a target holding other records;
-    - ``ledger_unsound``: a ledger that does not verify (``UnsoundLedger``).
+    - ``ledger_unsound``: a ledger that does not verify (``UnsoundLedger``);
+    - ``ledger_head_invalid``: an expected head that is not ``SEQ:DIGEST``.
     """
 
     def __init__(self, reason: str, detail: str) -> None:
@@ -70,6 +74,61 @@ class LedgerProject(_Frozen):
     created: bool
 
 
+class LedgerHead(_Frozen):
+    """The ledger's end as written to a second place on every commit: the last seq, its
+    chain value and the record count (equal to the seq: seq has no gap). ``digest`` seals
+    the three, so a head edited on its own does not read back as a head."""
+
+    seq: int
+    chain: str
+    records: int
+
+    @property
+    def digest(self) -> str:
+        """The head's own digest over its three fields."""
+        return sha256_digest(f"ledger-head\n{self.seq}\n{self.chain}\n{self.records}")
+
+    def sealed_json(self) -> str:
+        """The head as stored: its fields and its digest, as one JSON object."""
+        fields = {"seq": self.seq, "chain": self.chain, "records": self.records}
+        return json.dumps({**fields, "digest": self.digest}, sort_keys=True)
+
+    @classmethod
+    def from_sealed_json(cls, text: str, where: str) -> LedgerHead:
+        """A head as ``sealed_json`` wrote it; ``LedgerError('ledger_head_mismatch')`` when
+        ``text`` is not one or its digest does not seal its fields."""
+        try:
+            fields = json.loads(text)
+            head = cls(seq=fields["seq"], chain=fields["chain"], records=fields["records"])
+            sealed = fields["digest"] == head.digest
+        except (ValueError, KeyError, TypeError):
+            sealed = False
+        if not sealed:
+            raise LedgerError("ledger_head_mismatch", f"{where}: not a sealed ledger head")
+        return head
+
+    def spelled(self) -> str:
+        """``SEQ:DIGEST``, the form ``ledger verify --expect-head`` takes."""
+        return f"{self.seq}:{self.chain}"
+
+    @classmethod
+    def parse(cls, text: str) -> LedgerHead:
+        """``SEQ:DIGEST`` (``DIGEST`` with or without its ``sha256:`` prefix) as a head;
+        ``LedgerError('ledger_head_invalid')`` for anything else."""
+        seq, _, chain = text.strip().partition(":")
+        chain = chain if chain.startswith("sha256:") else f"sha256:{chain}"
+        hex_part = chain.removeprefix("sha256:")
+        if not seq.isdigit() or int(seq) < 1 or len(hex_part) != 64 or not _is_hex(hex_part):
+            raise LedgerError(
+                "ledger_head_invalid", f"expected SEQ:sha256:<64 hex digits>, got {text[:100]!r}"
+            )
+        return cls(seq=int(seq), chain=chain, records=int(seq))
+
+
+def _is_hex(text: str) -> bool:
+    return all(char in "0123456789abcdef" for char in text)
+
+
 class LedgerVerification(_Frozen):
     """``verify()``: ``ok`` when the storage's own check passed (``integrity``: SQLite's
     ``PRAGMA integrity_check``; PostgreSQL keeps its own consistency and reports ``ok``) and
@@ -85,6 +144,9 @@ class LedgerVerification(_Frozen):
     #: The chain value of the last record (the genesis value for an empty ledger): two
     #: ledgers whose last chains match hold the same records in the same order.
     last_chain: str | None = None
+    #: The seq of the head kept beside the ledger that the chain was checked against
+    #: (None: no head kept yet). ``records:last_chain`` is the head to keep elsewhere.
+    head_seq: int | None = None
 
 
 class LedgerMigration(_Frozen):

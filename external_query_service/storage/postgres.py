@@ -15,6 +15,9 @@ Same records, ids, hash chain and rules as SQLite (``base.py``); only the storag
   (``?options=-csearch_path%3Dledger`` selects the schema, ``?connect_timeout=5`` bounds
   connecting); passwords belong in libpq's environment or password file, and are never
   shown.
+- The head (last seq, chain value, record count) is kept apart from the records, in the
+  ``meta`` table under the key ``head``, sealed by its own digest, and written in the
+  same transaction as the records that moved it: it can never lag or lead the chain.
 - The schema is created and migrated only by ``migrate()`` (``external-query ledger
   migrate``); opening checks its version and refuses a missing or older one.
 """
@@ -33,7 +36,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..clock import Clock, system_clock
 from .base import SCHEMA_V1, BaseLedger, Tx
 from .ledger import show_target
-from .models import LedgerError
+from .models import LedgerError, LedgerHead
 
 __all__ = [
     "LOCK_CLASS",
@@ -149,7 +152,26 @@ class PostgresLedger(BaseLedger):
     def _write(self) -> Iterator[Tx]:
         with self._connection() as conn, conn.transaction():
             conn.execute(_dialect(_LOCK), (LOCK_CLASS, self._lock_timeout))
-            yield _PgTx(conn)
+            tx = _PgTx(conn)
+            yield tx
+            self._anchor(tx)
+
+    def _anchor(self, tx: Tx) -> None:
+        """Write the head, inside the transaction that moved it (so never out of step)."""
+        if tx.one(self.meta_exists_sql) is None:
+            return  # before the first migration: nothing to anchor yet
+        head = self._head_in(tx)
+        if head is None or head == _head_row(tx.one(_HEAD_SELECT), self.target):
+            return
+        tx.run(
+            "INSERT INTO meta(key, value) VALUES ('head', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (head.sealed_json(),),
+        )
+
+    def stored_head(self) -> LedgerHead | None:
+        with self._read() as tx:
+            return _head_row(tx.one(_HEAD_SELECT), self.target)
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
@@ -161,6 +183,13 @@ class PostgresLedger(BaseLedger):
         # answers and the schema is current is what is left to check here.
         self.check_schema()
         return "ok"
+
+
+_HEAD_SELECT = "SELECT value FROM meta WHERE key = 'head'"
+
+
+def _head_row(row: tuple[Any, ...] | None, target: str) -> LedgerHead | None:
+    return None if row is None else LedgerHead.from_sealed_json(str(row[0]), target)
 
 
 def _mapped(exc: psycopg.Error, target: str) -> LedgerError:

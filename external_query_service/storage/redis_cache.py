@@ -10,8 +10,17 @@ sorted set of last use (a counter, so every process agrees on the order), a hash
 and their total; Lua scripts update them together, and a write evicts the least recently
 used entries until the total is back under the bound.
 
+With ``[cache] signing_key_env`` every value is sealed (``signing.py``): an HMAC-SHA256 tag
+over its bytes and its Redis key is stored in front of it (entries: of the metadata and
+body; analyses, sessions: of the value; leases: of the token), and Redis key names are
+keyed digests of the callers' names. A value that does not verify is deleted, counted
+(``RedisLink.rejected``, the callbacks of ``on_reject``), logged at most once a minute, and
+read as missing, so the page is fetched (or the analysis computed) again. Without a key
+values are stored as they are, as before.
+
 Redis is an optimisation, never a dependency of an answer: every operation has short socket
-timeouts (``[cache] redis_timeout_s``); a failure is counted (``RedisLink.errors``, and the
+timeouts (``[cache] redis_timeout_s``), and ``SLOW_STREAK`` replies in a row slower than
+``[cache] redis_slow_s`` count as a failure too; a failure is counted (``RedisLink.errors``, and the
 callbacks of ``on_error``), logged as a warning at most once a minute, and for
 ``[cache] redis_retry_s`` afterwards the link answers "missing" at once without trying, so
 callers fetch directly.
@@ -20,18 +29,22 @@ callers fetch directly.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import InputError
 from ..memo import SharedMemo
 from ..settings import CacheSettings
+from .signing import TAG_BYTES, EntrySigner, entry_signer
 
 __all__ = [
     "ANALYSIS_TTL_S",
+    "SLOW_STREAK",
     "WARNING_INTERVAL_S",
     "RedisEntries",
     "RedisLink",
@@ -46,6 +59,8 @@ _T = TypeVar("_T")
 
 #: A Redis failure is logged at most this often per process (each one is counted).
 WARNING_INTERVAL_S = 60.0
+#: Replies in a row slower than ``[cache] redis_slow_s`` that count as one failure.
+SLOW_STREAK = 3
 #: How long a page analysis is kept in Redis at most (it never goes stale: it is a pure
 #: function of the body and the query; the byte bound usually evicts it first).
 ANALYSIS_TTL_S = 86_400.0
@@ -117,7 +132,7 @@ class RedisLink:
     """One Redis client (a thread-safe connection pool) with its failure rule: short
     timeouts, failures counted and logged (rate limited), then a pause before trying again."""
 
-    def __init__(self, settings: CacheSettings) -> None:
+    def __init__(self, settings: CacheSettings, signer: EntrySigner | None = None) -> None:
         if settings.url is None:
             raise InputError("[cache] url is not set")
         try:  # imported here: a service without [cache] url never loads the client
@@ -140,10 +155,17 @@ class RedisLink:
         )
         #: Operations that failed since the link was made.
         self.errors = 0
+        #: Seals and opens values (None: values are stored unsigned).
+        self.signer = signer
+        #: Values dropped since the link was made because their tag did not verify.
+        self.rejected = 0
         self._listeners: list[Callable[[], None]] = []
+        self._reject_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._pause_until = 0.0
         self._warned_at = -WARNING_INTERVAL_S
+        self._reject_warned_at = -WARNING_INTERVAL_S
+        self._slow_streak = 0  # replies in a row slower than ``redis_slow_s``
         #: The Lua scripts (EVALSHA, loaded on first use) of ``RedisEntries``.
         self.put_entry = self.client.register_script(_PUT)
         self.get_entry = self.client.register_script(_GET)
@@ -154,16 +176,65 @@ class RedisLink:
         """Call ``callback()`` on every failed operation (a metric counts them)."""
         self._listeners.append(callback)
 
+    def on_reject(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` on every value dropped for a tag that does not verify."""
+        self._reject_listeners.append(callback)
+
+    def names(self, name: str) -> tuple[str, ...]:
+        """The Redis key names ``name`` may live under: itself when unsigned, else the
+        signer's keyed digests (the current key's first; that one is where writes go)."""
+        return (name,) if self.signer is None else self.signer.names(name)
+
+    def seal(self, key: str, *parts: bytes) -> bytes:
+        """The tag to store in front of ``parts`` under ``key`` (empty when unsigned)."""
+        return b"" if self.signer is None else self.signer.seal(key, *parts)
+
+    def opened(self, key: str, sealed: bytes, *rest: bytes) -> bytes | None:
+        """``sealed`` without its tag when the tag seals it (and ``rest``) under ``key``;
+        None (counted and logged as a rejection) when it does not. Unsigned: as it is."""
+        if self.signer is None:
+            return sealed
+        tag, value = sealed[:TAG_BYTES], sealed[TAG_BYTES:]
+        if len(tag) == TAG_BYTES and self.signer.opens(key, tag, value, *rest):
+            return value
+        self._rejected(key)
+        return None
+
+    def _rejected(self, key: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.rejected += 1
+            warn = now - self._reject_warned_at >= WARNING_INTERVAL_S
+            if warn:
+                self._reject_warned_at = now
+        for callback in self._reject_listeners:
+            callback()
+        if warn:
+            _log.warning(
+                "shared cache entry %s refused: its signature does not verify (forged, "
+                "or signed with another key); fetching again",
+                key[:120],
+            )
+
     def call(self, what: str, operation: Callable[[Any], _T], default: _T) -> _T:
         """``operation(client)``, or ``default`` when Redis fails or is paused after a
         failure."""
-        if time.monotonic() < self._pause_until:
+        began = time.monotonic()
+        if began < self._pause_until:
             return default
         try:
-            return operation(self.client)
+            result = operation(self.client)
         except self._failures as exc:
             self._failed(what, exc)
             return default
+        took = time.monotonic() - began
+        self._slow_streak = self._slow_streak + 1 if took > self.settings.redis_slow_s else 0
+        if self._slow_streak >= SLOW_STREAK:
+            # Answering, but too slowly: the replies are used, and Redis rests as after an
+            # error. A streak, not one reply: one late reply on a busy machine is no pattern.
+            self._slow_streak = 0
+            self._failed(what, TimeoutError(f"{SLOW_STREAK} replies in a row over {took:.3f} s"))
+        return result
 
     def _failed(self, what: str, exc: BaseException) -> None:
         now = time.monotonic()
@@ -214,64 +285,91 @@ class RedisEntries:
         return [self._entry + key, *self._keys]
 
     def get(self, key: str) -> tuple[bytes, bytes] | None:
-        """The metadata and body under ``key`` (marked as just used), or None."""
-        found = self._link.call(
-            "get", lambda _c: self._link.get_entry(keys=self._script_keys(key), args=[key]), None
-        )
-        if not found:
-            return None
-        meta, body = found
-        return bytes(meta), bytes(body)
+        """The metadata and body under ``key`` (marked as just used), or None; an entry
+        whose seal does not verify is deleted and read as None."""
+        for name in self._link.names(key):
+            found = self._link.call("get", partial(self._get_entry, name), None)
+            if not found:
+                continue
+            body = bytes(found[1])
+            meta = self._link.opened(self._entry + name, bytes(found[0]), body)
+            if meta is None:
+                self._drop(name)
+                return None
+            return meta, body
+        return None
 
     def put(self, key: str, meta: bytes, body: bytes, *, ttl_s: float) -> bool:
         """Keep an entry for ``ttl_s`` (its size: body plus metadata); False when it alone
         exceeds the bound or Redis fails."""
         ttl_ms = max(1, round(ttl_s * 1000))
+        name = self._link.names(key)[0]
+        sealed = self._link.seal(self._entry + name, meta, body) + meta
         args: list[bytes | str | int] = [
-            key,
-            meta,
+            name,
+            sealed,
             body,
-            len(body) + len(meta),
+            len(body) + len(sealed),
             ttl_ms,
             self.max_bytes,
             self._entry,
         ]
         kept = self._link.call(
             "put",
-            lambda _c: self._link.put_entry(keys=self._script_keys(key), args=args),
+            lambda _c: self._link.put_entry(keys=self._script_keys(name), args=args),
             0,
         )
         return bool(kept)
 
     def delete(self, key: str) -> None:
-        """Drop the entry under ``key``."""
+        """Drop the entry under ``key`` (under every name it may live under)."""
+        for name in self._link.names(key):
+            self._drop(name)
+
+    def _get_entry(self, name: str, _client: Any) -> Any:
+        return self._link.get_entry(keys=self._script_keys(name), args=[name])
+
+    def _drop(self, name: str) -> None:
         self._link.call(
-            "delete", lambda _c: self._link.delete_entry(keys=self._script_keys(key), args=[key]), 0
+            "delete",
+            lambda _c: self._link.delete_entry(keys=self._script_keys(name), args=[name]),
+            0,
         )
 
     def claim(self, name: str, ttl_s: float) -> str | None:
         """Take the lease ``name`` (SET NX PX): a token, ``""`` when Redis fails, None while
         another holds it."""
-        token = secrets.token_hex(8)
+        key = self._lease + self._link.names(name)[0]
+        nonce = secrets.token_hex(8).encode("ascii")
+        token = (self._link.seal(key, nonce) + nonce).hex()
         ttl_ms = max(1, round(ttl_s * 1000))
-        taken = self._link.call(
-            "claim", lambda c: c.set(self._lease + name, token, nx=True, px=ttl_ms), ""
-        )
+        taken = self._link.call("claim", lambda c: c.set(key, token, nx=True, px=ttl_ms), "")
         if taken == "":
             return ""
         return token if taken else None
 
     def claimed(self, name: str) -> bool:
-        """True while someone holds the lease ``name``."""
-        return bool(self._link.call("claimed", lambda c: c.exists(self._lease + name), 0))
+        """True while someone holds the lease ``name``. Signed: a lease whose token does
+        not verify holds nothing (it is deleted), so a planted one cannot stall fetches."""
+        key = self._lease + self._link.names(name)[0]
+        if self._link.signer is None:
+            return bool(self._link.call("claimed", lambda c: c.exists(key), 0))
+        found = self._link.call("claimed", lambda c: c.get(key), None)
+        if found is None:
+            return False
+        try:
+            sealed = bytes.fromhex(bytes(found).decode("ascii"))
+        except ValueError:
+            sealed = b""
+        if self._link.opened(key, sealed) is not None:
+            return True
+        self._link.call("claimed", lambda c: c.delete(key), 0)
+        return False
 
     def release(self, name: str, token: str) -> None:
         """Give the lease back if ``token`` still holds it (it may have expired)."""
-        self._link.call(
-            "release",
-            lambda _c: self._link.release_lease(keys=[self._lease + name], args=[token]),
-            0,
-        )
+        key = self._lease + self._link.names(name)[0]
+        self._link.call("release", lambda _c: self._link.release_lease(keys=[key], args=[token]), 0)
 
     def total(self) -> int:
         """Bytes held, as accounted (entries expired but not yet noticed count until they
@@ -338,23 +436,45 @@ class RedisValues:
         self._base = f"{link.prefix}value:"
 
     def set(self, key: str, value: bytes, ttl_s: float) -> bool:
-        """Keep ``value`` for ``ttl_s``; False when Redis fails."""
+        """Keep ``value`` for ``ttl_s`` (sealed when signing); False when Redis fails."""
         ttl_ms = max(1, round(ttl_s * 1000))
-        return bool(self._link.call("set", lambda c: c.set(self._base + key, value, px=ttl_ms), 0))
+        name = self._base + self._link.names(key)[0]
+        sealed = self._link.seal(name, value) + value
+        return bool(self._link.call("set", lambda c: c.set(name, sealed, px=ttl_ms), 0))
 
     def get(self, key: str, ttl_s: float) -> bytes | None:
-        """The value (its time to live restarted at ``ttl_s``), or None."""
+        """The value (its time to live restarted at ``ttl_s``), or None; one whose seal
+        does not verify is deleted and read as None."""
         ttl_ms = max(1, round(ttl_s * 1000))
-        found = self._link.call("get", lambda c: c.getex(self._base + key, px=ttl_ms), None)
-        return None if found is None else bytes(found)
+        for name in (self._base + found for found in self._link.names(key)):
+            kept: bytes | None = self._link.call("get", partial(_getex, name, ttl_ms), None)
+            if kept is None:
+                continue
+            value = self._link.opened(name, bytes(kept))
+            if value is None:
+                self._link.call("delete", partial(_delete, name), 0)
+            return value
+        return None
+
+
+def _getex(name: str, ttl_ms: int, client: Any) -> bytes | None:
+    found: bytes | None = client.getex(name, px=ttl_ms)
+    return found
+
+
+def _delete(name: str, client: Any) -> int:
+    return int(client.delete(name))
 
 
 class SharedCache:
     """What ``[cache] url`` gives a service: the response entries (``max_bytes``), page
     analyses (``analysis_max_bytes``) and small values, over one ``RedisLink``."""
 
-    def __init__(self, settings: CacheSettings) -> None:
-        self.link = RedisLink(settings)
+    def __init__(self, settings: CacheSettings, environ: Mapping[str, str] | None = None) -> None:
+        """``environ`` (default ``os.environ``) holds the signing keys ``[cache]`` names;
+        ``SettingsError`` when ``require_signing`` finds none."""
+        signer = entry_signer(settings, os.environ if environ is None else environ)
+        self.link = RedisLink(settings, signer)
         self.responses = RedisEntries(self.link, "http", settings.max_bytes)
         self.analyses = RedisEntries(self.link, "analysis", settings.analysis_max_bytes)
         self.values = RedisValues(self.link)
@@ -363,6 +483,11 @@ class SharedCache:
     def errors(self) -> int:
         """Failed Redis operations so far (this process)."""
         return self.link.errors
+
+    @property
+    def signed(self) -> bool:
+        """True when every value is sealed (``[cache] signing_key_env`` gave a key)."""
+        return self.link.signer is not None
 
     def ping(self) -> str | None:
         """None when Redis answers now, else why not."""

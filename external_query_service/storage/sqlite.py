@@ -2,13 +2,24 @@
 
 Durability: WAL, ``synchronous=FULL``, every write one ``BEGIN IMMEDIATE`` transaction
 (so a killed writer leaves either the whole write or none of it, and writers of other
-processes wait their turn) and a ``busy_timeout``. A missing (or empty) file is given
-the current schema by a writing open (the embedded default needs no setup step); an existing
-file is never migrated implicitly: an older schema answers ``ledger_needs_migration``.
+processes wait their turn) and a ``busy_timeout``.
+
+The head (last seq, chain value, record count, and the head's own digest) is written after
+every commit that moved it to ``<file>.head`` beside the ledger: JSON, replaced atomically
+(temporary file, fsync, rename) under an exclusive lock on ``<file>.head.lock``, and never
+moved backwards (a slower writer of an older head leaves the newer one). A writer killed
+between its commit and the head write leaves the head one write behind, which ``verify``
+accepts; a chain that no longer reaches the head is ``head_mismatch``.
+
+A missing (or empty) file is given the current schema by a writing open (the embedded
+default needs no setup step); an existing file is never migrated implicitly: an older
+schema answers ``ledger_needs_migration``.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 import time
@@ -19,7 +30,7 @@ from typing import Any
 
 from ..clock import Clock, system_clock
 from .base import SCHEMA_V1, BaseLedger, Tx
-from .models import LedgerError
+from .models import LedgerError, LedgerHead
 
 __all__ = ["SQLiteLedger", "missing_place"]
 
@@ -88,6 +99,7 @@ class SQLiteLedger(BaseLedger):
         missing = missing_place(self.path, create=create, make_folder=make_folder)
         if missing is not None:
             raise missing
+        self._anchored: LedgerHead | None = None  # the last head this ledger wrote
         try:
             if create and make_folder:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,11 +168,14 @@ class SQLiteLedger(BaseLedger):
             except BaseException:
                 self._rollback()
                 raise
+            head = self._head_in(_SQLiteTx(self._db))
             try:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
                 raise _mapped(exc, self.path) from None
+            if head is not None and head != self._anchored:
+                self._write_head(head)
 
     def _rollback(self) -> None:
         if self._db.in_transaction:
@@ -178,6 +193,48 @@ class SQLiteLedger(BaseLedger):
         with self._read() as tx:
             row = tx.one("PRAGMA integrity_check")
         return str(row[0]) if row is not None else "no answer"
+
+    # -- the head file --------------------------------------------------------------------
+    @property
+    def head_path(self) -> Path:
+        """``<file>.head``: where the head is kept, beside the ledger."""
+        return self.path.with_name(self.path.name + ".head")
+
+    def stored_head(self) -> LedgerHead | None:
+        try:
+            text = self.head_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise LedgerError("ledger_head_mismatch", f"{self.head_path}: {exc}") from None
+        return LedgerHead.from_sealed_json(text, str(self.head_path))
+
+    def _write_head(self, head: LedgerHead) -> None:
+        """Replace the head file with ``head`` unless it already holds a later one."""
+        lock_path = self.path.with_name(self.path.name + ".head.lock")
+        try:
+            with open(lock_path, "a", encoding="utf-8") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:
+                    kept = self.stored_head()
+                except LedgerError:
+                    kept = None  # an unreadable head is replaced by a sound one
+                if kept is None or kept.seq < head.seq:
+                    _replace(self.head_path, head.sealed_json() + "\n")
+        except OSError as exc:
+            # The records are committed; a head left behind is caught by ``verify``.
+            raise LedgerError("ledger_unavailable", f"{self.head_path}: {exc}") from None
+        self._anchored = head
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically and durably: temporary file, fsync, rename."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
 
 
 def _mapped(exc: sqlite3.Error, path: Path) -> LedgerError:
