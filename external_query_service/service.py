@@ -19,7 +19,7 @@ from ._portal import Portal
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .analysis_pool import AnalysisPool, warm_pipeline
-from .audit import AuditLog
+from .audit import AuditLog, caller
 from .clock import Clock, system_clock
 from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
@@ -46,6 +46,7 @@ from .presenter import ExternalAnswerPresenter
 from .settings import CacheSettings, Settings, format_validation_error
 from .sites import registrable_domain
 from .store import EvidenceStore
+from .tracing import span
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
@@ -213,7 +214,8 @@ class ExternalQueryService(Closing):
                 # host's fields only.
                 shed = await ExternalQueryPlanner().plan(question, semantics)
                 return await self._overloaded(question, shed.plan, waited_from=started)
-            planned = await self.planner.plan(question, semantics)
+            with span("planner"):
+                planned = await self.planner.plan(question, semantics)
             with self.store.question():  # its captures stay readable while it is answered
                 return await self._run(question, planned)
 
@@ -227,7 +229,10 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         self._check_open()
         question = _check_question(question)
-        planned = self.planner.plan_follow_up(question, previous, self._semantics(query_semantics))
+        with span("planner", follow_up=True):
+            planned = self.planner.plan_follow_up(
+                question, previous, self._semantics(query_semantics)
+            )
         started = time.monotonic()
         async with self._admission() as admitted:
             if not admitted:
@@ -256,8 +261,11 @@ class ExternalQueryService(Closing):
         audit = _started_audit(question, planned, follows)
         plan = planned.plan
         gathered = await self.gateway.gather(plan, audit)
-        outcome = self.verifier.verify(gathered, now=self.clock())
-        result = outcome.result
+        with span("verifier") as traced:
+            outcome = self.verifier.verify(gathered, now=self.clock())
+            result = outcome.result
+            traced.set("status", result.status)
+            traced.set("reason", result.reason)
         for check in result.checks:
             audit.record("verifier", "check", **check.model_dump(mode="json"))
         audit.record(
@@ -270,10 +278,11 @@ class ExternalQueryService(Closing):
             missing_targets=list(result.missing_targets),
         )
         packet = _packet(question, gathered, outcome)
-        if self._llm_presenter is not None:
-            shown = await self._llm_presenter.present(packet)
-        else:
-            shown = self.presenter.present(packet)
+        with span("presenter", model=self._llm_presenter is not None):
+            if self._llm_presenter is not None:
+                shown = await self._llm_presenter.present(packet)
+            else:
+                shown = self.presenter.present(packet)
         return await self._conclude(question, gathered, outcome, shown, audit)
 
     async def _overloaded(
@@ -369,7 +378,8 @@ class ExternalQueryService(Closing):
         from .storage import LedgerError  # loaded with the ledger
 
         try:
-            await asyncio.to_thread(self._ledger.persist_chain, chain)
+            with span("ledger_write"):
+                await asyncio.to_thread(self._ledger.persist_chain, chain)
         except LedgerError as exc:
             audit.record("service", "ledger_error", reason=exc.reason, detail=str(exc))
             return False
@@ -511,7 +521,7 @@ def _started_audit(
     question: str, planned: PlannerResult, follows: ExternalQueryPlan | None
 ) -> AuditLog:
     audit = AuditLog()
-    audit.record("service", "question", question=question, route_mode="external")
+    audit.record("service", "question", question=question, route_mode="external", **caller())
     plan = planned.plan
     audit.record(
         "planner",

@@ -62,6 +62,7 @@ from ..text.chunk import Chunk
 from ..text.dates import find_dates
 from ..text.rerank import Candidate, rerank
 from ..text.score import TermStats, best_snippets
+from ..tracing import span
 
 __all__ = [
     "ATTEMPTS_PER_PAGE",
@@ -385,7 +386,8 @@ async def _read(
     """One hit's page: fetched, then analysed; its task joins ``arrived`` once the body is
     in hand (from then on it is analysing, not loading)."""
     try:
-        page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
+        with span("page_fetch", host=_host(hit.url)):
+            page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
         return _fetch_failure(exc)
     task = asyncio.current_task()
@@ -393,16 +395,17 @@ async def _read(
         arrived.add(task)
     received = len(page.body) if page.fetched_at is None else 0
     try:
-        analysis = await runtime.analyses.run(
-            analyse_page,
-            page.body,
-            url=page.final_url,
-            declared_charset=page.charset,
-            content_type=page.content_type,
-            query=hit.query or plan.question,
-            targets=plan.targets,
-            min_score=PAGE_MIN_SCORE,
-        )
+        with span("page_analysis", host=_host(page.final_url), bytes=len(page.body)):
+            analysis = await runtime.analyses.run(
+                analyse_page,
+                page.body,
+                url=page.final_url,
+                declared_charset=page.charset,
+                content_type=page.content_type,
+                query=hit.query or plan.question,
+                targets=plan.targets,
+                min_score=PAGE_MIN_SCORE,
+            )
     except ExtractionFailed as exc:
         return _Read(failure=f"{_NOT_A_DOCUMENT}:{exc.reason}", received=received)
     evidence = _body_evidence(hit, page, analysis, source, runtime)

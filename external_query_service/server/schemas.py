@@ -30,6 +30,11 @@ class AnswerRequest(_Body):
         description="Optional: what the host already knows (query_kind, location, entities, "
         "time_range ...). Each field given fixes that part of the plan.",
     )
+    stream: bool = Field(
+        default=False,
+        description="Answer with Server-Sent Events as the chain works (plan, attempt, "
+        "verified, then answer or error); the same as Accept: text/event-stream.",
+    )
 
 
 class ServedAnswer(ExternalAnswer):
