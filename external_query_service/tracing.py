@@ -85,11 +85,17 @@ def trace_id_of(traceparent: str | None) -> str | None:
 @contextlib.contextmanager
 def continue_trace(traceparent: str | None) -> Iterator[None]:
     """Spans opened inside the block are children of the caller's ``traceparent`` (when it
-    is valid and ``opentelemetry-api`` is installed); otherwise the block runs as it is."""
+    is valid and ``opentelemetry-api`` is installed), or of the span already current (a
+    framework's server span continued that trace already); otherwise the block runs as it
+    is."""
     if _tracer() is None or trace_id_of(traceparent) is None:
         yield
         return
-    from opentelemetry import context, propagate
+    from opentelemetry import context, propagate, trace
+
+    if trace.get_current_span().get_span_context().is_valid:
+        yield  # a server span (FastAPI's own telemetry, say) continued the trace already
+        return
 
     token = context.attach(propagate.extract({"traceparent": traceparent}))
     try:
