@@ -46,7 +46,7 @@ __all__ = [
     "KeyRing",
     "RedisBuckets",
     "TokenBuckets",
-    "declare_security",
+    "document_access",
     "presented_key",
 ]
 
@@ -180,6 +180,11 @@ class Admission:
         self._in_flight: dict[str, int] = {}
 
     @property
+    def limited(self) -> bool:
+        """Whether a rate or a concurrency limit is set (429 is possible)."""
+        return self.buckets is not None or self.max_concurrent > 0
+
+    @property
     def open_paths(self) -> frozenset[str]:
         """The routes that need no key and count against no limit."""
         return OPEN_PATHS | {_METRICS} if self.metrics_public else OPEN_PATHS
@@ -215,36 +220,54 @@ class Admission:
             self._in_flight[client] = held
 
 
-def declare_security(app: FastAPI, *, open_paths: frozenset[str]) -> None:
-    """Make the app's OpenAPI document say every route but ``open_paths`` takes a key,
-    either way a request may carry it."""
+def document_access(
+    app: FastAPI, *, open_paths: frozenset[str], keyed: bool, limited: bool
+) -> None:
+    """Make the app's OpenAPI document say what the guard does: with ``keyed``, every route
+    but ``open_paths`` takes a key either way a request may carry it and may answer 401;
+    with ``limited``, those routes may answer 429."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
             return app.openapi_schema
         document = build()
-        document.setdefault("components", {})["securitySchemes"] = {
-            "bearer": {"type": "http", "scheme": "bearer"},
-            "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-        }
-        document["security"] = [{"bearer": []}, {"apiKey": []}]
+        if keyed:
+            document.setdefault("components", {})["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            }
+            document["security"] = [{"bearer": []}, {"apiKey": []}]
+        refusals = {**(_REFUSALS if keyed else {}), **(_LIMITED if limited else {})}
         for path, operations in document.get("paths", {}).items():
-            if path in open_paths:
-                for operation in operations.values():
+            for operation in operations.values():
+                if path in open_paths:
                     operation["security"] = []
+                else:
+                    operation.setdefault("responses", {}).update(refusals)
         app.openapi_schema = document
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def _refusal(description: str) -> dict[str, Any]:
+    schema = {"$ref": "#/components/schemas/ErrorBody"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_REFUSALS = {"401": _refusal("A valid API key is required (Authorization: Bearer, or X-API-Key).")}
+_LIMITED = {"429": _refusal("Over the request rate or the concurrent requests; see Retry-After.")}
+
+
 def presented_key(headers: dict[bytes, bytes]) -> str | None:
-    """The key a request carries: ``Authorization: Bearer <key>``, else ``X-API-Key``."""
-    authorization = headers.get(b"authorization", b"").decode("latin-1").strip()
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
+    """The key a request carries: ``Authorization: Bearer <key>``, else ``X-API-Key``. An
+    ``Authorization`` header decides alone: one that is not a bearer token is no key, even
+    beside a good ``X-API-Key`` (a request whose credentials disagree is refused)."""
+    authorization = headers.get(b"authorization")
+    if authorization is not None:
+        scheme, _, token = authorization.decode("latin-1").strip().partition(" ")
+        return token.strip() or None if scheme.lower() == "bearer" else None
     key = headers.get(b"x-api-key", b"").decode("latin-1").strip()
     return key or None
 

@@ -25,7 +25,7 @@ from ..models import ExternalAnswer
 from ..service import ExternalQueryService
 from ..store import MAX_READ_CHARS, ReadWindow
 from ..tracing import span
-from .access import Admission, Guard, declare_security
+from .access import Admission, Guard, document_access
 from .connections import limit_accept_errors
 from .correlation import RequestIds, log_answer
 from .errors import ApiError, install_error_handlers
@@ -34,7 +34,7 @@ from .limits import BodyLimit
 from .metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from .schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
 from .sessions import SessionTable, SharedSessionTable
-from .streaming import EVENT_STREAM, stream_answer, wants_stream
+from .streaming import EVENT_STREAM, SSE_EVENT_SCHEMA, stream_answer, wants_stream
 
 __all__ = ["create_app"]
 
@@ -42,10 +42,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": meaning}
     for code, meaning in {
         400: "The body is not JSON, or the Host or X-Request-ID header is not accepted.",
-        401: "A valid API key is required (Authorization: Bearer, or X-API-Key).",
         413: "The body is too large.",
         422: "The question, the semantics or a field is not acceptable (see reason).",
-        429: "Over this key's request rate or concurrent requests; see Retry-After.",
         503: "The service is shutting down.",
         504: "The question ran past the request deadline.",
     }.items()
@@ -54,7 +52,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _ANSWERED: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The answer; with Accept: text/event-stream or stream: true, its events.",
-        "content": {EVENT_STREAM: {"schema": {"type": "string"}}},
+        "content": {EVENT_STREAM: {"schema": SSE_EVENT_SCHEMA}},
     }
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -159,8 +157,12 @@ def create_app(
     app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
     app.add_middleware(RequestIds)
     install_error_handlers(app, metrics.error)
-    if admission.keys.configured:
-        declare_security(app, open_paths=admission.open_paths)
+    document_access(
+        app,
+        open_paths=admission.open_paths,
+        keyed=admission.keys.configured,
+        limited=admission.limited,
+    )
     app.state.service = service
     app.state.metrics = metrics
     app.state.sessions = sessions

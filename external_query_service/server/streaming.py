@@ -28,9 +28,28 @@ from ..errors import InputError, InvalidQuery, ServiceClosed
 from ..progress import ProgressEvent, progress_event
 from .errors import ApiError
 
-__all__ = ["EVENT_STREAM", "sse", "stream_answer", "wants_stream"]
+__all__ = [
+    "EVENT_NAMES",
+    "EVENT_STREAM",
+    "SSE_EVENT_SCHEMA",
+    "sse",
+    "stream_answer",
+    "wants_stream",
+]
 
 EVENT_STREAM = "text/event-stream"
+#: Every event a stream may carry, in the order they come.
+EVENT_NAMES = ("plan", "attempt", "verified", "answer", "error")
+#: One event, as the OpenAPI document describes it (before OpenAPI 3.2 the media type's
+#: schema describes each event of a stream).
+SSE_EVENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": list(EVENT_NAMES)},
+        "data": {"type": "string", "description": "One line of JSON."},
+    },
+    "required": ["event", "data"],
+}
 
 
 def wants_stream(request: Request, asked: bool) -> bool:
