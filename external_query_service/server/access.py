@@ -22,7 +22,6 @@ refusing every caller.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import math
 import os
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..digests import sha256_digest
 from ..settings import ServerSettings
 from .errors import error_response
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OPEN_PATHS",
-    "Admission",
+    "AccessRules",
     "Guard",
     "KeyRing",
     "RedisBuckets",
@@ -53,10 +53,6 @@ __all__ = [
 #: Routes anyone may call, keys or not.
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 _METRICS = "/metrics"
-
-
-def _digest(key: str) -> str:
-    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 class KeyRing:
@@ -73,7 +69,7 @@ class KeyRing:
         environ = dict(os.environ) if environ is None else environ
         named = settings.api_keys_env
         raw = environ.get(named, "") if named else ""
-        keys = tuple(_digest(key.strip()) for key in raw.split(",") if key.strip())
+        keys = tuple(sha256_digest(key.strip()) for key in raw.split(",") if key.strip())
         return cls(keys + settings.api_key_hashes)
 
     @property
@@ -86,7 +82,7 @@ class KeyRing:
         time, so how long this takes says nothing about which or how much matched."""
         if not key:
             return None
-        given = _digest(key).encode()
+        given = sha256_digest(key).encode()
         found = None
         for digest in self._digests:
             if hmac.compare_digest(given, digest.encode()):
@@ -160,7 +156,7 @@ class RedisBuckets:
         return int(waited) / 1000.0
 
 
-class Admission:
+class AccessRules:
     """The keys and limits one app enforces (built from ``[server]``)."""
 
     def __init__(
@@ -276,16 +272,16 @@ class Guard:
     """ASGI middleware: a key for every route but the open ones, then the limits.
     ``count(reason)`` sees every refusal (the metrics count them by reason, never by key)."""
 
-    def __init__(self, app: ASGIApp, *, admission: Admission, count: Callable[[str], None]) -> None:
+    def __init__(self, app: ASGIApp, *, rules: AccessRules, count: Callable[[str], None]) -> None:
         self.app = app
-        self.admission = admission
+        self.rules = rules
         self.count = count
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.admission.open(scope["method"], scope["path"]):
+        if scope["type"] != "http" or self.rules.open(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
-        admission = self.admission
+        rules = self.rules
         client = self._client(scope)
         if client is None:
             await self._refuse(
@@ -298,7 +294,7 @@ class Guard:
                 {"WWW-Authenticate": "Bearer"},
             )
             return
-        wait_s = await admission.wait_for_token(client)
+        wait_s = await rules.wait_for_token(client)
         if wait_s > 0:
             await self._refuse(
                 scope,
@@ -310,29 +306,29 @@ class Guard:
                 {"Retry-After": str(max(1, math.ceil(wait_s)))},
             )
             return
-        if not admission.enter(client):
+        if not rules.enter(client):
             await self._refuse(
                 scope,
                 receive,
                 send,
                 429,
                 "too_many_concurrent",
-                f"this key already has {admission.max_concurrent} requests in flight",
+                f"this key already has {rules.max_concurrent} requests in flight",
                 {"Retry-After": "1"},
             )
             return
         try:
             await self.app(scope, receive, send)
         finally:
-            admission.leave(client)
+            rules.leave(client)
 
     def _client(self, scope: Scope) -> str | None:
         """Whom the limits count: the key's digest; with no keys, the client address;
         None when keys are configured and the request has none that matches."""
-        if not self.admission.keys.configured:
+        if not self.rules.keys.configured:
             address = scope.get("client")
             return f"addr:{address[0]}" if address else "addr:unknown"
-        return self.admission.keys.identify(presented_key(dict(scope["headers"])))
+        return self.rules.keys.identify(presented_key(dict(scope["headers"])))
 
     async def _refuse(
         self,

@@ -25,7 +25,7 @@ from ..models import ExternalAnswer
 from ..service import ExternalQueryService
 from ..store import MAX_READ_CHARS, ReadWindow
 from ..tracing import span
-from .access import Admission, Guard, document_access
+from .access import AccessRules, Guard, document_access
 from .connections import limit_accept_errors
 from .correlation import RequestIds, log_answer
 from .errors import ApiError, install_error_handlers
@@ -106,7 +106,7 @@ def create_app(
         else SessionTable(max_sessions=limits.max_sessions, idle_s=limits.session_idle_s)
     )
     in_flight = _InFlight()
-    admission = Admission(limits, link=shared.link if shared is not None else None)
+    access = AccessRules(limits, link=shared.link if shared is not None else None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -139,7 +139,7 @@ def create_app(
     app.add_middleware(
         BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
     )
-    app.add_middleware(Guard, admission=admission, count=metrics.error)
+    app.add_middleware(Guard, rules=access, count=metrics.error)
     if limits.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -159,9 +159,9 @@ def create_app(
     install_error_handlers(app, metrics.error)
     document_access(
         app,
-        open_paths=admission.open_paths,
-        keyed=admission.keys.configured,
-        limited=admission.limited,
+        open_paths=access.open_paths,
+        keyed=access.keys.configured,
+        limited=access.limited,
     )
     app.state.service = service
     app.state.metrics = metrics
