@@ -4,6 +4,7 @@ while the log stays small."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import resource
@@ -102,3 +103,31 @@ def _served_url(log_path: Path, process: subprocess.Popen[bytes]) -> str:
             break
         time.sleep(0.05)
     raise AssertionError(log_path.read_text("utf-8", errors="replace"))
+
+
+def test_failed_accepts_are_one_line_per_interval_with_a_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pytest.importorskip("uvicorn")
+    import asyncio
+    import errno
+
+    from external_query_service.server.connections import limit_accept_errors
+
+    loop = asyncio.new_event_loop()
+    others: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: others.append(context))
+    try:
+        limit_accept_errors(loop, interval_s=3600)
+        failed = OSError(errno.EMFILE, "Too many open files")
+        with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
+            for _ in range(500):
+                loop.call_exception_handler(
+                    {"message": "socket.accept() out of system resource", "exception": failed}
+                )
+            loop.call_exception_handler({"message": "something else"})
+    finally:
+        loop.close()
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines == ["could not accept 1 connection(s) since the last report: Too many open files"]
+    assert others == [{"message": "something else"}]  # other errors go where they went
