@@ -18,12 +18,21 @@ process, both with the Redis cache under a fresh key prefix, deleted afterwards)
 for each as above, then the throughput ratio N:1 and both p95s. Each question is distinct
 (its number is part of it), so every one analyses its pages again: the work is CPU-bound,
 as a real server's is, and the figure says what N processes buy on this machine.
+
+``--compare-access`` runs the HTTP load twice against a server in a child process: open,
+then with an API key (``api_key_hashes``) and a per-key rate limit too high to refuse any
+(``requests_per_minute``), so the figure is what checking keys and spending tokens cost.
+``--compare-stream`` runs it as plain JSON answers, then as Server-Sent Events
+(``"stream": true``, read to the ``answer`` event): the difference is the streaming
+overhead per answer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import multiprocessing
 import os
 import re
@@ -117,19 +126,99 @@ def _serve_child(settings: dict[str, Any], pipe: Connection) -> None:
         pipe.recv()
 
 
-async def over_http(url: str, args: argparse.Namespace) -> Run:
+async def over_http(
+    url: str,
+    args: argparse.Namespace,
+    *,
+    headers: dict[str, str] | None = None,
+    stream: bool = False,
+) -> Run:
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+    async with httpx.AsyncClient(
+        base_url=url, limits=limits, timeout=60, headers=headers or {}
+    ) as client:
 
         async def ask(question: str) -> str:
+            if stream:
+                return await _streamed(client, question)
             reply = await client.post("/v1/answer", json={"question": question})
             if reply.status_code != 200:
                 return f"HTTP {reply.status_code}"
-            body = reply.json()
-            return str(body["status"] + (f" ({body['reason']})" if body["reason"] else ""))
+            return _outcome(reply.json())
 
         await ask(QUESTION)  # warm-up: imports, OpenCC tables, trafilatura, connections
         return await drive(ask, args.clients, args.questions, args.limit_s)
+
+
+def _outcome(body: dict[str, Any]) -> str:
+    return str(body["status"] + (f" ({body['reason']})" if body["reason"] else ""))
+
+
+async def _streamed(client: httpx.AsyncClient, question: str) -> str:
+    """One streamed answer, read to its last event."""
+    body = {"question": question, "stream": True}
+    async with client.stream("POST", "/v1/answer", json=body) as reply:
+        if reply.status_code != 200:
+            return f"HTTP {reply.status_code}"
+        last = ""
+        async for line in reply.aiter_lines():
+            if line.startswith("event: "):
+                last = line.removeprefix("event: ")
+            elif line.startswith("data: ") and last in ("answer", "error"):
+                data = json.loads(line.removeprefix("data: "))
+                return _outcome(data) if last == "answer" else f"HTTP error {data}"
+    return "HTTP stream ended early"
+
+
+def _child_run(settings: Settings, args: argparse.Namespace, **http: Any) -> tuple[Run, int | None]:
+    """The HTTP load against ``settings`` served in a child process."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    server = context.Process(target=_serve_child, args=(settings.model_dump(mode="json"), child))
+    server.start()
+    try:
+        url = parent.recv()
+        run = asyncio.run(over_http(url, args, **http))
+    finally:
+        parent.send("stop")
+        server.join(60)
+    return run, server.exitcode
+
+
+_BENCH_KEY = "bench-key-0123456789abcdef"
+
+
+def _compare(settings: Settings, args: argparse.Namespace) -> None:
+    """Open vs keys and limits (``--compare-access``), or JSON vs SSE (``--compare-stream``)."""
+    if args.compare_access:
+        digest = "sha256:" + hashlib.sha256(_BENCH_KEY.encode()).hexdigest()
+        guarded = settings.server.model_copy(
+            update={"api_key_hashes": (digest,), "requests_per_minute": 1_000_000}
+        )
+        variants = {
+            "open (no keys, no limits)": (settings, {}),
+            "API key + rate limit": (
+                settings.model_copy(update={"server": guarded}),
+                {"headers": {"X-API-Key": _BENCH_KEY}},
+            ),
+        }
+    else:
+        variants = {"JSON answers": (settings, {}), "streamed (SSE)": (settings, {"stream": True})}
+    # Twice over, reporting the second round: the first warms the world's process and the
+    # machine's caches, which would otherwise favour whichever variant runs second.
+    for _ in range(2):
+        runs = {
+            title: _child_run(served, args, **http)[0] for title, (served, http) in variants.items()
+        }
+    for title, run in runs.items():
+        run.report(f"serve, {title}")
+    (first, one), (second, other) = runs.items()
+    ratio = (len(other.latencies) / other.wall) / (len(one.latencies) / one.wall)
+    extra = statistics.median(other.latencies) - statistics.median(one.latencies)
+    print(
+        f"throughput {second} / {first} = {ratio:.3f}; median latency "
+        f"{extra * 1000:+.1f} ms per answer"
+    )
 
 
 async def in_process(settings: Settings, args: argparse.Namespace) -> Run:
@@ -218,6 +307,9 @@ def main() -> None:
     parser.add_argument("--max-concurrent", type=int, default=64)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--compare-access", action="store_true")
+    group.add_argument("--compare-stream", action="store_true")
     args = parser.parse_args()
 
     with World() as world:
@@ -233,18 +325,14 @@ def main() -> None:
             )
             _compare_workers(settings, args)
             return
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe()
-        server = context.Process(
-            target=_serve_child, args=(settings.model_dump(mode="json"), child)
-        )
-        server.start()
-        try:
-            url = parent.recv()
-            served = asyncio.run(over_http(url, args))
-        finally:
-            parent.send("stop")
-            server.join(60)
+        if args.compare_access or args.compare_stream:
+            print(
+                f"{args.clients} clients, {args.questions} questions; world: search "
+                f"{args.search_ms} ms + {args.pages} pages at {args.page_ms} ms"
+            )
+            _compare(settings, args)
+            return
+        served, exit_code = _child_run(settings, args)
         direct = asyncio.run(in_process(settings, args))
 
     critical = (args.search_ms + args.page_ms) / 1000
@@ -255,7 +343,7 @@ def main() -> None:
     )
     served.report("serve (HTTP, server in a child process)")
     direct.report("in-process (service.aanswer, same questions)")
-    print(f"server exit code: {server.exitcode}")
+    print(f"server exit code: {exit_code}")
 
 
 if __name__ == "__main__":

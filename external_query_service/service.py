@@ -20,7 +20,7 @@ from ._portal import Portal
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .analysis_pool import AnalysisPool, warm_pipeline
-from .audit import AuditLog
+from .audit import AuditLog, caller
 from .clock import Clock, system_clock
 from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
@@ -48,6 +48,7 @@ from .presenter import ExternalAnswerPresenter
 from .settings import CacheSettings, Settings, format_validation_error
 from .sites import registrable_domain
 from .store import EvidenceStore
+from .tracing import span
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
@@ -223,7 +224,8 @@ class ExternalQueryService(Closing):
                 # host's fields only.
                 shed = await ExternalQueryPlanner().plan(question, semantics)
                 return await self._overloaded(question, shed.plan, waited_from=started)
-            planned = await self.planner.plan(question, semantics)
+            with span("planner"):
+                planned = await self.planner.plan(question, semantics)
             with self.store.question():  # its captures stay readable while it is answered
                 return await self._run(question, planned)
 
@@ -237,7 +239,10 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         self._check_open()
         question = _check_question(question)
-        planned = self.planner.plan_follow_up(question, previous, self._semantics(query_semantics))
+        with span("planner", follow_up=True):
+            planned = self.planner.plan_follow_up(
+                question, previous, self._semantics(query_semantics)
+            )
         started = time.monotonic()
         async with self._admission() as admitted:
             if not admitted:
@@ -268,7 +273,7 @@ class ExternalQueryService(Closing):
         deadline = self.gateway.deadline()
         async with self._question_browser():
             gathered = await self.gateway.gather(plan, audit, deadline=deadline)
-            outcome = self.verifier.verify(gathered, now=self.clock())
+            outcome = self._verified(gathered)
             if self.settings.gateway.second_round:
                 gathered, outcome = await self._second_round(gathered, outcome, audit, deadline)
         result = outcome.result
@@ -286,10 +291,11 @@ class ExternalQueryService(Closing):
             copies=[group.model_dump(mode="json") for group in result.copies],
         )
         packet = _packet(question, gathered, outcome)
-        if self._llm_presenter is not None:
-            shown = await self._llm_presenter.present(packet)
-        else:
-            shown = self.presenter.present(packet)
+        with span("presenter", model=self._llm_presenter is not None):
+            if self._llm_presenter is not None:
+                shown = await self._llm_presenter.present(packet)
+            else:
+                shown = self.presenter.present(packet)
         return await self._conclude(question, gathered, outcome, shown, audit)
 
     @contextlib.asynccontextmanager
@@ -336,7 +342,15 @@ class ExternalQueryService(Closing):
             },
         )
         more = await self.gateway.gather_more(gathered, queries, audit, deadline=deadline)
-        return more, self.verifier.verify(more, now=self.clock())
+        return more, self._verified(more)
+
+    def _verified(self, gathered: GatherResult) -> VerifierOutcome:
+        """The verifier's verdict on ``gathered``, traced as the ``verifier`` span."""
+        with span("verifier") as traced:
+            outcome = self.verifier.verify(gathered, now=self.clock())
+            traced.set("status", outcome.result.status)
+            traced.set("reason", outcome.result.reason)
+        return outcome
 
     async def _overloaded(
         self,
@@ -432,7 +446,8 @@ class ExternalQueryService(Closing):
         from .storage import LedgerError  # loaded with the ledger
 
         try:
-            await asyncio.to_thread(self._ledger.persist_chain, chain)
+            with span("ledger_write"):
+                await asyncio.to_thread(self._ledger.persist_chain, chain)
         except LedgerError as exc:
             audit.record("service", "ledger_error", reason=exc.reason, detail=str(exc))
             return False
@@ -583,7 +598,7 @@ def _started_audit(
     question: str, planned: PlannerResult, follows: ExternalQueryPlan | None
 ) -> AuditLog:
     audit = AuditLog()
-    audit.record("service", "question", question=question, route_mode="external")
+    audit.record("service", "question", question=question, route_mode="external", **caller())
     plan = planned.plan
     audit.record(
         "planner",

@@ -70,6 +70,7 @@ shutdown_grace_s = 10.0
 from __future__ import annotations
 
 import ipaddress
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -497,6 +498,43 @@ class ServerSettings(_Section):
     session_idle_s: float = Field(default=1800.0, gt=0)
     #: On shutdown, in-flight requests get this long to finish before they are cancelled.
     shutdown_grace_s: float = Field(default=10.0, ge=0)
+    #: The ``Host`` header values accepted (others are 400); empty means the loopback names
+    #: and the bound address. ``"*"`` accepts any (behind a proxy that checks it).
+    allowed_hosts: tuple[str, ...] = ()
+    #: The environment variable holding the API keys (comma-separated), if any.
+    api_keys_env: str | None = Field(default=None, min_length=1)
+    #: API keys by digest, ``"sha256:<hex>"``, so the settings file never holds a key.
+    api_key_hashes: tuple[str, ...] = ()
+    #: ``/metrics`` without a key even when keys are configured.
+    metrics_public: bool = False
+    #: Requests per minute per key (a token bucket, burst equal to the rate); 0: no limit.
+    requests_per_minute: int = Field(default=0, ge=0)
+    #: Requests one key may have in flight at once; 0: no limit.
+    max_concurrent_per_key: int = Field(default=0, ge=0)
+    #: Origins a browser may call from (CORS); none by default.
+    cors_origins: tuple[str, ...] = ()
+    #: Put the question text in the per-answer JSON log line.
+    log_questions: bool = False
+    #: Connections open at once before new ones are refused with 503 (uvicorn's limit).
+    limit_concurrency: int = Field(default=1000, ge=1)
+    #: An idle keep-alive connection is closed after this long.
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0)
+    #: A request's headers must arrive within this long of the connection opening or of
+    #: the previous request, else the connection is closed.
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    #: A request body must arrive within this long once its headers have, else 408.
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    #: A streamed answer sends a comment line when nothing else went out for this long.
+    stream_heartbeat_s: float = Field(default=15.0, gt=0)
+
+    @field_validator("api_key_hashes")
+    @classmethod
+    def _key_hashes(cls, hashes: tuple[str, ...]) -> tuple[str, ...]:
+        for item in hashes:
+            scheme, _, digest = item.partition(":")
+            if scheme != "sha256" or not re.fullmatch(r"[0-9a-f]{64}", digest.lower()):
+                raise ValueError('each entry must be "sha256:" and 64 hex digits')
+        return tuple(item.lower() for item in hashes)
 
 
 class Settings(_Section):

@@ -269,7 +269,7 @@ def test_the_readme_http_examples_run_as_written(
     host: dict[str, Any] = {}
     exec(embedding, host)
     with TestClient(host["app"]) as client:  # runs the example's lifespan
-        reply = client.post("/chat", params={"question": "What does the verifier check?"})
+        reply = client.post("/chat", json={"question": "What does the verifier check?"})
         service = host["app"].state.external
     assert reply.status_code == 200
     assert reply.json()["status"] == "answered"

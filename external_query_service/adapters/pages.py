@@ -79,6 +79,7 @@ from ..text.chunk import Chunk
 from ..text.dates import find_dates
 from ..text.rerank import Candidate, rerank
 from ..text.score import TermStats, best_snippets
+from ..tracing import span
 
 __all__ = [
     "ATTEMPTS_PER_PAGE",
@@ -448,7 +449,8 @@ async def _read(
     after its fetched body gave no text, when ``wants_rendering`` says so); its task joins
     ``arrived`` once the body is in hand (from then on it is analysing, not loading)."""
     try:
-        page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
+        with span("page_fetch", host=_host(hit.url)):
+            page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
         return _fetch_failure(exc)
     task = asyncio.current_task()
@@ -510,17 +512,18 @@ async def _analysed(
     page: FetchedPage, hit: SearchHit, plan: ExternalQueryPlan, runtime: AdapterRuntime
 ) -> PageAnalysis:
     """``page`` decoded, extracted, chunked and scored (in the runtime's analysis memo)."""
-    analysis: PageAnalysis = await runtime.analyses.run(
-        analyse_page,
-        page.body,
-        url=page.final_url,
-        declared_charset=page.charset,
-        content_type=page.content_type,
-        query=hit.query or plan.question,
-        targets=plan.targets,
-        min_score=PAGE_MIN_SCORE,
-        pdf_max_pages=runtime.network.max_pdf_pages,
-    )
+    with span("page_analysis", host=_host(page.final_url), bytes=len(page.body)):
+        analysis: PageAnalysis = await runtime.analyses.run(
+            analyse_page,
+            page.body,
+            url=page.final_url,
+            declared_charset=page.charset,
+            content_type=page.content_type,
+            query=hit.query or plan.question,
+            targets=plan.targets,
+            min_score=PAGE_MIN_SCORE,
+            pdf_max_pages=runtime.network.max_pdf_pages,
+        )
     return analysis
 
 

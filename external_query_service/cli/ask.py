@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from ..audit import AuditEvent, listening
 from ..clock import fixed_clock, parse_now
 from ..errors import InputError
 from ..jsonio import load_json_file, read_regular_file
 from ..models import ExternalAnswer
+from ..progress import describe, progress_event
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import Settings
 from ._help import Subparsers, add_command
@@ -101,6 +104,13 @@ def register(commands: Subparsers) -> None:
         choices=["markdown", "json"],
         default="markdown",
         help="markdown: the answer and a status footer (default); json: the whole answer model",
+    )
+    ask.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print the plan, each adapter attempt and the verdict on stderr as they happen "
+        "(default: when stderr is a terminal)",
     )
     ask.add_argument(
         "--world",
@@ -240,6 +250,21 @@ def no_data_source() -> InputError:
     )
 
 
+def _progress(wanted: bool | None) -> contextlib.AbstractContextManager[None]:
+    """Progress lines on stderr while the question is answered, when ``wanted`` (None:
+    when stderr is a terminal)."""
+    if not (sys.stderr.isatty() if wanted is None else wanted):
+        return contextlib.nullcontext()
+
+    def show(event: AuditEvent) -> None:
+        found = progress_event(event)
+        if found is not None:
+            sys.stderr.write(describe(found) + "\n")
+            sys.stderr.flush()
+
+    return listening(show)
+
+
 def _answer(
     args: argparse.Namespace,
     question: str,
@@ -253,7 +278,7 @@ def _answer(
     if not any(adapter.enabled for adapter in settings.adapters):
         raise no_data_source()
     clock = fixed_clock(now) if now else None
-    with ExternalQueryService(settings, clock=clock) as service:
+    with ExternalQueryService(settings, clock=clock) as service, _progress(args.progress):
         answer = service.answer(question, semantics)
     if args.format == "json":
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")

@@ -2,8 +2,9 @@
 
 Exit codes: 0 when stopped by SIGINT or SIGTERM (in-flight questions get ``[server]
 shutdown_grace_s`` to finish); 2 bad input: settings, flags, an address that cannot be
-bound, ``--workers`` above 1 without ``[cache] url``, or the ``[server]`` extra missing
-(one line with the install command).
+bound, ``--workers`` above 1 without ``[cache] url``, a non-loopback ``--host`` with no
+API key configured and no ``--insecure-no-auth``, or the ``[server]`` extra missing (one
+line with the install command).
 """
 
 from __future__ import annotations
@@ -24,15 +25,18 @@ DEFAULT_PORT = 8080
 _DESCRIPTION = """\
 Serve the answer chain over HTTP: one long-lived service for many callers at once.
 
-  POST /v1/answer                         {"question": ..., "semantics": {...}?}
+  POST /v1/answer                         {"question": ..., "semantics": {...}?, "stream": bool?}
   POST /v1/sessions/{session_id}/follow-up
   GET  /v1/evidence/{ref}?offset=&limit=  GET /healthz  GET /readyz  GET /metrics
   GET  /openapi.json
 
 Limits come from --config: [network] max_concurrent_questions and queue_timeout_s,
-[server] request_deadline_s, max_request_bytes, max_sessions, session_idle_s and
-shutdown_grace_s. --workers N runs N processes on one socket; they share the ledger and
-the cache, and need [cache] url (Redis) so that follow-up sessions reach every worker.
+[server] request_deadline_s, max_request_bytes, max_sessions, session_idle_s,
+shutdown_grace_s, requests_per_minute and max_concurrent_per_key. Requests need an API key
+(Authorization: Bearer, or X-API-Key) when [server] api_keys_env or api_key_hashes names
+one; a non-loopback --host without keys is refused unless --insecure-no-auth. --workers N
+runs N processes on one socket; they share the ledger, the cache and the rate limits, and
+need [cache] url (Redis) so that follow-up sessions reach every worker.
 Needs the extra: pip install 'external_query_service[server]'."""
 
 
@@ -48,8 +52,8 @@ def register(commands: Subparsers) -> None:
             (
                 2,
                 "bad input: settings, a flag, an address that cannot be bound, --workers\n"
-                "above 1 without [cache] url, or the [server] extra not installed (one line\n"
-                "on stderr)",
+                "above 1 without [cache] url, a non-loopback --host with no API key and no\n"
+                "--insecure-no-auth, or the [server] extra not installed (one line on stderr)",
             ),
             (1, "an internal failure"),
         ],
@@ -79,6 +83,12 @@ def register(commands: Subparsers) -> None:
         metavar="N",
         help="worker processes accepting on the one socket (default 1; above 1 needs [cache] url)",
     )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve on a non-loopback address with no API key configured (anyone who "
+        "reaches the port spends the provider keys); without it that is refused",
+    )
     add_model_flags(serve)
     serve.set_defaults(handler=_run)
 
@@ -105,5 +115,11 @@ def _run(args: argparse.Namespace) -> int:
     settings = settings_from_flags(args)
     if not any(adapter.enabled for adapter in settings.adapters):
         raise no_data_source()
-    serve(settings, host=args.host, port=args.port, workers=args.workers)
+    serve(
+        settings,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        insecure_no_auth=args.insecure_no_auth,
+    )
     return 0

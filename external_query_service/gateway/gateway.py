@@ -29,6 +29,7 @@ from ..net.failures import failure_class
 from ..settings import SourceSettings, VerifierSettings
 from ..sites import registrable_domain, source_allowed, url_host
 from ..text.targets import mentions_target
+from ..tracing import span
 from .ranking import rank_adapters
 
 __all__ = ["ExternalQueryGateway"]
@@ -165,9 +166,13 @@ class ExternalQueryGateway:
             if remaining <= 0:
                 attempts.append(self._skipped(item, "deadline_exceeded"))
                 continue
-            attempt, outcome = await self._try(
-                self.adapters[item.adapter_id], item, plan, remaining
-            )
+            with span("adapter_attempt", adapter=item.adapter_id, rank=item.rank) as traced:
+                attempt, outcome = await self._try(
+                    self.adapters[item.adapter_id], item, plan, remaining
+                )
+                traced.set("status", attempt.status)
+                traced.set("reason", attempt.reason)
+                traced.set("pages_fetched", attempt.pages_fetched)
             attempts.append(attempt)
             detail = outcome.detail if outcome is not None else {}
             audit.record("gateway", "attempt", **attempt.model_dump(mode="json"), **detail, **tag)

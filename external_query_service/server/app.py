@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Path, Query
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
@@ -23,23 +24,36 @@ from ..errors import ServiceClosed
 from ..models import ExternalAnswer
 from ..service import ExternalQueryService
 from ..store import MAX_READ_CHARS, ReadWindow
+from ..tracing import span
+from .access import AccessRules, Guard, document_access
+from .connections import limit_accept_errors
+from .correlation import RequestIds, log_answer
 from .errors import ApiError, install_error_handlers
+from .hosts import HostAllowList
 from .limits import BodyLimit
 from .metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from .schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
 from .sessions import SessionTable, SharedSessionTable
+from .streaming import EVENT_STREAM, SSE_EVENT_SCHEMA, stream_answer, wants_stream
 
 __all__ = ["create_app"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": meaning}
     for code, meaning in {
-        400: "The body is not JSON.",
+        400: "The body is not JSON, or the Host or X-Request-ID header is not accepted.",
         413: "The body is too large.",
         422: "The question, the semantics or a field is not acceptable (see reason).",
         503: "The service is shutting down.",
         504: "The question ran past the request deadline.",
     }.items()
+}
+#: An answer route's 200: the answer, or (streaming) its Server-Sent Events.
+_ANSWERED: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The answer; with Accept: text/event-stream or stream: true, its events.",
+        "content": {EVENT_STREAM: {"schema": SSE_EVENT_SCHEMA}},
+    }
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "No such session or reference."}
@@ -92,9 +106,11 @@ def create_app(
         else SessionTable(max_sessions=limits.max_sessions, idle_s=limits.session_idle_s)
     )
     in_flight = _InFlight()
+    access = AccessRules(limits, link=shared.link if shared is not None else None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        limit_accept_errors(asyncio.get_running_loop())
         refresher = asyncio.create_task(metrics.keep_fresh()) if metrics.multiprocess else None
         warming = asyncio.create_task(_warm_up(service)) if warm_up else None
         try:
@@ -119,18 +135,47 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
+    # The first added runs innermost: ids, then Host, CORS, keys and limits, body size.
+    app.add_middleware(
+        BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
+    )
+    app.add_middleware(Guard, rules=access, count=metrics.error)
+    if limits.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(limits.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=[
+                "Authorization",
+                "X-API-Key",
+                "Content-Type",
+                "X-Request-ID",
+                "traceparent",
+            ],
+            expose_headers=["X-Request-ID", "Retry-After"],
+        )
+    app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
+    app.add_middleware(RequestIds)
     install_error_handlers(app, metrics.error)
+    document_access(
+        app,
+        open_paths=access.open_paths,
+        keyed=access.keys.configured,
+        limited=access.limited,
+    )
     app.state.service = service
     app.state.metrics = metrics
     app.state.sessions = sessions
 
-    async def answered(route: str, call: Callable[[], Awaitable[ExternalAnswer]]) -> ExternalAnswer:
+    async def answered(
+        route: str, question: str, call: Callable[[], Awaitable[ExternalAnswer]]
+    ) -> ExternalAnswer:
         started = time.perf_counter()
         deadline = asyncio.timeout(limits.request_deadline_s)
         try:
             async with deadline:
-                found = await in_flight.run(call())
+                with span("answer", route=route):
+                    found = await in_flight.run(call())
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -149,29 +194,58 @@ def create_app(
             raise ApiError(
                 503, "shutting_down", "the service stopped before the answer was ready"
             ) from None
-        metrics.answered(found, route, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        metrics.answered(found, route, seconds)
+        log_answer(
+            found, route=route, seconds=seconds, question=question if limits.log_questions else None
+        )
         return found
+
+    async def reply(
+        http: Request,
+        request: AnswerRequest,
+        route: str,
+        ask: Callable[[], Awaitable[ExternalAnswer]],
+        keep: Callable[[], Awaitable[str]],
+    ) -> Response:
+        """The answer with its session id (``keep()`` keeps the session), or its events."""
+
+        async def body() -> dict[str, Any]:
+            found = await answered(route, request.question, ask)
+            return _served(found, await keep())
+
+        if wants_stream(http, request.stream):
+            return stream_answer(
+                body, heartbeat_s=limits.stream_heartbeat_s, count_error=metrics.error
+            )
+        return JSONResponse(await body())
 
     @app.post(
         "/v1/answer",
         response_model=ServedAnswer,
-        responses=_ERRORS,
+        responses={**_ERRORS, **_ANSWERED},
         summary="Answer a question from external evidence",
     )
-    async def answer(request: AnswerRequest) -> Response:
+    async def answer(request: AnswerRequest, http: Request) -> Response:
         session = service.session(history_limit=0)
-        found = await answered("answer", lambda: session.aask(request.question, request.semantics))
-        return _served(found, await sessions.aadd(session))
+        return await reply(
+            http,
+            request,
+            "answer",
+            lambda: session.aask(request.question, request.semantics),
+            lambda: sessions.aadd(session),
+        )
 
     @app.post(
         "/v1/sessions/{session_id}/follow-up",
         response_model=ServedAnswer,
-        responses={**_ERRORS, **_NOT_FOUND},
+        responses={**_ERRORS, **_NOT_FOUND, **_ANSWERED},
         summary="Ask a follow-up that continues a session's plan",
     )
     async def follow_up(
         session_id: Annotated[str, Path(description="From an earlier answer.")],
         request: AnswerRequest,
+        http: Request,
     ) -> Response:
         try:
             session = await sessions.aget(session_id)
@@ -179,11 +253,18 @@ def create_app(
             raise ApiError(
                 404, "unknown_session", "unknown session (it may have expired)"
             ) from None
-        found = await answered(
-            "follow_up", lambda: session.afollow_up(request.question, request.semantics)
+
+        async def keep() -> str:
+            await sessions.asave(session_id, session)
+            return session_id
+
+        return await reply(
+            http,
+            request,
+            "follow_up",
+            lambda: session.afollow_up(request.question, request.semantics),
+            keep,
         )
-        await sessions.asave(session_id, session)
-        return _served(found, session_id)
 
     @app.get(
         "/v1/evidence/{ref}",
@@ -251,8 +332,8 @@ async def _warm_up(service: ExternalQueryService) -> None:
         await service.awarm_up()
 
 
-def _served(found: ExternalAnswer, session_id: str) -> Response:
+def _served(found: ExternalAnswer, session_id: str) -> dict[str, Any]:
     """The answer as ``ask --format json`` prints it, plus ``session_id``."""
     body = found.model_dump(mode="json")
     body["session_id"] = session_id
-    return JSONResponse(body)
+    return body

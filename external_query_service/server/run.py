@@ -15,7 +15,9 @@ and ``/metrics`` adds them up.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
+import ipaddress
 import logging
 import os
 import signal
@@ -26,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import uvicorn
 from fastapi import FastAPI
@@ -37,7 +39,10 @@ from uvicorn.supervisors.multiprocess import Multiprocess
 from ..errors import ExternalQueryError, InputError
 from ..service import ExternalQueryService
 from ..settings import Settings
+from .access import KeyRing
 from .app import create_app
+from .connections import configure_connections
+from .correlation import ANSWER_LOG
 from .metrics import MULTIPROC_ENV
 
 __all__ = [
@@ -82,7 +87,7 @@ class _Server(uvicorn.Server):
 
 
 def _config(app: object, settings: Settings, *, quiet: bool, workers: int = 1) -> uvicorn.Config:
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         factory=not isinstance(app, FastAPI),
         workers=workers,
@@ -91,10 +96,32 @@ def _config(app: object, settings: Settings, *, quiet: bool, workers: int = 1) -
         # uvicorn types it as int; asyncio.wait_for takes the float as it is.
         timeout_graceful_shutdown=settings.server.shutdown_grace_s,  # type: ignore[arg-type]
         server_header=False,
-        log_config=None if quiet else uvicorn.config.LOGGING_CONFIG,
+        log_config=None if quiet else _logging_config(),
         log_level="warning" if quiet else "info",
         access_log=not quiet,
+        limit_concurrency=settings.server.limit_concurrency,
+        # uvicorn types it as int; the event loop's call_later takes the float as it is.
+        timeout_keep_alive=settings.server.keep_alive_timeout_s,  # type: ignore[arg-type]
     )
+    configure_connections(config, header_timeout_s=settings.server.header_timeout_s)
+    return config
+
+
+def _logging_config() -> dict[str, Any]:
+    """uvicorn's logging, plus the one JSON line per answer on stderr, as it is."""
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["formatters"]["answer"] = {"format": "%(message)s"}
+    config["handlers"]["answer"] = {
+        "formatter": "answer",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    config["loggers"][ANSWER_LOG.name] = {
+        "handlers": ["answer"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config
 
 
 def _uvicorn(app: FastAPI, service: ExternalQueryService, *, quiet: bool) -> uvicorn.Server:
@@ -125,11 +152,29 @@ class _Workers(Multiprocess):
         super().keep_subprocess_alive()
 
 
-def serve(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    workers: int = 1,
+    insecure_no_auth: bool = False,
+) -> None:
     """Serve a service on ``settings`` until SIGINT or SIGTERM; then in-flight questions get
     ``[server] shutdown_grace_s`` to finish, the rest are cancelled, and the service is
     closed. The address is bound before the service is built. ``workers`` > 1: that many
-    worker processes (see the module docstring); it needs ``[cache] url``."""
+    worker processes (see the module docstring); it needs ``[cache] url``. A ``host`` other
+    than a loopback address with no API key configured is refused unless
+    ``insecure_no_auth``: anyone reaching the port would spend the service's provider keys."""
+    if (
+        not insecure_no_auth
+        and not _loopback(host)
+        and not KeyRing.from_settings(settings.server).configured
+    ):
+        raise InputError(
+            f"refusing to serve on {host} with no API key configured: set [server] "
+            "api_keys_env or api_key_hashes, or pass --insecure-no-auth"
+        )
     if workers < 1:
         raise InputError(f"--workers must be at least 1, not {workers}")
     if workers > 1 and settings.cache.url is None:
@@ -172,6 +217,16 @@ def serve(settings: Settings, *, host: str, port: int, workers: int = 1) -> None
             else:
                 os.environ[MULTIPROC_ENV] = previous
             sock.close()
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback interface only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class ServerThread:

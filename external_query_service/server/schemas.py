@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import ExternalAnswer, QuerySemantics, Readiness
+from ..service import MAX_QUESTION_CHARS
 
 __all__ = [
     "AnswerRequest",
@@ -24,11 +25,21 @@ class AnswerRequest(_Body):
     """A question and, optionally, what the host already knows about it. The question's
     own rules (not empty, at most 20,000 characters) are the service's."""
 
-    question: str = Field(description="The question, as the user asked it.")
+    question: str = Field(
+        description="The question, as the user asked it.",
+        # The service's own rules, stated for clients; it checks them itself (after
+        # stripping white space) and answers 422 with its reason (empty_question ...).
+        json_schema_extra={"minLength": 1, "maxLength": MAX_QUESTION_CHARS, "pattern": r"\S"},
+    )
     semantics: QuerySemantics | None = Field(
         default=None,
         description="Optional: what the host already knows (query_kind, location, entities, "
         "time_range ...). Each field given fixes that part of the plan.",
+    )
+    stream: bool = Field(
+        default=False,
+        description="Answer with Server-Sent Events as the chain works (plan, attempt, "
+        "verified, then answer or error); the same as Accept: text/event-stream.",
     )
 
 

@@ -1,0 +1,93 @@
+"""One rate limit for every worker: ``serve --workers 2`` with ``[cache] url`` (a real Redis)
+spends one token bucket per key, whichever worker takes the request."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from external_query_service import Settings
+from external_query_service.testing.world_files import dump_toml
+
+from .serving import write_docs
+from .test_shared_cache import CLI, ROOT, prefix
+
+__all__ = ["prefix"]  # the fixture, used by name
+
+KEY = "k-workers-0123456789"
+RATE = 3
+
+
+def test_two_workers_enforce_one_rate_limit_through_redis(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("uvicorn")
+    import redis
+
+    settings = Settings.from_mapping(
+        {
+            "cache": {"url": redis_url, "key_prefix": prefix},
+            "server": {"api_keys_env": "EQ_WORKER_KEYS", "requests_per_minute": RATE},
+        }
+    ).with_docs(write_docs(tmp_path / "docs"))
+    config = tmp_path / "serve.toml"
+    config.write_text(dump_toml(settings.model_dump(mode="json", exclude_none=True)), "utf-8")
+    process = subprocess.Popen(
+        [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "EQ_WORKER_KEYS": KEY},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log: list[str] = []
+    started = threading.Event()
+    base: list[str] = []
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            log.append(line)
+            found = re.search(r"Serving on (http://\S+)", line)
+            if found:
+                base.append(found.group(1))
+            if sum("Application startup complete" in item for item in log) >= 2:
+                started.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        assert started.wait(120), "".join(log)
+        url = base[0]
+        pids = {httpx.get(f"{url}/healthz", timeout=30).json()["pid"] for _ in range(20)}
+        statuses = [
+            # A new connection each time, so the kernel hands them to either worker.
+            httpx.get(f"{url}/v1/evidence/ev:none", headers={"X-API-Key": KEY}, timeout=30)
+            for _ in range(4 * RATE)
+        ]
+        client = redis.Redis.from_url(redis_url)
+        buckets = list(client.scan_iter(match=f"{prefix}rate:*"))
+    finally:
+        process.terminate()
+        process.wait(60)
+        reader.join(10)
+        assert process.stderr is not None
+        process.stderr.close()
+    passed = [reply for reply in statuses if reply.status_code != 429]
+    refused = [reply for reply in statuses if reply.status_code == 429]
+    assert len(pids) == 2  # both workers take requests
+    # One bucket for the key in Redis: RATE requests pass (one more if a token came back).
+    assert RATE <= len(passed) <= RATE + 1, [reply.status_code for reply in statuses]
+    assert all(reply.status_code == 404 for reply in passed)  # let through to the route
+    assert all(int(reply.headers["Retry-After"]) >= 1 for reply in refused)
+    assert len(buckets) == 1
+    hashed = hashlib.sha256(KEY.encode()).hexdigest()
+    assert KEY.encode() not in buckets[0]
+    assert hashed.encode() in buckets[0]
