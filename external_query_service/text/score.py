@@ -33,9 +33,11 @@ The weighting is a few lines here rather than a BM25 library (bm25s): a sparse-m
 pays off for a large corpus queried many times, while each question scores a few hundred
 chunks once, and it would bring numpy and scipy into every import.
 
-A target is *hit* when it is fuzzily contained in the chunk: rapidfuzz ``partial_ratio ≥ 90``
-(for a two-character name that means an exact match). ``score = query_score`` without
-targets; with targets ``score = (6 × query_score + 4 × target_coverage) // 10`` where
+A target is *hit* when one of its forms (``targets.target_forms``: the name, and the name
+without an administrative-division word such as 市 or County) is fuzzily contained in the
+chunk: rapidfuzz ``partial_ratio ≥ 90`` (for a two-character name that means an exact
+match). ``score = query_score`` without targets; with targets
+``score = (6 × query_score + 4 × target_coverage) // 10`` where
 ``target_coverage = 10000 × hits // distinct targets``. Equal scores keep the earlier chunk
 first (and, in ``rerank``, the earlier page: the search engine's order).
 """
@@ -55,7 +57,8 @@ from rapidfuzz import fuzz
 
 from .chunk import Chunk
 from .echo import answer_terms, fold
-from .tokens import query_terms, terms
+from .targets import target_forms
+from .tokens import query_terms, simplified, terms
 
 __all__ = [
     "ANSWER_WEIGHT",
@@ -130,7 +133,8 @@ class ScoredChunk:
 
 
 def _fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    # As ``targets.normalize_for_match`` folds the targets' forms: whitespace removed too.
+    return "".join(simplified(unicodedata.normalize("NFKC", text).casefold()).split())
 
 
 def _contains(target: str, chunk: str) -> bool:
@@ -221,11 +225,13 @@ def score_with_stats(
 ) -> tuple[list[ScoredChunk], TermStats]:
     """``score_chunks`` and the ``TermStats`` of ``chunks`` (cut once for both), so a later
     pass can weigh rarity over several pages without cutting their text again."""
-    folded_targets: dict[str, str] = {}  # folded target → the target as given (first wins)
+    # The forms of each target (``target_forms``, cut to MAX_QUERY_CHARS) → the target as
+    # given; the first of two targets with the same forms wins.
+    folded_targets: dict[tuple[str, ...], str] = {}
     for target in targets:
-        folded = _fold(target)[:MAX_QUERY_CHARS]
-        if folded and folded not in folded_targets:
-            folded_targets[folded] = target
+        forms = tuple(form[:MAX_QUERY_CHARS] for form in target_forms(target))
+        if forms and forms not in folded_targets:
+            folded_targets[forms] = target
     chunk_terms = [_presence(chunk.text) for chunk in chunks]  # presence is all that counts
     own = term_stats(chunk_terms)
     wanted = _Query(query, stats or own)
@@ -235,7 +241,9 @@ def score_with_stats(
         if folded_targets:
             folded_chunk = _fold(chunk.text)
             hits = tuple(
-                given for folded, given in folded_targets.items() if _contains(folded, folded_chunk)
+                given
+                for forms, given in folded_targets.items()
+                if any(_contains(form, folded_chunk) for form in forms)
             )
             coverage = 10000 * len(hits) // len(folded_targets)
             score = (QUERY_WEIGHT * query_score + TARGET_WEIGHT * coverage) // (
