@@ -548,6 +548,8 @@ PATTERNS = _module_patterns()
 def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> None:
     # A new pattern must be added here, and so pass the two checks below.
     assert sorted(PATTERNS) == [
+        "boilerplate._ANCHOR",
+        "boilerplate._SEPARATORS",
         "brave._TAG",
         "chunk._LINE",
         "chunk._SENTENCE_END",
@@ -567,6 +569,7 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._KANA",
         "extract._LANG_TAG",
         "extract._NEWLINES",
+        "extract._SENTENCE",
         "extract._SPACES",
         "local_docs._HEADING",
         "targets._WORD_DIVISION",

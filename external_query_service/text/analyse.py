@@ -1,4 +1,7 @@
-"""One page body → its text, metadata and best snippets: decode → extract → chunk → score."""
+"""One page body → its text, metadata and best snippets: decode → extract → chunk → score.
+
+Chunks leave out the lines of the main text that are navigation (``boilerplate``: the
+page's link texts, trails of links), so no snippet opens with a menu."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from .boilerplate import navigation_filter
 from .chunk import Chunk, chunk_text
 from .dates import find_dates
 from .decode import decode_body
@@ -52,7 +56,8 @@ def analyse_page(
     at least ``min_score``. Raises ``ExtractionFailed``."""
     decoded = decode_body(body, declared_charset, content_type=content_type)
     page = extract_page(decoded.text, url, content_type=content_type)
-    scored, stats = score_with_stats(chunk_text(page.text), query, targets)
+    chunks = chunk_text(page.text, skip_line=navigation_filter(decoded.text))
+    scored, stats = score_with_stats(chunks, query, targets)
     snippets = tuple(item for item in scored if item.score >= min_score)[: max(max_snippets, 0)]
     dated = "\n".join([page.title, *(item.chunk.text for item in snippets)])
     return PageAnalysis(
