@@ -71,6 +71,7 @@ __all__ = [
     "ScoredChunk",
     "TermStats",
     "best_snippets",
+    "coverage_points",
     "score_chunks",
     "score_with_stats",
     "term_stats",
@@ -192,6 +193,19 @@ class _Query:
             return 0
         answered = self.points(answer_terms(text, self.question, self.wanted) & present)
         return (whole * (10 - ANSWER_WEIGHT) + answered * ANSWER_WEIGHT) // 10
+
+
+def coverage_points(query: str, texts: Sequence[str], stats: TermStats) -> list[tuple[int, int]]:
+    """For each text, its rarity-weighted coverage of ``query`` over ``stats`` and the same
+    coverage counting only the terms it tells outside its question spans (both basis points;
+    the two parts of ``query_score``, module docstring): features for ``ranker``."""
+    wanted = _Query(query, stats)
+    out: list[tuple[int, int]] = []
+    for text in texts:
+        present = _presence(text)
+        told = answer_terms(text, wanted.question, wanted.wanted) & present
+        out.append((wanted.points(present), wanted.points(told)))
+    return out
 
 
 @functools.lru_cache(maxsize=2048)
