@@ -551,6 +551,8 @@ PATTERNS = _module_patterns()
 def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> None:
     # A new pattern must be added here, and so pass the two checks below.
     assert sorted(PATTERNS) == [
+        "boilerplate._ANCHOR",
+        "boilerplate._SEPARATORS",
         "brave._TAG",
         "chunk._LINE",
         "chunk._SENTENCE_END",
@@ -571,10 +573,12 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._KANA",
         "extract._LANG_TAG",
         "extract._NEWLINES",
+        "extract._SENTENCE",
         "extract._SPACES",
         "local_docs._HEADING",
         "quantities._QUANTITY",
         "quantities._RANGE",
+        "targets._WORD_DIVISION",
         "tokens._COMPATIBILITY",
         "tokens._HAN_RUN",
         "tokens._OTHER_RUN",
@@ -636,3 +640,27 @@ def test_every_pattern_scans_long_adversarial_text_to_the_end(name: str) -> None
     except subprocess.TimeoutExpired:
         pytest.fail(f"{name} did not finish {len(samples)} adversarial scans in {_SCAN_LIMIT_S}s")
     assert len(scanned.stdout.split()) == len(samples)
+
+
+def test_a_traditional_passage_answers_a_simplified_question_and_back() -> None:
+    simplified_page = chunks_of(
+        "台湾的经济发展很快，出口增长明显。", "本网站所有内容未经许可不得转载。"
+    )
+    traditional_page = chunks_of(
+        "臺灣的經濟發展很快，出口增長明顯。", "本網站所有內容未經許可不得轉載。"
+    )
+    same_script = score_chunks(simplified_page, "台湾经济发展怎么样")
+    for chunks, question in (
+        (traditional_page, "台湾经济发展怎么样"),
+        (simplified_page, "臺灣經濟發展怎麼樣"),
+    ):
+        scored = score_chunks(chunks, question)
+        assert scored[0].chunk is chunks[0]
+        assert [item.score for item in scored] == [item.score for item in same_script]
+
+
+def test_a_target_is_hit_with_or_without_its_division_word() -> None:
+    chunks = chunks_of("湛江今天多云转晴。", "江门今天多云转晴。")
+    scored = {item.chunk.offset: item for item in score_chunks(chunks, "今天天气", ["湛江市"])}
+    assert scored[chunks[0].offset].target_hits == ("湛江市",)
+    assert scored[chunks[1].offset].target_hits == ()

@@ -147,3 +147,26 @@ def test_a_language_that_is_not_a_bcp47_tag_is_an_input_error(world: World, tag:
     with pytest.raises(InvalidQuery, match="not a BCP 47 language tag") as raised:
         ask(world, "问题", {"language": tag})
     assert raised.value.reason == "invalid_semantics"
+
+
+def test_weather_without_a_location_asks_for_it_even_when_only_page_search_answers(
+    world: World,
+) -> None:
+    # Pages for two cities come back; answering from whichever is first would be a guess.
+    question = "明天天气怎么样？"
+    urls = [
+        world.page(
+            f"{city}.test",
+            "/forecast",
+            article(
+                f"{name}天气预报", [f"{name}明天多云转晴，最高气温24℃，最低气温18℃，东北风3级。"]
+            ),
+        )
+        for city, name in (("zhanjiang", "湛江"), ("maoming", "茂名"))
+    ]
+    world.results(question, [hit(url, "天气预报", "明天天气") for url in urls])
+    answer = ask(world, question, {"query_kind": "weather"})
+    assert (answer.status, answer.reason) == ("clarify", "missing_slot")
+    assert answer.verifier.missing_slots == ("location",)
+    assert answer.sources == ()
+    assert "地点" in answer.text

@@ -9,6 +9,7 @@ from external_query_service.text.targets import (
     matches_target,
     mentions_target,
     normalize_for_match,
+    target_forms,
 )
 
 
@@ -39,12 +40,32 @@ def test_spaces_inside_a_name_do_not_prevent_a_match() -> None:
 
 def test_short_provider_alias_covers_a_longer_plan_name() -> None:
     # The page title does not name the place; the geocoder's localised name does.
-    assert best_match("湛江市", ("Weather forecast", "多云转晴", "湛江")) == 100
+    assert best_match("湛江港", ("Weather forecast", "多云转晴", "湛江")) == 100
 
 
 def test_joined_texts_would_hide_the_alias_so_each_text_is_scored_alone() -> None:
-    assert matches_target("湛江市", "Weather forecast 多云转晴 湛江") < MATCH_THRESHOLD
-    assert mentions_target("湛江市", ("Weather forecast 多云转晴", "湛江"))
+    # 港 (port) is part of the name, not an administrative division: no form drops it.
+    assert matches_target("湛江港", "Weather forecast 多云转晴 湛江") < MATCH_THRESHOLD
+    assert mentions_target("湛江港", ("Weather forecast 多云转晴", "湛江"))
+
+
+def test_a_place_matches_with_or_without_its_division_word_both_ways() -> None:
+    assert matches_target("湛江市", "Weather forecast 多云转晴 湛江") == 100
+    assert matches_target("湛江", "湛江市今天多云") == 100
+    assert matches_target("廣東省", "广东今天多云") == 100
+    assert matches_target("香港特别行政区", "香港天文台：今日天晴") == 100
+    assert matches_target("Zhanjiang City", "Weather in Zhanjiang today") == 100
+    assert matches_target("Hebei Province", "hebei is dry") == 100
+
+
+def test_division_words_are_dropped_only_as_a_suffix_leaving_a_name() -> None:
+    assert target_forms("湛江市") == ("湛江市", "湛江")
+    assert target_forms("北区") == ("北区",)  # one character would be left
+    assert target_forms("Electricity") == ("electricity",)  # not a whole word
+    assert target_forms("Orange County") == ("orangecounty", "orange")
+    assert target_forms("  ") == ()
+    # Dropping the suffix never makes different places match.
+    assert matches_target("江门市", "湛江今天多云") < MATCH_THRESHOLD
 
 
 def test_empty_target_or_text_scores_zero() -> None:

@@ -58,3 +58,10 @@ def test_a_question_drops_its_english_function_words_but_keeps_content_and_numbe
 def test_query_terms_match_the_terms_of_a_page_saying_the_same() -> None:
     page = set(terms("湛江港今年前十个月货物吞吐量达到2.6亿吨"))
     assert set(query_terms("湛江港今年货物吞吐量是多少？")) - page <= {"是", "多少"}
+
+
+def test_traditional_and_simplified_text_give_the_same_terms() -> None:
+    # One script to the index: a traditional page answers a simplified question and back.
+    assert Counter(terms("臺灣的經濟發展很快")) == Counter(terms("台湾的经济发展很快"))
+    assert set(query_terms("臺灣經濟怎麼樣")) == set(query_terms("台湾经济怎么样"))
+    assert {"台湾", "经济"} <= set(terms("臺灣經濟"))

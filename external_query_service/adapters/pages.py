@@ -292,12 +292,14 @@ async def harvest_pages(
         hit.query for hit, read in reads if any(e.basis == "page_body" for e in read.evidence)
     }
     evidence: list[Evidence] = []
-    for hit, read in reads:
+    ranks: list[int] = []  # each evidence's hit's place among the hits the walk reached
+    for rank, (hit, read) in enumerate(reads):
         evidence.extend(read.evidence)
         if read.stand_in and hit.query not in with_bodies:
             evidence.extend(_snippet_evidence(hit, plan, source, runtime, min_score=PAGE_MIN_SCORE))
+        ranks += [rank] * (len(evidence) - len(ranks))
     stats = sum((read.stats for _, read in reads), TermStats())
-    evidence = _best_first(evidence, plan, stats)
+    evidence = _best_first(evidence, ranks, plan, stats)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
     received = sum(read.received for _, read in reads)
     renderings = tuple((hit.url, read.rendered) for hit, read in reads if read.rendered)
@@ -307,15 +309,27 @@ async def harvest_pages(
 
 
 def _best_first(
-    evidence: list[Evidence], plan: ExternalQueryPlan, stats: TermStats
+    evidence: list[Evidence], ranks: list[int], plan: ExternalQueryPlan, stats: TermStats
 ) -> list[Evidence]:
-    """The second pass: every snippet re-scored over ``stats`` (all the pages' chunks), best
-    first; equal scores keep the hits' order."""
-    passages = [Candidate(item.snippet, item.gathered_for or plan.question) for item in evidence]
-    return [
-        evidence[ranked.index].model_copy(update={"score": ranked.score})
-        for ranked in rerank(passages, stats, plan.targets)
+    """The second pass: every snippet ranked over ``stats`` (all the pages' chunks) by the
+    fitted ranker (``ranks``: each snippet's hit's place in the walk, the search engine's
+    order), best first; equal scores keep the hits' order. None at all when no snippet
+    reaches the ranker's threshold: quotes that do not answer are no evidence (the outcome is
+    then ``insufficient_evidence / no_matching_evidence``)."""
+    passages = [
+        Candidate(
+            item.snippet,
+            item.gathered_for or plan.question,
+            title=item.title,
+            page=rank,
+            offset=item.offset,
+        )
+        for item, rank in zip(evidence, ranks, strict=True)
     ]
+    ranked = rerank(passages, stats, plan.targets)
+    if not any(item.reaches for item in ranked):
+        return []
+    return [evidence[item.index].model_copy(update={"score": item.score}) for item in ranked]
 
 
 async def _walk(

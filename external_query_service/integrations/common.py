@@ -27,6 +27,7 @@ from ..settings import Settings, format_validation_error
 __all__ = [
     "DEFAULT_K",
     "OUTCOME_EVENT",
+    "SCORE_SCALE",
     "TOOL_DESCRIPTION",
     "TOOL_NAME",
     "IntegrationUnavailable",
@@ -39,6 +40,7 @@ __all__ = [
     "outcome",
     "parse_tool_arguments",
     "positive_k",
+    "relevance",
     "tool_arguments_model",
     "tool_text",
 ]
@@ -184,9 +186,20 @@ def cited_evidence(answer: ExternalAnswer) -> tuple[Evidence, ...]:
     return tuple(sorted(answer.evidence, key=lambda item: -item.score))
 
 
-def evidence_metadata(item: Evidence) -> dict[str, str | int | None]:
-    """A document's metadata: JSON values only (dates as ISO 8601 text, the score in
-    integer basis points 0–10000), so any vector store or tracer can keep it."""
+#: The scale of ``Evidence.score`` (integer basis points); a document's score is a share of it.
+SCORE_SCALE = 10_000
+
+
+def relevance(item: Evidence) -> float:
+    """``item``'s score on a 0..1 scale: for page evidence the ranker's calibrated probability
+    that the passage holds the answer (scaled by the share of the plan's targets it names), so
+    documents in ``cited_evidence`` order have non-increasing scores."""
+    return item.score / SCORE_SCALE
+
+
+def evidence_metadata(item: Evidence) -> dict[str, str | int | float | None]:
+    """A document's metadata: JSON values only (dates as ISO 8601 text, the score 0..1 as
+    ``relevance`` gives it), so any vector store or tracer can keep it."""
     return {
         "url": item.url,
         "site": item.site,
@@ -197,7 +210,7 @@ def evidence_metadata(item: Evidence) -> dict[str, str | int | None]:
         "content_digest": item.content_digest,
         "adapter_id": item.adapter_id,
         "basis": item.basis,
-        "score": item.score,
+        "score": relevance(item),
     }
 
 

@@ -3,7 +3,8 @@
 ``IntegrationUnavailable``).
 
 The retriever's documents are the evidence an answer stands on (``common.cited_evidence``):
-page content is the snippet, metadata the source fields (``common.evidence_metadata``). An
+page content is the snippet, metadata the source fields (``common.evidence_metadata``; its
+``score`` is 0..1, ``common.relevance``: documents come in the ranker's order). An
 ``insufficient_evidence`` or ``clarify`` outcome returns no documents — never a document
 made up from the refusal text; every call reports its outcome (status, reason, the
 presenter's text) as the callback event ``external_query_outcome`` on the retriever's run,

@@ -5,8 +5,9 @@ raises ``IntegrationUnavailable``).
 The retriever returns one ``NodeWithScore`` per piece of evidence the answer stands on
 (``common.cited_evidence``): a ``TextNode`` whose id is the evidence id, text the snippet and
 metadata the source fields (``common.evidence_metadata``; an LLM sees only url, site, title
-and published_at of them), scored by the evidence score (basis points 0–10000) over 10000,
-so 0–1. ``insufficient_evidence`` and ``clarify`` return no nodes; every call dispatches an
+and published_at of them), scored 0–1 by ``common.relevance`` (for page evidence the ranker's
+calibrated probability that the passage answers, so nodes come in the ranker's order).
+``insufficient_evidence`` and ``clarify`` return no nodes; every call dispatches an
 ``ExternalQueryOutcome`` instrumentation event (status, reason, the presenter's text) that
 event handlers on this module's dispatcher, or the root one, receive.
 """
@@ -20,6 +21,7 @@ from ..service import ExternalQueryService, SemanticsInput, coerce_semantics
 from ..settings import Settings
 from .common import (
     DEFAULT_K,
+    SCORE_SCALE,
     TOOL_DESCRIPTION,
     TOOL_NAME,
     IntegrationUnavailable,
@@ -30,6 +32,7 @@ from .common import (
     outcome,
     parse_tool_arguments,
     positive_k,
+    relevance,
     tool_arguments_model,
     tool_text,
 )
@@ -52,8 +55,6 @@ __all__ = [
     "external_query_tool",
 ]
 
-#: The scale of ``Evidence.score`` (integer basis points); a node's score is a share of it.
-SCORE_SCALE = 10_000
 #: Metadata an LLM does not need in a node's text (and an embedding should not see).
 HIDDEN_METADATA = ["accessed_at", "evidence_id", "content_digest", "adapter_id", "basis", "score"]
 
@@ -85,7 +86,7 @@ def _node(item: Evidence) -> NodeWithScore:
         excluded_llm_metadata_keys=list(HIDDEN_METADATA),
         excluded_embed_metadata_keys=list(HIDDEN_METADATA),
     )
-    return NodeWithScore(node=node, score=item.score / SCORE_SCALE)
+    return NodeWithScore(node=node, score=relevance(item))
 
 
 class ExternalQueryRetriever(ServiceOwner, BaseRetriever):

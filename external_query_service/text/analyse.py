@@ -5,6 +5,9 @@ are joined in order, each page chunked on its own (no chunk runs across two page
 analysis says where each page begins (``PageAnalysis.pages``), so evidence can name the page
 a snippet is on. The HTML length floor does not apply to a PDF: a page with one sentence is
 text like any other.
+
+Chunks leave out the lines of the main text that are navigation (``boilerplate``: the
+page's link texts, trails of links), so no snippet opens with a menu.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from .boilerplate import navigation_filter
 from .chunk import Chunk, chunk_text
 from .dates import find_dates
 from .decode import decode_body
@@ -96,7 +100,8 @@ def analyse_page(
         )
     decoded = decode_body(body, declared_charset, content_type=content_type)
     page = extract_page(decoded.text, url, content_type=content_type)
-    scored, stats = score_with_stats(chunk_text(page.text), query, targets)
+    chunks = chunk_text(page.text, skip_line=navigation_filter(decoded.text))
+    scored, stats = score_with_stats(chunks, query, targets)
     snippets = _best(scored, min_score, max_snippets)
     dated = "\n".join([page.title, *(item.chunk.text for item in snippets)])
     return PageAnalysis(

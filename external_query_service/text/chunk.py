@@ -7,10 +7,11 @@ chunks come in order and never overlap, and none starts or ends with whitespace.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Chunk", "chunk_text"]
+__all__ = ["NAV_LINE_CHARS", "Chunk", "chunk_text", "navigation_line"]
 
 # A sentence ends after a run of CJK or Latin terminators (plus any closing quotes or
 # brackets), or after a Latin full stop followed by whitespace. No nested quantifiers: linear.
@@ -18,6 +19,22 @@ _SENTENCE_END = re.compile(r"(?:[。！？；!?;]+|\.(?=\s))[\"'”’」』）)
 _LINE = re.compile(r"[^\n]+")
 # Where a sentence that is too long may be cut when it must be: after a comma-like mark.
 _SOFT_BREAKS: Final = frozenset("，、,：:")
+#: A line this short with no sentence or clause mark reads as a menu item or a link's text.
+NAV_LINE_CHARS: Final = 16
+# What prose has and a menu item lacks: sentence and clause marks.
+_PROSE_MARKS: Final = frozenset("。！？；!?;，,、：:")
+
+
+def navigation_line(line: str) -> bool:
+    """True for a line that reads as navigation: a menu item, a link's text, a breadcrumb
+    (at most ``NAV_LINE_CHARS`` characters without any sentence or clause mark, or items
+    joined by ``>``/``»``/``|``)."""
+    text = line.strip()
+    if not text:
+        return False
+    if sum(text.count(mark) for mark in ">»|") >= 2:
+        return True
+    return len(text) <= NAV_LINE_CHARS and not _PROSE_MARKS.intersection(text)
 
 
 @dataclass(frozen=True)
@@ -30,7 +47,11 @@ class Chunk:
 
 
 def chunk_text(
-    text: str, *, max_chars: int = 360, min_chars: int | None = None
+    text: str,
+    *,
+    max_chars: int = 360,
+    min_chars: int | None = None,
+    skip_line: Callable[[str], bool] | None = None,
 ) -> tuple[Chunk, ...]:
     """Split ``text`` into chunks of at most ``max_chars`` characters.
 
@@ -41,26 +62,40 @@ def chunk_text(
     next paragraph's leading sentences rather than stand alone, so a snippet reads as a
     passage. Chunks end at sentence ends; only a single sentence longer than ``max_chars`` is
     cut, preferably after a comma or at a space.
+
+    Lines for which ``skip_line`` (given the stripped line) is true — navigation, a page's
+    link texts — belong to no chunk, and no chunk spans across them: they never lead or
+    fill an excerpt. Without ``skip_line`` the chunks cover every non-blank character.
     """
     if max_chars < 1:
         raise ValueError("max_chars must be positive")
     short = max_chars // 3 if min_chars is None else min_chars
     packed: list[tuple[int, int]] = []
 
+    fresh = False  # a skipped line came since the last chunk: start a new one
+
     def add(start: int, end: int) -> None:
-        if packed and end - packed[-1][0] <= max_chars:
+        nonlocal fresh
+        if packed and not fresh and end - packed[-1][0] <= max_chars:
             packed[-1] = (packed[-1][0], end)
         else:
             packed.append((start, end))
+        fresh = False
 
     for line in _LINE.finditer(text):
         span = _strip(text, line.start(), line.end())
         if span is None:
             continue
         start, end = span
+        if skip_line is not None and skip_line(text[start:end]):
+            fresh = bool(packed)
+            continue
         fits_alone = end - start <= max_chars
         if fits_alone and (
-            not packed or end - packed[-1][0] <= max_chars or packed[-1][1] - packed[-1][0] >= short
+            not packed
+            or fresh
+            or end - packed[-1][0] <= max_chars
+            or packed[-1][1] - packed[-1][0] >= short
         ):
             add(start, end)
             continue

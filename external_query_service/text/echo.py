@@ -33,7 +33,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from .tokens import INTERROGATIVES
+from .tokens import INTERROGATIVES, simplified
 
 __all__ = ["answer_terms", "breadcrumb_spans", "fold", "question_spans"]
 
@@ -58,11 +58,14 @@ _ASKS = re.compile(f"[?？]|{_INTERROGATIVE.pattern}")
 
 
 def fold(text: str) -> str:
-    """``text`` NFKC- and case-folded, as ``tokens`` folds the words it cuts."""
+    """``text`` NFKC- and case-folded and written simplified, as ``tokens`` folds the words
+    it cuts."""
     folded = text.casefold()
-    if folded.isascii() or not _COMPATIBLE.search(folded):
+    if folded.isascii():
         return folded
-    return unicodedata.normalize("NFKC", folded).casefold()
+    if _COMPATIBLE.search(folded):
+        folded = unicodedata.normalize("NFKC", folded).casefold()
+    return simplified(folded)
 
 
 def question_spans(text: str, question: str) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from ..errors import ExtractionFailed
 
 __all__ = [
     "CJK_WEIGHT",
+    "MIN_SENTENCE_WEIGHTED",
     "MIN_WEIGHTED_CHARS",
     "ExtractedPage",
     "cjk_count",
@@ -43,6 +44,12 @@ __all__ = [
 #: trafilatura as junk like "Home\nAbout" or "We use cookies. Accept"; this rejects them.
 MIN_WEIGHTED_CHARS: Final = 200
 CJK_WEIGHT: Final = 4
+#: A shorter text is still a document when it holds a complete sentence (ended by 。！？!? or
+#: a full stop) of at least this weight: 12 CJK characters or 60 Latin ones. "We use
+#: cookies." is no such sentence; "湛江明天多云转晴，最高气温24℃。" is.
+MIN_SENTENCE_WEIGHTED: Final = 60
+# A sentence: a line's text up to and including its terminator (no terminator, no sentence).
+_SENTENCE = re.compile(r"[^\n。！？!?]*?(?:[。！？!?]|\.(?=\s|$))")
 
 _PLAIN_TYPES: Final = frozenset({"text/plain", "text/markdown"})
 
@@ -91,9 +98,20 @@ def cjk_count(text: str) -> int:
     return len(_CJK.findall(text))
 
 
+def _weighted(text: str) -> int:
+    return len(text) + CJK_WEIGHT * cjk_count(text)
+
+
 def is_too_short(text: str) -> bool:
-    """True when ``text`` is below the CJK-aware length floor (see ``MIN_WEIGHTED_CHARS``)."""
-    return len(text) + CJK_WEIGHT * cjk_count(text) < MIN_WEIGHTED_CHARS
+    """True when ``text`` is below the CJK-aware length floor (see ``MIN_WEIGHTED_CHARS``)
+    and holds no complete sentence either (``MIN_SENTENCE_WEIGHTED``): a news brief of one
+    or two sentences is a document, a page of menu items and a cookie notice is not."""
+    if _weighted(text) >= MIN_WEIGHTED_CHARS:
+        return False
+    return not any(
+        _weighted(sentence.group().strip()) >= MIN_SENTENCE_WEIGHTED
+        for sentence in _SENTENCE.finditer(text)
+    )
 
 
 def preload_extraction() -> None:

@@ -33,9 +33,11 @@ The weighting is a few lines here rather than a BM25 library (bm25s): a sparse-m
 pays off for a large corpus queried many times, while each question scores a few hundred
 chunks once, and it would bring numpy and scipy into every import.
 
-A target is *hit* when it is fuzzily contained in the chunk: rapidfuzz ``partial_ratio ≥ 90``
-(for a two-character name that means an exact match). ``score = query_score`` without
-targets; with targets ``score = (6 × query_score + 4 × target_coverage) // 10`` where
+A target is *hit* when one of its forms (``targets.target_forms``: the name, and the name
+without an administrative-division word such as 市 or County) is fuzzily contained in the
+chunk: rapidfuzz ``partial_ratio ≥ 90`` (for a two-character name that means an exact
+match). ``score = query_score`` without targets; with targets
+``score = (6 × query_score + 4 × target_coverage) // 10`` where
 ``target_coverage = 10000 × hits // distinct targets``. Equal scores keep the earlier chunk
 first (and, in ``rerank``, the earlier page: the search engine's order).
 """
@@ -55,7 +57,8 @@ from rapidfuzz import fuzz
 
 from .chunk import Chunk
 from .echo import answer_terms, fold
-from .tokens import query_terms, terms
+from .targets import target_forms
+from .tokens import query_terms, simplified, terms
 
 __all__ = [
     "ANSWER_WEIGHT",
@@ -68,6 +71,7 @@ __all__ = [
     "ScoredChunk",
     "TermStats",
     "best_snippets",
+    "coverage_points",
     "score_chunks",
     "score_with_stats",
     "term_stats",
@@ -130,7 +134,8 @@ class ScoredChunk:
 
 
 def _fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    # As ``targets.normalize_for_match`` folds the targets' forms: whitespace removed too.
+    return "".join(simplified(unicodedata.normalize("NFKC", text).casefold()).split())
 
 
 def _contains(target: str, chunk: str) -> bool:
@@ -190,6 +195,19 @@ class _Query:
         return (whole * (10 - ANSWER_WEIGHT) + answered * ANSWER_WEIGHT) // 10
 
 
+def coverage_points(query: str, texts: Sequence[str], stats: TermStats) -> list[tuple[int, int]]:
+    """For each text, its rarity-weighted coverage of ``query`` over ``stats`` and the same
+    coverage counting only the terms it tells outside its question spans (both basis points;
+    the two parts of ``query_score``, module docstring): features for ``ranker``."""
+    wanted = _Query(query, stats)
+    out: list[tuple[int, int]] = []
+    for text in texts:
+        present = _presence(text)
+        told = answer_terms(text, wanted.question, wanted.wanted) & present
+        out.append((wanted.points(present), wanted.points(told)))
+    return out
+
+
 @functools.lru_cache(maxsize=2048)
 def _presence(text: str) -> frozenset[str]:
     """The distinct terms of a chunk. Kept for recent texts: the second pass (``rerank``)
@@ -221,11 +239,13 @@ def score_with_stats(
 ) -> tuple[list[ScoredChunk], TermStats]:
     """``score_chunks`` and the ``TermStats`` of ``chunks`` (cut once for both), so a later
     pass can weigh rarity over several pages without cutting their text again."""
-    folded_targets: dict[str, str] = {}  # folded target → the target as given (first wins)
+    # The forms of each target (``target_forms``, cut to MAX_QUERY_CHARS) → the target as
+    # given; the first of two targets with the same forms wins.
+    folded_targets: dict[tuple[str, ...], str] = {}
     for target in targets:
-        folded = _fold(target)[:MAX_QUERY_CHARS]
-        if folded and folded not in folded_targets:
-            folded_targets[folded] = target
+        forms = tuple(form[:MAX_QUERY_CHARS] for form in target_forms(target))
+        if forms and forms not in folded_targets:
+            folded_targets[forms] = target
     chunk_terms = [_presence(chunk.text) for chunk in chunks]  # presence is all that counts
     own = term_stats(chunk_terms)
     wanted = _Query(query, stats or own)
@@ -235,7 +255,9 @@ def score_with_stats(
         if folded_targets:
             folded_chunk = _fold(chunk.text)
             hits = tuple(
-                given for folded, given in folded_targets.items() if _contains(folded, folded_chunk)
+                given
+                for forms, given in folded_targets.items()
+                if any(_contains(form, folded_chunk) for form in forms)
             )
             coverage = 10000 * len(hits) // len(folded_targets)
             score = (QUERY_WEIGHT * query_score + TARGET_WEIGHT * coverage) // (

@@ -2,22 +2,28 @@
 
 ``normalize_for_match`` folds the differences that do not change a name: Unicode
 compatibility forms and width (NFKC), case, traditional vs simplified characters (OpenCC's
-``t2s`` character table) and whitespace. ``matches_target`` then scores how well the target is
-contained in the text, 0..100. There are no suffix, entity or keyword lists here: `湛江` is
-found in `湛江市今天多云` because it is a substring, `江门市` is not because the best-aligned
-window shares one character, and a short provider name (`湛江`) covers a longer plan target
-(`湛江市`) because ``partial_ratio`` aligns the shorter string inside the longer one.
+``t2s``) and whitespace. ``matches_target`` then scores how well the target is contained in
+the text, 0..100: `湛江` is found in `湛江市今天多云` because it is a substring, `江门市` is not
+because the best-aligned window shares one character.
+
+A place is named with or without the word for its kind of administrative division (`湛江市`
+and `湛江`, `广东省` and `广东`, "Zhanjiang City" and "Zhanjiang"), so a target is also
+matched without such a suffix (``target_forms``): the suffixes are a short closed list of
+generic words for divisions (市, 省, 区, 县, 自治区, 特别行政区 …; City, Province, County …),
+never a list of places, and one is dropped only when a name of two or more characters (or a
+whole word, in alphabetic scripts) is left.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
-from functools import cache
-from typing import Protocol, cast
+from typing import Final
 
-import opencc
 from rapidfuzz import fuzz
+
+from .tokens import simplified
 
 __all__ = [
     "MATCH_THRESHOLD",
@@ -25,6 +31,7 @@ __all__ = [
     "matches_target",
     "mentions_target",
     "normalize_for_match",
+    "target_forms",
 ]
 
 #: Lowest score that counts as a match. One wrong character in a two- or three-character name
@@ -33,36 +40,69 @@ __all__ = [
 MATCH_THRESHOLD = 85
 
 
-class _Converter(Protocol):
-    def convert(self, text: str) -> str: ...
+#: Words for a kind of administrative division that a place's name may carry or leave out,
+#: longest first (simplified script: names are compared after ``t2s``).
+_HAN_DIVISIONS: Final = (
+    "特别行政区",
+    "自治区",
+    "自治州",
+    "自治县",
+    "自治旗",
+    "地区",
+    "省",
+    "市",
+    "区",
+    "县",
+)
+#: The same in alphabetic scripts, dropped only as a whole last word.
+_WORD_DIVISION = re.compile(
+    r"\s+(?:city|province|county|district|prefecture|municipality|region|shi|sheng|xian)$"
+)
+#: A Han name keeps at least this many characters once its suffix is dropped: `北区` stays.
+_MIN_HAN_STEM = 2
 
 
-@cache
-def _t2s() -> _Converter:
-    # Building the converter loads OpenCC's dictionaries; do it once, on first use.
-    return cast(_Converter, opencc.OpenCC("t2s"))
+def _folded(text: str) -> str:
+    return simplified(unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
 def normalize_for_match(text: str) -> str:
     """NFKC, casefold, traditional → simplified, all whitespace removed."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    simplified = _t2s().convert(folded)
-    return "".join(simplified.split())
+    return "".join(_folded(text).split())
+
+
+def target_forms(target: str) -> tuple[str, ...]:
+    """The normalized spellings a text may use for ``target``: ``normalize_for_match(target)``
+    and, when the name ends in an administrative-division word, the name without it
+    (module docstring). Empty for an empty target."""
+    folded = _folded(target)
+    whole = "".join(folded.split())
+    if not whole:
+        return ()
+    stem = _WORD_DIVISION.sub("", folded)
+    if stem == folded:
+        for suffix in _HAN_DIVISIONS:
+            if whole.endswith(suffix) and len(whole) - len(suffix) >= _MIN_HAN_STEM:
+                stem = whole[: -len(suffix)]
+                break
+    stem = "".join(stem.split())
+    return (whole, stem) if stem and stem != whole else (whole,)
 
 
 def matches_target(target: str, text: str) -> int:
-    """Score 0..100: 100 when the normalized target is inside the normalized text.
+    """Score 0..100: 100 when a form of the target (``target_forms``) is inside the
+    normalized text.
 
     Otherwise rapidfuzz's ``partial_ratio`` (the best alignment of the shorter string inside
-    the longer one), floored to an integer. An empty side scores 0.
+    the longer one) of its best form, floored to an integer. An empty side scores 0.
     """
-    target_norm = normalize_for_match(target)
+    forms = target_forms(target)
     text_norm = normalize_for_match(text)
-    if not target_norm or not text_norm:
+    if not forms or not text_norm:
         return 0
-    if target_norm in text_norm:
+    if any(form in text_norm for form in forms):
         return 100
-    return int(fuzz.partial_ratio(target_norm, text_norm))
+    return max(int(fuzz.partial_ratio(form, text_norm)) for form in forms)
 
 
 def best_match(target: str, texts: Iterable[str]) -> int:

@@ -10,6 +10,10 @@ where Han script meets any other, then
   and ``release`` are one term; numbers and words of other alphabets have no English suffix
   and come back whole.
 
+Traditional and simplified Chinese are one script to the index: Han runs are written simplified
+(OpenCC's ``t2s``, ``simplified``) before they are cut, so a traditional page answers a
+simplified question and back, and jieba's (simplified) dictionary segments both alike.
+
 Punctuation and whitespace are never terms. ``query_terms(text)`` is the same cut for a
 question, less the words that only carry its grammar: jieba's part-of-speech tags mark
 pronouns, particles, prepositions, conjunctions and modal words (什么, 的, 跟, 和, 吗), the
@@ -24,14 +28,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import cache
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
+import opencc
 import Stemmer
 
 if TYPE_CHECKING:
     from rjieba import Jieba
 
-__all__ = ["INTERROGATIVES", "query_terms", "terms"]
+__all__ = ["INTERROGATIVES", "query_terms", "simplified", "terms"]
 
 _HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Runs of Han characters, and runs of other letters and digits (any script): two scans.
@@ -102,13 +107,31 @@ def _jieba() -> Jieba:
     return rjieba._DEFAULT_JIEBA  # the instance behind rjieba's module-level functions
 
 
+class _Converter(Protocol):
+    def convert(self, text: str) -> str: ...
+
+
+@cache
+def _t2s() -> _Converter:
+    # Building the converter loads OpenCC's dictionaries; do it once, on first use.
+    return cast(_Converter, opencc.OpenCC("t2s"))
+
+
+def simplified(text: str) -> str:
+    """``text`` with traditional Chinese written simplified (OpenCC ``t2s``: phrases, then
+    characters); every other character, and the length of the text, as they were. ASCII text
+    is returned without a conversion."""
+    return text if text.isascii() else _t2s().convert(text)
+
+
 @cache
 def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
 def _runs(text: str) -> tuple[list[str], list[str]]:
-    """The Han runs and the other runs of ``text``, NFKC- and case-folded.
+    """The Han runs (written simplified) and the other runs of ``text``, NFKC- and
+    case-folded.
 
     NFKC is applied to the runs, not the text: a page's full-width punctuation is no term, and
     folding it away costs a fifth of the cutting. Han runs need it only for compatibility
@@ -120,6 +143,8 @@ def _runs(text: str) -> tuple[list[str], list[str]]:
     han = _HAN_RUN.findall(folded)
     if han and _COMPATIBILITY.search(folded):
         han = _HAN_RUN.findall(unicodedata.normalize("NFKC", " ".join(han)))
+    if han:
+        han = simplified(" ".join(han)).split(" ")
     others = _OTHER_RUN.findall(folded)
     joined = " ".join(others)
     if not joined.isascii():

@@ -16,8 +16,11 @@ An evidence is admitted only when all three pass; its decision names the first f
 
 The outcome, first rule that applies wins:
 
-1. ``clarify / missing_slot`` — an adapter reported a slot the plan lacks (weather without a
-   place). Nothing useful can be answered before the user fills it.
+1. ``clarify / missing_slot`` — the plan lacks a slot its kind needs (``plan_missing_slots``:
+   a weather plan without a place, an exchange-rate plan without a currency pair), or an
+   adapter reported one. Whatever adapter answered — a page search finds some city's weather
+   for a weather question without a place — nothing useful can be answered before the user
+   fills it.
 2. ``clarify / ambiguous_target`` — an adapter's place candidates that match the plan's name
    fall in two or more (country, admin1) groups. This wins even when evidence was gathered for
    the top candidate: answering for one of two same-named places would be a guess.
@@ -89,6 +92,7 @@ __all__ = [
     "PLAUSIBLE_POPULATION_SHARE",
     "EvidenceVerifier",
     "VerifierOutcome",
+    "plan_missing_slots",
 ]
 
 
@@ -142,7 +146,7 @@ class EvidenceVerifier:
         plan = gathered.plan
         judged = tuple(self._judge(evidence, plan, today) for evidence in gathered.gathered)
         admitted = tuple(item for item in judged if item.admitted)
-        slot_check, missing_slots = _slot_check(gathered.findings)
+        slot_check, missing_slots = _slot_check(plan, gathered.findings)
         candidate_checks, clarify_options = _candidate_checks(gathered.findings, plan)
         copies = copy_groups(_ranked(item.evidence for item in admitted))
         copied = {copy for group in copies for copy in group.copies}
@@ -375,8 +379,23 @@ def _none_of(targets: Sequence[str], scores: dict[str, int]) -> str:
     return f"none of {', '.join(targets)} (best {max(scores.values())})"
 
 
-def _slot_check(findings: Iterable[Finding]) -> tuple[CheckResult, tuple[str, ...]]:
-    slots = tuple(dict.fromkeys(f.slot for f in findings if f.kind == "missing_slot"))
+def plan_missing_slots(plan: ExternalQueryPlan) -> tuple[str, ...]:
+    """The slots ``plan``'s query kind needs and it lacks: ``location`` for ``weather`` (a
+    compare of places names them as its targets instead), ``currency_pair`` for
+    ``exchange_rate`` (two distinct ISO 4217 codes among the entities, the rule the rate
+    adapter picks its pair by)."""
+    if plan.query_kind == "weather" and not plan.location and not plan.compare_targets:
+        return ("location",)
+    if plan.query_kind == "exchange_rate" and _currency_pair(plan) is None:
+        return ("currency_pair",)
+    return ()
+
+
+def _slot_check(
+    plan: ExternalQueryPlan, findings: Iterable[Finding]
+) -> tuple[CheckResult, tuple[str, ...]]:
+    reported = (f.slot for f in findings if f.kind == "missing_slot")
+    slots = tuple(dict.fromkeys([*plan_missing_slots(plan), *reported]))
     check = CheckResult(
         check="slots",
         passed=not slots,

@@ -250,7 +250,7 @@ def test_admitted_evidence_without_an_answer_is_not_handed_out(world: World) -> 
     assert cited_evidence(answer) == ()
 
 
-def test_evidence_metadata_is_json_with_iso_dates_and_basis_points(world: World) -> None:
+def test_evidence_metadata_is_json_with_iso_dates_and_a_zero_to_one_score(world: World) -> None:
     with news_service(world) as service:
         item = cited_evidence(service.answer(NEWS_QUESTION))[0]
     metadata = evidence_metadata(item)
@@ -270,7 +270,7 @@ def test_evidence_metadata_is_json_with_iso_dates_and_basis_points(world: World)
     }
     assert metadata["published_at"] == "2026-11-12"
     assert metadata["accessed_at"] == item.accessed_at.isoformat()
-    assert metadata["score"] == item.score
+    assert metadata["score"] == item.score / 10_000
     assert (metadata["site"], metadata["basis"], metadata["adapter_id"]) == (
         "news-a.test",
         "page_body",
@@ -338,3 +338,13 @@ def test_tool_text_is_the_answer_then_its_status() -> None:
     assert tool_text(answered).startswith(answered.text.rstrip())
     assert tool_text(answered).endswith("\n\nstatus: answered")
     assert tool_text(refused).endswith("status: insufficient_evidence (no_ready_provider)")
+
+
+def test_scores_rank_on_a_zero_to_one_scale(world: World) -> None:
+    # The ranker's order, not a saturated 10000 for every hit: distinct, 0..1, best first.
+    with news_service(world) as service:
+        cited = cited_evidence(service.answer(NEWS_QUESTION))
+    scores = [evidence_metadata(item)["score"] for item in cited]
+    assert all(isinstance(score, float) and 0 < score < 1 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert len(set(scores)) == len(scores)

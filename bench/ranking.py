@@ -1,0 +1,363 @@
+"""Which passage comes first? A ranking benchmark over real and public QA sets.
+
+    python bench/ranking.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
+
+Sets (none is part of the repository; each is measured only when present, and the script
+says which are absent):
+
+- DuReader 2.0 demo *trainset* (96 answerable search questions with their result documents,
+  the form ``bench/snippet_quality.py`` reads): ``--dureader`` or ``$EQS_DUREADER_TRAIN``,
+  else ``$EQS_CORPUS/qa/dureader_train``. The demo devset of that repository is never read.
+- CMRC 2018 dev (``ymcui/cmrc2018``, ``squad-style-data/cmrc2018_dev.json``, simplified):
+  ``--cmrc`` or ``$EQS_CMRC2018_DEV``.
+- DRCD dev (``DRCKnowledgeTeam/DRCD``, ``DRCD_dev.json``, traditional): ``--drcd`` or
+  ``$EQS_DRCD_DEV``.
+
+Each question becomes the pages a search would return: its own documents (DuReader), or its
+paragraph's page plus distractors — the other paragraphs of its article, then the paragraphs
+of other articles closest to the question by BM25, ``PAGES`` in all, listed as a lexical
+search engine would list them: by BM25 of the question over all the set's paragraphs (CMRC,
+DRCD; ``--sample`` questions of each, chosen by a hash of their ids). Every page
+is rendered as a real HTML article with navigation, a cookie banner, a sidebar and a footer
+around the text (``testing.article``) and goes through the page chain: ``analyse_page``
+(decode, extract, chunk, score; the page keeps its best snippets at ``PAGE_MIN_SCORE``), then
+the second pass over every page's term statistics. Judged by ``snippet_quality.make_judge``
+(DuReader) or by the gold answer's text inside the passage (CMRC, DRCD).
+
+Every set is split into a *fitting* and a *checking* half by a hash of the question id
+(``half``); ``tools/fit_ranker.py`` fits on the fitting halves only. Printed per set and half:
+evidence[0] holds an answer (top-1), top-3 and MRR for today's scorer (the rarity-weighted
+coverage the second pass ranked by before the fitted ranker: ``score_chunks``), plain
+Okapi BM25 (jieba tokens of the same pages' ≤ 360-character chunks, ``k1 = 1.2``,
+``b = 0.75``) and the fitted ranker (``text.ranker``), the share of questions whose kept
+evidence holds an answer, and the ranker's refusals: answered with the answer first, answered
+with the answer nowhere in the kept evidence, refused although a kept passage held it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from snippet_quality import make_judge, pages_of
+
+from external_query_service.adapters.pages import PAGE_MIN_SCORE
+from external_query_service.errors import ExtractionFailed
+from external_query_service.testing.content import article
+from external_query_service.text.analyse import analyse_page
+from external_query_service.text.chunk import Chunk, chunk_text
+from external_query_service.text.ranker import Passage, RankerModel, features, load_model
+from external_query_service.text.score import TermStats, score_chunks
+from external_query_service.text.tokens import terms
+
+PAGES = 8
+SAMPLE = 400
+K1, B = 1.2, 0.75
+HALVES = ("fitting", "checking")
+METHODS = ("today", "bm25", "ranker")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: its id, its pages (title, paragraphs) in search order, its judge."""
+
+    set: str
+    qid: str
+    question: str
+    pages: tuple[tuple[str, tuple[str, ...]], ...]
+    hit: Callable[[str], bool]
+
+
+@dataclass
+class Served:
+    """What the page chain made of a question's pages: the ranker features of its kept
+    snippets and whether each holds an answer; today's order and BM25's, as hits."""
+
+    set: str
+    qid: str
+    rows: list[list[float]] = field(default_factory=list)
+    labels: list[bool] = field(default_factory=list)
+    today: list[bool] = field(default_factory=list)
+    bm25: list[bool] = field(default_factory=list)
+
+    @property
+    def half(self) -> str:
+        return half(self.set, self.qid)
+
+
+def half(name: str, qid: str) -> str:
+    """``fitting`` or ``checking``, by a hash of the set and question id."""
+    return HALVES[hashlib.sha256(f"{name}:{qid}".encode()).digest()[0] % 2]
+
+
+def fold(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+# -- sets --------------------------------------------------------------------------------
+
+
+def dureader(folder: Path) -> list[Question]:
+    questions = []
+    for path in sorted(folder.glob("t*.json")):
+        item = json.loads(path.read_text(encoding="utf-8"))
+        hit, _ = make_judge(item)
+        titles = [d["title"] for d in item["documents"] if any(p.strip() for p in d["paragraphs"])]
+        texts = pages_of(item)
+        pages = tuple((t, tuple(text.split("\n"))) for t, text in zip(titles, texts, strict=True))
+        questions.append(
+            Question("dureader", str(item["question_id"]), item["question"], pages, hit)
+        )
+    return questions
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def squad(path: Path, name: str, sample: int) -> list[Question]:
+    """``sample`` questions of a SQuAD-style file, each with ``PAGES`` pages (module doc)."""
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    paragraphs: list[tuple[int, str, str]] = []  # (article, title, context)
+    asked: list[tuple[str, str, list[str], int]] = []  # (qid, question, answers, paragraph)
+    for number, entry in enumerate(data):
+        for paragraph in entry["paragraphs"]:
+            index = len(paragraphs)
+            paragraphs.append((number, entry.get("title", ""), paragraph["context"]))
+            for qa in paragraph["qas"]:
+                answers = [a["text"] for a in qa["answers"] if a["text"].strip()]
+                if answers:
+                    asked.append((str(qa["id"]), qa["question"], answers, index))
+    asked.sort(key=lambda item: _digest(item[0]))
+    index = _Okapi([terms(context) for _, _, context in paragraphs])
+    questions = []
+    for qid, question, answers, own in asked[:sample]:
+        article_no = paragraphs[own][0]
+        chosen = [own] + [i for i, p in enumerate(paragraphs) if p[0] == article_no and i != own]
+        chosen = chosen[:PAGES]
+        if len(chosen) < PAGES:
+            for i in index.best(terms(question)):
+                if paragraphs[i][0] != article_no:
+                    chosen.append(i)
+                if len(chosen) == PAGES:
+                    break
+        # In the order a lexical search engine would list them: by BM25 of the question over
+        # the set's paragraphs (the hash breaks ties). Never the gold page first by
+        # construction.
+        scores = index.scores(terms(question))
+        chosen.sort(key=lambda i: (-scores[i], _digest(f"{qid}:{i}")))
+        pages = tuple((paragraphs[i][1], (paragraphs[i][2],)) for i in chosen)
+        golds = [fold(answer) for answer in answers]
+        questions.append(Question(name, qid, question, pages, _contains_any(golds)))
+    return questions
+
+
+def _contains_any(golds: list[str]) -> Callable[[str], bool]:
+    return lambda text: any(gold in fold(text) for gold in golds)
+
+
+class _Okapi:
+    """Plain Okapi BM25 over token lists."""
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        self.counts = [Counter(doc) for doc in documents]
+        self.lengths = [len(doc) for doc in documents]
+        self.average = sum(self.lengths) / max(len(self.lengths), 1)
+        df: Counter[str] = Counter()
+        for counts in self.counts:
+            df.update(counts.keys())
+        n = len(documents)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        wanted = set(query)
+        out = []
+        for counts, length in zip(self.counts, self.lengths, strict=True):
+            norm = K1 * (1 - B + B * length / max(self.average, 1))
+            out.append(
+                sum(
+                    self.idf[t] * counts[t] * (K1 + 1) / (counts[t] + norm)
+                    for t in wanted
+                    if counts[t]
+                )
+            )
+        return out
+
+    def best(self, query: Sequence[str]) -> list[int]:
+        scores = self.scores(query)
+        return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+# -- the page chain ----------------------------------------------------------------------
+
+
+def serve(question: Question) -> Served:
+    """Every page rendered as HTML and analysed as the page chain does (module docstring)."""
+    stats = TermStats()
+    chunks: list[str] = []
+    kept: list[Passage] = []
+    for rank, (title, paragraphs) in enumerate(question.pages):
+        body = article(title, paragraphs, site_name=f"站点{rank}").encode("utf-8")
+        try:
+            analysis = analyse_page(
+                body,
+                url=f"https://site{rank}.test/page",
+                declared_charset="utf-8",
+                content_type="text/html",
+                query=question.question,
+                min_score=PAGE_MIN_SCORE,
+            )
+        except ExtractionFailed:
+            continue
+        stats += analysis.stats
+        chunks += [chunk.text for chunk in chunk_text(analysis.text)]
+        kept += [
+            Passage(item.chunk.text, analysis.title, rank, item.chunk.offset)
+            for item in analysis.snippets
+        ]
+    labels = [question.hit(passage.text) for passage in kept]
+    # Today's scorer: the second pass as it was before the fitted ranker, every kept snippet
+    # scored by rarity-weighted coverage over all the pages' statistics (the offset carries
+    # its position).
+    today = score_chunks(
+        [Chunk(i, len(p.text), p.text) for i, p in enumerate(kept)], question.question, stats=stats
+    )
+    okapi = _Okapi([terms(text) for text in chunks])
+    return Served(
+        question.set,
+        question.qid,
+        rows=features(question.question, kept, stats),
+        labels=labels,
+        today=[labels[item.chunk.offset] for item in today],
+        bm25=[question.hit(chunks[i]) for i in okapi.best(terms(question.question))],
+    )
+
+
+def orders(served: Served, model: RankerModel) -> dict[str, list[bool]]:
+    """For each method, whether each passage of its order (best first) holds an answer."""
+    scores = [model.linear(row) for row in served.rows]
+    ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    return {
+        "today": served.today,
+        "bm25": served.bm25,
+        "ranker": [served.labels[i] for i in ranked],
+    }
+
+
+def best_probability(served: Served, model: RankerModel) -> float:
+    return max((model.probability(row) for row in served.rows), default=0.0)
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    top1: int = 0
+    top3: int = 0
+    rr: float = 0.0
+
+    def add(self, hits: list[bool]) -> None:
+        self.n += 1
+        first = next((rank for rank, hit in enumerate(hits) if hit), None)
+        if first is not None:
+            self.top1 += first == 0
+            self.top3 += first < 3
+            self.rr += 1 / (first + 1)
+
+    def line(self, label: str) -> str:
+        n = max(self.n, 1)
+        return (
+            f"  {label:<7} top-1 {self.top1:>3}/{self.n} = {self.top1 / n:6.1%}   "
+            f"top-3 {self.top3 / n:6.1%}   MRR {self.rr / n:.3f}"
+        )
+
+
+def report(name: str, served: list[Served], model: RankerModel) -> None:
+    for which in HALVES:
+        part = [s for s in served if s.half == which]
+        tallies = {method: Tally() for method in METHODS}
+        kept = first = nowhere = refused = 0
+        for item in part:
+            for method, hits in orders(item, model).items():
+                tallies[method].add(hits)
+            holds = any(item.labels)
+            kept += holds
+            answers = best_probability(item, model) >= model.threshold
+            ranked = orders(item, model)["ranker"]
+            first += answers and bool(ranked) and ranked[0]
+            nowhere += answers and not holds
+            refused += not answers and holds
+        n = max(len(part), 1)
+        print(
+            f"{name} {which} half: {len(part)} questions, kept evidence holds an answer "
+            f"for {kept} ({kept / n:.1%})"
+        )
+        for method in METHODS:
+            print(tallies[method].line(method))
+        print(
+            f"  ranker with threshold {model.threshold:.3f}: answered with the answer first "
+            f"{first} ({first / n:.1%}), answered with it nowhere in the kept evidence "
+            f"{nowhere} ({nowhere / n:.1%}), refused although kept evidence held it "
+            f"{refused} ({refused / n:.1%})"
+        )
+
+
+def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Question]]]:
+    corpus = os.environ.get("EQS_CORPUS")
+    folder = args.dureader or os.environ.get("EQS_DUREADER_TRAIN")
+    if not folder and corpus:
+        folder = str(Path(corpus) / "qa" / "dureader_train")
+    if folder and any(Path(folder).glob("t*.json")):
+        yield "dureader", dureader(Path(folder))
+    else:
+        print(
+            "DuReader trainset absent (--dureader, $EQS_DUREADER_TRAIN or $EQS_CORPUS): "
+            "not measured"
+        )
+    for name, given, env in (
+        ("cmrc", args.cmrc, "EQS_CMRC2018_DEV"),
+        ("drcd", args.drcd, "EQS_DRCD_DEV"),
+    ):
+        path = given or os.environ.get(env)
+        if path and Path(path).is_file():
+            yield name, squad(Path(path), name, args.sample)
+        else:
+            print(f"{name} dev set absent (--{name} or ${env}): not measured")
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--dureader", help="folder of the DuReader trainset questions")
+    parser.add_argument("--cmrc", help="cmrc2018_dev.json")
+    parser.add_argument("--drcd", help="DRCD_dev.json")
+    parser.add_argument("--sample", type=int, default=SAMPLE, help="questions per CMRC/DRCD")
+    return parser.parse_args(argv)
+
+
+def served_sets(args: argparse.Namespace) -> list[tuple[str, list[Served]]]:
+    return [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    model = load_model()
+    for name, served in served_sets(parse(argv)):
+        report(name, served, model)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""The fitted ranker: its packaged weights, its features, and the threshold that refuses."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from external_query_service import ExternalQueryService, fixed_clock
+from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.text.ranker import (
+    FEATURES,
+    Passage,
+    RankerModel,
+    features,
+    load_model,
+    model_from_json,
+    rank_probabilities,
+)
+from external_query_service.text.rerank import Candidate, rerank
+from external_query_service.text.score import term_stats
+from external_query_service.text.tokens import terms
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+QUESTION = "湛江港今年货物吞吐量是多少？"
+ANSWER = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
+ASIDE = "湛江港位于广东西南部，是天然深水良港，港区风景优美，吸引了很多游客前来参观。"
+
+
+def stats_of(*texts: str) -> object:
+    return term_stats(terms(text) for text in texts)
+
+
+def test_the_packaged_weights_name_every_feature_and_are_calibrated() -> None:
+    model = load_model()
+    assert model.version == 1
+    assert len(model.weights) == len(FEATURES)
+    assert 0 < model.threshold < 1
+    assert model.scale > 0  # a higher fitted score is a higher probability
+
+
+def test_weights_for_other_features_are_refused() -> None:
+    document = {
+        "version": 1,
+        "features": ["coverage"],
+        "weights": {"coverage": 1.0},
+        "calibration": {"scale": 1.0, "bias": 0.0},
+        "threshold": 0.5,
+    }
+    with pytest.raises(ValueError, match="features"):
+        model_from_json(json.dumps(document))
+
+
+def test_features_lie_between_zero_and_one_and_are_deterministic() -> None:
+    stats = stats_of(ANSWER, ASIDE, "今天天气很好。")
+    passages = [Passage(ANSWER, "港口生产快报", 1, 0), Passage(ASIDE, "湛江港", 0, 400)]
+    rows = features(QUESTION, passages, stats)  # type: ignore[arg-type]
+    assert all(0 <= value <= 1 for row in rows for value in row)
+    assert rows == features(QUESTION, passages, stats)  # type: ignore[arg-type]
+    probabilities = rank_probabilities(QUESTION, passages, stats)  # type: ignore[arg-type]
+    assert probabilities[0] > probabilities[1]  # the answer, though on the second page
+
+
+def test_scores_are_the_calibrated_probability_in_basis_points() -> None:
+    stats = stats_of(ANSWER, ASIDE)
+    ranked = rerank([Candidate(ASIDE, QUESTION), Candidate(ANSWER, QUESTION)], stats)  # type: ignore[arg-type]
+    assert [item.index for item in ranked] == [1, 0]
+    expected = rank_probabilities(QUESTION, [Passage(ANSWER), Passage(ASIDE)], stats)  # type: ignore[arg-type]
+    assert [item.score for item in ranked] == [round(10000 * p) for p in expected]
+
+
+def test_passages_below_the_threshold_do_not_reach_it() -> None:
+    stats = stats_of(ANSWER, ASIDE)
+    passages = [Candidate(ANSWER, QUESTION), Candidate(ASIDE, QUESTION)]
+    model = load_model()
+    strict = RankerModel(model.version, model.weights, model.scale, model.bias, 0.9999)
+    lenient = RankerModel(model.version, model.weights, model.scale, model.bias, 0.0)
+    assert not any(item.reaches for item in rerank(passages, stats, model=strict))  # type: ignore[arg-type]
+    assert all(item.reaches for item in rerank(passages, stats, model=lenient))  # type: ignore[arg-type]
+
+
+# -- end to end: nothing that answers is said so -------------------------------------------
+
+
+@pytest.fixture
+def world(loopback: LoopbackServer) -> World:
+    return World(loopback)
+
+
+def test_quotes_that_do_not_answer_are_no_evidence(world: World) -> None:
+    # Far down the results, one page mentions the port in passing; nothing answers.
+    question = "湛江港今年货物吞吐量是多少？"
+    filler = ["今天的天气晴朗，适合出门散步。", "本市图书馆周末照常开放，欢迎市民借阅图书。"]
+    urls = [
+        world.page(f"site{n}.test", "/a", article(f"本地生活{n}", filler, published="2026-11-29"))
+        for n in range(4)
+    ]
+    urls.append(
+        world.page(
+            "far.test",
+            "/a",
+            article("旅游攻略", [ASIDE, *filler], published="2026-11-29", site_name="旅游网"),
+        )
+    )
+    world.results(question, [hit(url, "结果", "摘要") for url in urls])
+    settings = world.settings(world.searxng(), network={"max_pages": 5})
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(question)
+    assert (answer.status, answer.reason) == ("insufficient_evidence", "no_matching_evidence")
+    assert answer.evidence == ()
