@@ -58,7 +58,7 @@ from external_query_service.errors import ExtractionFailed
 from external_query_service.testing.content import article
 from external_query_service.text.analyse import analyse_page
 from external_query_service.text.chunk import Chunk, chunk_text
-from external_query_service.text.ranker import Passage, RankerModel, features, load_model
+from external_query_service.text.ranker import RankerModel, RankerPassage, features, load_model
 from external_query_service.text.score import TermStats, score_chunks
 from external_query_service.text.tokens import terms
 
@@ -207,7 +207,7 @@ def serve(question: Question) -> Served:
     """Every page rendered as HTML and analysed as the page chain does (module docstring)."""
     stats = TermStats()
     chunks: list[str] = []
-    kept: list[Passage] = []
+    kept: list[RankerPassage] = []
     for rank, (title, paragraphs) in enumerate(question.pages):
         body = article(title, paragraphs, site_name=f"站点{rank}").encode("utf-8")
         try:
@@ -224,7 +224,7 @@ def serve(question: Question) -> Served:
         stats += analysis.stats
         chunks += [chunk.text for chunk in chunk_text(analysis.text)]
         kept += [
-            Passage(item.chunk.text, analysis.title, rank, item.chunk.offset)
+            RankerPassage(item.chunk.text, analysis.title, rank, item.chunk.offset)
             for item in analysis.snippets
         ]
     labels = [question.hit(passage.text) for passage in kept]

@@ -11,8 +11,8 @@ from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import LoopbackServer, World, article, hit
 from external_query_service.text.ranker import (
     FEATURES,
-    Passage,
     RankerModel,
+    RankerPassage,
     features,
     load_model,
     model_from_json,
@@ -54,7 +54,7 @@ def test_weights_for_other_features_are_refused() -> None:
 
 def test_features_lie_between_zero_and_one_and_are_deterministic() -> None:
     stats = stats_of(ANSWER, ASIDE, "今天天气很好。")
-    passages = [Passage(ANSWER, "港口生产快报", 1, 0), Passage(ASIDE, "湛江港", 0, 400)]
+    passages = [RankerPassage(ANSWER, "港口生产快报", 1, 0), RankerPassage(ASIDE, "湛江港", 0, 400)]
     rows = features(QUESTION, passages, stats)  # type: ignore[arg-type]
     assert all(0 <= value <= 1 for row in rows for value in row)
     assert rows == features(QUESTION, passages, stats)  # type: ignore[arg-type]
@@ -66,7 +66,7 @@ def test_scores_are_the_calibrated_probability_in_basis_points() -> None:
     stats = stats_of(ANSWER, ASIDE)
     ranked = rerank([Candidate(ASIDE, QUESTION), Candidate(ANSWER, QUESTION)], stats)  # type: ignore[arg-type]
     assert [item.index for item in ranked] == [1, 0]
-    expected = rank_probabilities(QUESTION, [Passage(ANSWER), Passage(ASIDE)], stats)  # type: ignore[arg-type]
+    expected = rank_probabilities(QUESTION, [RankerPassage(ANSWER), RankerPassage(ASIDE)], stats)  # type: ignore[arg-type]
     assert [item.score for item in ranked] == [round(10000 * p) for p in expected]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import LoopbackServer, World, article, hit
-from external_query_service.text.ranker import Passage, rank_probabilities
+from external_query_service.text.ranker import RankerPassage, rank_probabilities
 from external_query_service.text.rerank import Candidate, Reranked, rerank
 from external_query_service.text.score import TermStats, term_stats
 from external_query_service.text.tokens import terms
@@ -49,7 +49,7 @@ def test_each_passage_is_scored_against_its_own_query_with_the_shared_stats() ->
     passages = [Candidate(ANSWER, QUESTION), Candidate("茂名港今年吞吐量下降。", "茂名港吞吐量")]
     ranked = {item.index: item.score for item in rerank(passages, stats)}
     for index, passage in enumerate(passages):
-        alone = rank_probabilities(passage.query, [Passage(passage.text)], stats)[0]
+        alone = rank_probabilities(passage.query, [RankerPassage(passage.text)], stats)[0]
         assert ranked[index] == round(10000 * alone)
 
 

@@ -46,8 +46,8 @@ __all__ = [
     "FEATURES",
     "PROXIMITY_CHARS",
     "WEIGHTS_FILE",
-    "Passage",
     "RankerModel",
+    "RankerPassage",
     "features",
     "load_model",
     "model_from_json",
@@ -77,7 +77,7 @@ _SPAN: Final = 360
 
 
 @dataclass(frozen=True)
-class Passage:
+class RankerPassage:
     """A passage to rank: its text, its page's title, the page's rank in the search results
     (0 first) and the passage's offset on its page."""
 
@@ -180,7 +180,7 @@ class _Collection:
         return best / self.total
 
 
-def features(query: str, passages: Sequence[Passage], stats: TermStats) -> list[list[float]]:
+def features(query: str, passages: Sequence[RankerPassage], stats: TermStats) -> list[list[float]]:
     """``FEATURES`` of each passage for ``query`` over the question's ``stats``."""
     collection = _Collection(query, stats)
     covered = coverage_points(query, [p.text for p in passages], stats)
@@ -219,7 +219,7 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def rank_probabilities(
     query: str,
-    passages: Sequence[Passage],
+    passages: Sequence[RankerPassage],
     stats: TermStats,
     model: RankerModel | None = None,
 ) -> list[float]:

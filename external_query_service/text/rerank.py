@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .chunk import Chunk
-from .ranker import Passage, RankerModel, load_model
+from .ranker import RankerModel, RankerPassage, load_model
 from .ranker import features as ranker_features
 from .score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, score_chunks
 
@@ -63,7 +63,7 @@ def rerank(
     for query, indexes in by_query.items():
         chosen = [passages[i] for i in indexes]
         rows = ranker_features(
-            query, [Passage(c.text, c.title, c.page, c.offset) for c in chosen], stats
+            query, [RankerPassage(c.text, c.title, c.page, c.offset) for c in chosen], stats
         )
         shares = _target_shares(chosen, indexes, query, targets, stats)
         for i, row in zip(indexes, rows, strict=True):
