@@ -1,6 +1,7 @@
-"""The README's evidence flow runs as written: every command, in order, against the
-README's own ``external-query.toml`` pointed at a loopback world, each step's saved output
-feeding the next. And every README example that saves output to a file asks for JSON."""
+"""The CLI reference's evidence flow (``docs/cli.md``, moved there from the README) runs as
+written: every command, in order, against its own ``external-query.toml`` pointed at a
+loopback world, each step's saved output feeding the next. And every example in the README
+or a ``docs/*.md`` reference that saves output to a file asks for JSON."""
 
 from __future__ import annotations
 
@@ -19,10 +20,14 @@ from .test_cli_evidence import provider_receipt
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The CLI reference, where the online example and the evidence flow moved from the README.
+CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+#: The README and the references moved out of it.
+DOCS = [README] + [path.read_text("utf-8") for path in sorted((ROOT / "docs").glob("*.md"))]
 
 
 def section(title: str) -> str:
-    body = README.split(f"\n## {title}\n", 1)[1]
+    body = CLI_DOC.split(f"\n## {title}\n", 1)[1]
     return body.split("\n## ", 1)[0]
 
 
@@ -36,8 +41,8 @@ def bash_blocks(text: str) -> list[str]:
 
 
 def readme_settings(world: World) -> str:
-    """The README's ``external-query.toml``, each adapter pointed at the loopback world."""
-    sample = next(block for block in re.findall(r"```toml\n(.*?)```", README, flags=re.DOTALL)
+    """The CLI reference's ``external-query.toml``, each adapter pointed at the loopback world."""
+    sample = next(block for block in re.findall(r"```toml\n(.*?)```", CLI_DOC, flags=re.DOTALL)
                   if block.startswith("# external-query.toml"))  # fmt: skip
     loopback = {"open_meteo": world.open_meteo(), "frankfurter": world.frankfurter()}
     lines = ['[network]\nallowed_networks = ["127.0.0.1/32"]\n']
@@ -50,7 +55,7 @@ def readme_settings(world: World) -> str:
 
 @pytest.fixture
 def world(loopback: LoopbackServer) -> World:
-    """Fact APIs that answer the readiness probes of the README's adapters."""
+    """Fact APIs that answer the readiness probes of the CLI reference's adapters."""
     world = World(loopback)
     world.geocoding(lambda _request: json_reply({"results": []}))
     world.forecast(lambda _request: json_reply({"daily": {"time": []}}))
@@ -108,7 +113,8 @@ def test_the_readme_evidence_flow_runs_as_written(
 def test_every_readme_example_that_saves_output_asks_for_json() -> None:
     saving = [
         step
-        for block in bash_blocks(README)
+        for text in DOCS
+        for block in bash_blocks(text)
         for step in commands(block)
         if step.startswith("external-query") and " > " in step
     ]

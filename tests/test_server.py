@@ -251,12 +251,12 @@ def test_the_openapi_document_names_every_route(client: httpx.Client) -> None:
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_readme_http_examples_run_as_written(
+def test_the_http_service_doc_examples_run_as_written(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)  # the embedding example names docs/architecture
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## HTTP service\n", 1)[1].split("\n## ", 1)[0]
+    reference = (ROOT / "docs" / "http_service.md").read_text(encoding="utf-8")
+    section = reference.split("\n## HTTP service\n", 1)[1].split("\n## ", 1)[0]
     calling, embedding = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     service = ExternalQueryService(Settings().with_docs(ROOT / "docs" / "architecture"))
     with ServerThread(service) as server:

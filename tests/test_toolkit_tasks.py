@@ -27,7 +27,7 @@ from external_query_service.toolkit import (
 
 from .world import NOW
 
-ROOT_README = Path(__file__).resolve().parent.parent / "README.md"
+MCP_DOC = Path(__file__).resolve().parent.parent / "docs" / "mcp_server.md"
 
 REQUIREMENT = "需要 Python 3.11"
 LICENCE = "MIT 许可证"
@@ -512,8 +512,8 @@ def test_the_toolkit_doc_names_every_command_flag_tool_and_operation() -> None:
     for tool in tools:
         assert f"`{tool}`" in doc, tool
 
-    readme = (ROOT_README).read_text(encoding="utf-8").split("## MCP server", 1)[1]
-    snippet = re.search(r"```json\n(.*?)```", readme, flags=re.DOTALL)
+    reference = MCP_DOC.read_text(encoding="utf-8").split("## MCP server", 1)[1]
+    snippet = re.search(r"```json\n(.*?)```", reference, flags=re.DOTALL)
     assert snippet is not None
     server = json.loads(snippet.group(1))["mcpServers"]["external-query"]
     assert server["command"] == "external-query"
