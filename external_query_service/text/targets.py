@@ -55,8 +55,10 @@ _HAN_DIVISIONS: Final = (
     "县",
 )
 #: The same in alphabetic scripts, dropped only as a whole last word.
+# The lookbehind lets a match start only where a run of spaces starts, so a long run is
+# scanned once, not once per space.
 _WORD_DIVISION = re.compile(
-    r"\s+(?:city|province|county|district|prefecture|municipality|region|shi|sheng|xian)$"
+    r"(?<!\s)\s+(?:city|province|county|district|prefecture|municipality|region|shi|sheng|xian)$"
 )
 #: A Han name keeps at least this many characters once its suffix is dropped: `北区` stays.
 _MIN_HAN_STEM = 2
