@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
@@ -61,6 +62,41 @@ def service_missing(service: str, why: str) -> NoReturn:
     if os.environ.get(REQUIRE_SERVICES, "") not in ("", "0"):
         pytest.fail(f"{service} is required ({REQUIRE_SERVICES} is set) but {why}")
     pytest.skip(f"{service} is not available: {why}")
+
+
+#: How ``pytest.importorskip`` words its skip: an optional package is not installed.
+_IMPORT_SKIP = re.compile(r"(Skipped: )?could not import ")
+
+
+def _extra_required(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """Where ``EXTERNAL_QUERY_REQUIRE_SERVICES=1``, a skip for a package that is not
+    installed (``pytest.importorskip``, in a module, fixture or test) fails instead: CI
+    installs every extra, so such a skip means an extra went missing."""
+    if not report.skipped or os.environ.get(REQUIRE_SERVICES, "") in ("", "0"):
+        return
+    longrepr = report.longrepr
+    message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    if _IMPORT_SKIP.match(message):
+        report.outcome = "failed"
+        report.longrepr = f"{message} ({REQUIRE_SERVICES} is set: every extra is required)"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    _extra_required(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    _extra_required(report)
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,6 @@ from external_query_service.errors import ExternalQueryError
 from external_query_service.ledger import LedgerError
 from external_query_service.llm.client import LLMError
 from external_query_service.llm.presenter import AnswerRejected
-from external_query_service.server.errors import ApiError
 from external_query_service.storage.models import LedgerVerification, UnsoundLedger
 from external_query_service.toolkit.delegate import _Refused
 from external_query_service.toolkit.errors import (
@@ -203,7 +202,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     ],
     "ContractRejected": [(lambda: ContractRejected("unknown_source", "s1"), "unknown_source")],
     "LedgerError": [(lambda: LedgerError("ledger_busy", "locked"), "ledger_busy")],
-    "ApiError": [(lambda: ApiError(404, "unknown_ref", "unknown"), "unknown_ref")],
+    "ApiError": [(lambda: _api_error(404, "unknown_ref", "unknown"), "unknown_ref")],
     "UnsoundLedger": [
         (
             lambda: UnsoundLedger(
@@ -224,6 +223,14 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     "UnsafePlatform": [(lambda: UnsafePlatform("no"), "unsafe_platform")],
     "StaleState": [(lambda: StaleState("no"), "stale_state")],
 }
+
+
+def _api_error(status: int, reason: str, message: str) -> ExternalQueryError:
+    """The HTTP service's error (its module needs the ``server`` extra: a skip without it)."""
+    pytest.importorskip("fastapi")
+    from external_query_service.server.errors import ApiError
+
+    return ApiError(status, reason, message)
 
 
 def test_which_classes_carry_a_reason_is_pinned() -> None:
