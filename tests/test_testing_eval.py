@@ -67,6 +67,7 @@ def example_eval(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     return EvalRun(code, out.getvalue(), err.getvalue(), reports)
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_eval_of_the_example_suite_passes_and_writes_both_reports(
     example_eval: EvalRun,
 ) -> None:
@@ -184,6 +185,7 @@ def test_eval_says_where_it_wrote_the_report(example_eval: EvalRun) -> None:
     )
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_eval_without_out_writes_into_eval_report_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,12 +28,6 @@ ENGLISH_CASES = 5
 
 
 @pytest.fixture
-def https_worlds() -> None:
-    """The example cases' worlds serve https URLs, which needs trustme (the testing extra)."""
-    pytest.importorskip("trustme")
-
-
-@pytest.fixture
 def cases(pytester: pytest.Pytester, https_worlds: None) -> Path:
     root = pytester.path / "cases"
     shutil.copytree(EXAMPLES, root)
