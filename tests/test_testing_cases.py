@@ -76,6 +76,7 @@ def test_examples_hold_chinese_and_english_worlds() -> None:
     assert len({case.world.name for case in cases}) >= 4
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_insufficient_evidence_case_fails_with_a_clear_diff_once_the_world_supports_an_answer(
     tmp_path: Path,
 ) -> None:

@@ -98,6 +98,7 @@ def test_html_report_parses_and_lists_every_case_with_its_audit(example_eval: Ev
     assert "verifier.outcome" in page  # the audit is inside the details
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_eval_exits_1_and_scores_an_unsupported_answer_when_a_case_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

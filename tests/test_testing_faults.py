@@ -85,6 +85,7 @@ def test_latency_beyond_the_question_deadline_is_a_timeout(world: World) -> None
     assert [(a.status, a.reason) for a in answer.attempts] == [("timeout", "deadline_exceeded")]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_oversized_page_is_no_document_and_gives_nothing_not_even_its_snippet(
     world: World,
 ) -> None:
