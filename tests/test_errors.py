@@ -102,6 +102,13 @@ def test_every_exception_class_of_the_package_is_under_the_root() -> None:
     assert strays == set()
 
 
+@pytest.fixture
+def every_module() -> None:
+    """The drawing names classes of every module, the extras' too (a skip without them)."""
+    package_modules()
+
+
+@pytest.mark.usefixtures("every_module")
 def test_the_drawing_names_only_classes_that_exist_under_their_real_parent() -> None:
     names = [name for name, _ in _drawn()]
     assert len(names) == len(set(names)), "a class is drawn twice"
@@ -114,6 +121,7 @@ def test_the_drawing_names_only_classes_that_exist_under_their_real_parent() -> 
             assert bases == (_resolve(parent),), f"{name} is not drawn under its parent"
 
 
+@pytest.mark.usefixtures("every_module")
 def test_every_public_exception_of_the_package_is_drawn() -> None:
     drawn = {_resolve(name) for name, _ in _drawn()}
     public = {cls for cls in _tree() if not cls.__name__.startswith("_")}
