@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
@@ -61,6 +62,52 @@ def service_missing(service: str, why: str) -> NoReturn:
     if os.environ.get(REQUIRE_SERVICES, "") not in ("", "0"):
         pytest.fail(f"{service} is required ({REQUIRE_SERVICES} is set) but {why}")
     pytest.skip(f"{service} is not available: {why}")
+
+
+#: How ``pytest.importorskip`` words its skip: an optional package is not installed.
+_IMPORT_SKIP = re.compile(r"(Skipped: )?could not import '([\w.]+)'")
+#: The frameworks of the integrations run, never part of ``.[dev]``: their skips stay skips.
+_OUTSIDE_DEV = frozenset({"langchain_core", "llama_index"})
+
+
+def _extra_required(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """Where ``EXTERNAL_QUERY_REQUIRE_SERVICES=1``, a skip for a package that is not
+    installed (``pytest.importorskip``, in a module, fixture or test) fails instead: CI
+    installs ``.[dev]``, so such a skip means an extra went missing (the integrations'
+    frameworks aside)."""
+    if not report.skipped or os.environ.get(REQUIRE_SERVICES, "") in ("", "0"):
+        return
+    longrepr = report.longrepr
+    message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    missing = _IMPORT_SKIP.match(message)
+    if missing and missing[2].split(".")[0] not in _OUTSIDE_DEV:
+        report.outcome = "failed"
+        report.longrepr = f"{message} ({REQUIRE_SERVICES} is set: every extra is required)"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    _extra_required(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    _extra_required(report)
+    return report
+
+
+@pytest.fixture(scope="session")
+def https_worlds() -> None:
+    """For a test whose world serves https URLs (the shipped example worlds do): the world's
+    throwaway CA needs trustme (the ``testing`` extra), else a skip."""
+    pytest.importorskip("trustme")
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +177,9 @@ def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> LedgerTarge
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
-    """The test Redis server's URL, once it answered ``PING`` (checked once a session)."""
+    """The test Redis server's URL, once it answered ``PING`` (checked once a session); a
+    skip without the ``redis`` extra, which every shared-cache test drives."""
+    pytest.importorskip("redis")
     parts = urlsplit(REDIS_URL)
     address = (parts.hostname or "127.0.0.1", parts.port or 6379)
     try:

@@ -7,14 +7,23 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+import pytest
+
 import external_query_service
 from external_query_service.integrations.common import IntegrationUnavailable
+
+#: What the optional extras' modules import (the server's, the PostgreSQL ledger's, the MCP
+#: fixture server's): the walk imports every module, so without one of these it is skipped.
+WALK_NEEDS = ("fastapi", "uvicorn", "prometheus_client", "psycopg", "mcp")
 
 
 @functools.cache
 def package_modules() -> tuple[ModuleType, ...]:
     """The package and every module under it, imported. ``__main__`` modules are left out:
-    importing one runs the CLI."""
+    importing one runs the CLI. Skips the caller (a test, or a module that walks at import)
+    where an optional extra the walk needs is not installed."""
+    for name in WALK_NEEDS:
+        pytest.importorskip(name)
     modules = [external_query_service]
     for info in pkgutil.walk_packages(
         external_query_service.__path__, f"{external_query_service.__name__}."

@@ -59,7 +59,7 @@ def serve(world: World) -> None:
 
 
 @pytest.fixture
-def world(keys: None) -> Iterator[World]:
+def world(keys: None, https_worlds: None) -> Iterator[World]:
     with World(now=NOW) as world:
         serve(world)
         yield world

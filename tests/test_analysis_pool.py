@@ -50,7 +50,7 @@ def page_html(n: int) -> str:
 
 
 @pytest.fixture
-def world() -> Iterator[World]:
+def world(https_worlds: None) -> Iterator[World]:
     with World(now=NOW) as built:
         urls = [
             built.route(f"https://port-{n}.example.cn/port", Reply(body=page_html(n)))

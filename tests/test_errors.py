@@ -24,7 +24,6 @@ from external_query_service.errors import ExternalQueryError
 from external_query_service.ledger import LedgerError
 from external_query_service.llm.client import LLMError
 from external_query_service.llm.presenter import AnswerRejected
-from external_query_service.server.errors import ApiError
 from external_query_service.storage.models import LedgerVerification, UnsoundLedger
 from external_query_service.toolkit.delegate import _Refused
 from external_query_service.toolkit.errors import (
@@ -103,6 +102,13 @@ def test_every_exception_class_of_the_package_is_under_the_root() -> None:
     assert strays == set()
 
 
+@pytest.fixture
+def every_module() -> None:
+    """The drawing names classes of every module, the extras' too (a skip without them)."""
+    package_modules()
+
+
+@pytest.mark.usefixtures("every_module")
 def test_the_drawing_names_only_classes_that_exist_under_their_real_parent() -> None:
     names = [name for name, _ in _drawn()]
     assert len(names) == len(set(names)), "a class is drawn twice"
@@ -115,6 +121,7 @@ def test_the_drawing_names_only_classes_that_exist_under_their_real_parent() -> 
             assert bases == (_resolve(parent),), f"{name} is not drawn under its parent"
 
 
+@pytest.mark.usefixtures("every_module")
 def test_every_public_exception_of_the_package_is_drawn() -> None:
     drawn = {_resolve(name) for name, _ in _drawn()}
     public = {cls for cls in _tree() if not cls.__name__.startswith("_")}
@@ -203,7 +210,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     ],
     "ContractRejected": [(lambda: ContractRejected("unknown_source", "s1"), "unknown_source")],
     "LedgerError": [(lambda: LedgerError("ledger_busy", "locked"), "ledger_busy")],
-    "ApiError": [(lambda: ApiError(404, "unknown_ref", "unknown"), "unknown_ref")],
+    "ApiError": [(lambda: _api_error(404, "unknown_ref", "unknown"), "unknown_ref")],
     "UnsoundLedger": [
         (
             lambda: UnsoundLedger(
@@ -224,6 +231,14 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     "UnsafePlatform": [(lambda: UnsafePlatform("no"), "unsafe_platform")],
     "StaleState": [(lambda: StaleState("no"), "stale_state")],
 }
+
+
+def _api_error(status: int, reason: str, message: str) -> ExternalQueryError:
+    """The HTTP service's error (its module needs the ``server`` extra: a skip without it)."""
+    pytest.importorskip("fastapi")
+    from external_query_service.server.errors import ApiError
+
+    return ApiError(status, reason, message)
 
 
 def test_which_classes_carry_a_reason_is_pinned() -> None:

@@ -59,6 +59,7 @@ def searx_origin(world: World) -> str:
 # -- a provider key that is not set ---------------------------------------------------------
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_missing_provider_key_names_the_variable_and_sends_nothing(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,6 +78,7 @@ def test_a_missing_provider_key_names_the_variable_and_sends_nothing(
     assert world.requests == []  # nothing was sent
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_missing_key_in_chinese_names_the_variable_too(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,6 +124,7 @@ def test_a_searxng_403_in_chinese_says_json_output_is_disabled(world: World) -> 
     assert "例如" not in text
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_keyed_api_refusing_the_key_names_the_variable_that_holds_it(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -304,6 +307,8 @@ def test_a_searxng_adapter_without_base_url_says_base_url_missing() -> None:
 def test_no_data_source_lists_every_registered_kind(
     command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    if command == ["serve"]:
+        pytest.importorskip("fastapi")  # the server extra: serve checks it before its sources
     code = main(command)
     err = capsys.readouterr().err
 
@@ -389,6 +394,7 @@ def test_ledger_verify_on_a_missing_file_says_so_in_the_same_words(
 WEATHER_WORLD = Path(__file__).resolve().parent.parent / "examples/cases/worlds/zhanjiang-weather"
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_replay_without_a_recording_for_the_search_names_the_request() -> None:
     with open_world(WEATHER_WORLD) as world, world.service() as service:
         answer = service.answer(EN_QUESTION, {"query_kind": "generic_web"})
@@ -406,6 +412,7 @@ def test_a_replay_without_a_recording_for_the_search_names_the_request() -> None
     assert "base_url" not in shown(answer)
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_ask_with_world_says_the_question_was_not_recorded(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -3,6 +3,8 @@ libpq unchanged, appends wait on one advisory lock, the schema is only ever crea
 migrate, and a SQLite ledger copies into it verified. Runs on the real server (skipped
 without one, failed in CI: see conftest.py)."""
 
+# ruff: noqa: E402 (imports after the extra's importorskip)
+
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +14,11 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import psycopg
 import pytest
+
+# The whole file drives the postgres extra (psycopg), its ledger module included.
+psycopg = pytest.importorskip("psycopg")
+
 from psycopg import sql
 
 from external_query_service import ExternalQueryService, Settings

@@ -11,7 +11,6 @@ from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from markdown_it import MarkdownIt
 
 from external_query_service.models import AnswerContract
 from external_query_service.presenter import ExternalAnswerPresenter
@@ -19,6 +18,9 @@ from external_query_service.testing import LoopbackServer
 
 from .test_presenter import make_evidence, make_packet
 from .world import World, article, hit, make_service
+
+# The renderer (markdown-it-py) is a dev dependency, no extra: every test here renders with it.
+MarkdownIt = pytest.importorskip("markdown_it").MarkdownIt
 
 #: The two payloads: a title ending ``![b`` with a path closing it into an image, and a
 #: title ``[Click`` with a path closing it into a ``javascript:`` link.

@@ -366,6 +366,7 @@ def test_the_cache_stays_under_its_byte_bound_least_recently_used_out(
     assert len(loopback.requests_to("/big")) == 7
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_api_replies_are_kept_and_their_fetched_at_replayed(loopback: LoopbackServer) -> None:
     loopback.route(
         "/api/latest", json_reply({"rate": "7.1"}, headers={"Cache-Control": "max-age=60"})

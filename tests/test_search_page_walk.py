@@ -33,7 +33,7 @@ FAST = {"max_page_bytes": 200_000, "timeout_s": 5.0, "deadline_s": 5.0}
 
 
 @pytest.fixture
-def world() -> Iterator[World]:
+def world(https_worlds: None) -> Iterator[World]:
     with World(now=NOW) as built:
         yield built
 

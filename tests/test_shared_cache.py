@@ -304,6 +304,7 @@ def free_port() -> int:
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A Redis server of this test's own on a free port (killed by the test or afterwards)."""
+    pytest.importorskip("redis")  # the cache talks to it through the redis extra
     binary = shutil.which("redis-server")
     if binary is None:
         service_missing("Redis", "redis-server is not installed")

@@ -61,6 +61,7 @@ file = "pages/typhoon-2026.html"
         )
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_every_example_case_passes() -> None:
     cases = [case for path in find_case_files(EXAMPLES) for case in load_cases(path)]
     assert len(cases) >= 7
@@ -75,6 +76,7 @@ def test_examples_hold_chinese_and_english_worlds() -> None:
     assert len({case.world.name for case in cases}) >= 4
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_insufficient_evidence_case_fails_with_a_clear_diff_once_the_world_supports_an_answer(
     tmp_path: Path,
 ) -> None:
@@ -131,7 +133,7 @@ def test_world_manifests_are_not_mistaken_for_case_files() -> None:
 
 
 @pytest.fixture(scope="module")
-def rust_answer() -> ExternalAnswer:
+def rust_answer(https_worlds: None) -> ExternalAnswer:
     """The English web answer: two sites shown; the oversized third page gives nothing."""
     result = run_case(load_cases(EXAMPLES / "english.toml")[0])
     assert result.passed, result.diff()
@@ -139,6 +141,7 @@ def rust_answer() -> ExternalAnswer:
     return result.answer
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_an_empty_expectation_accepts_any_answer(rust_answer: ExternalAnswer) -> None:
     assert check_answer(Expectation(), rust_answer) == []
 
@@ -167,6 +170,7 @@ def test_each_expectation_reports_the_answer_that_misses_it(
         assert mismatches[0].expected.endswith(f"{[value[-1]]}")
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_each_expectation_accepts_the_answer_that_meets_it(rust_answer: ExternalAnswer) -> None:
     expect = Expectation(
         status="answered",
@@ -182,6 +186,7 @@ def test_each_expectation_accepts_the_answer_that_meets_it(rust_answer: External
     assert check_answer(expect, rust_answer) == []
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_case_now_overrides_the_world_clock(tmp_path: Path) -> None:
     world = (EXAMPLES / "worlds" / "usd-cny").resolve()
     path = tmp_path / "later.toml"

@@ -67,6 +67,7 @@ def example_eval(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     return EvalRun(code, out.getvalue(), err.getvalue(), reports)
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_eval_of_the_example_suite_passes_and_writes_both_reports(
     example_eval: EvalRun,
 ) -> None:
@@ -97,6 +98,7 @@ def test_html_report_parses_and_lists_every_case_with_its_audit(example_eval: Ev
     assert "verifier.outcome" in page  # the audit is inside the details
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_eval_exits_1_and_scores_an_unsupported_answer_when_a_case_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -184,6 +186,7 @@ def test_eval_says_where_it_wrote_the_report(example_eval: EvalRun) -> None:
     )
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_eval_without_out_writes_into_eval_report_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

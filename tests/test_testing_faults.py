@@ -52,6 +52,7 @@ def attempt_event(answer: ExternalAnswer) -> dict[str, Any]:
     return dict(answer.audit.named("attempt")[0].detail)
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_http_500_from_the_search_engine_is_a_failed_attempt(world: World) -> None:
     world.fault(search_url(), "http_500")
     answer = ask(world)
@@ -59,6 +60,7 @@ def test_http_500_from_the_search_engine_is_a_failed_attempt(world: World) -> No
     assert answer.reason == "all_providers_failed"
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_refused_connection_is_a_failed_attempt(world: World) -> None:
     serve_search(world, GOOD)
     world.fault(SEARX, "refused")
@@ -67,6 +69,7 @@ def test_refused_connection_is_a_failed_attempt(world: World) -> None:
     assert world.requests_to("/search") == []
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_connection_closed_without_an_answer_is_a_failed_attempt(world: World) -> None:
     world.fault(search_url(), "reset")
     answer = ask(world)
@@ -74,6 +77,7 @@ def test_connection_closed_without_an_answer_is_a_failed_attempt(world: World) -
     assert answer.attempts[0].reason in {"protocol_error", "transport_error"}
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_latency_beyond_the_question_deadline_is_a_timeout(world: World) -> None:
     world.route(GOOD, Reply(body=PAGE))
     serve_search(world, GOOD, latency_ms=5_000)
@@ -81,6 +85,7 @@ def test_latency_beyond_the_question_deadline_is_a_timeout(world: World) -> None
     assert [(a.status, a.reason) for a in answer.attempts] == [("timeout", "deadline_exceeded")]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_oversized_page_is_no_document_and_gives_nothing_not_even_its_snippet(
     world: World,
 ) -> None:
@@ -93,6 +98,7 @@ def test_oversized_page_is_no_document_and_gives_nothing_not_even_its_snippet(
     assert answer.evidence == ()
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_redirect_to_a_private_address_is_blocked(world: World) -> None:
     world.fault(GOOD, "redirect_private")
     serve_search(world, GOOD)
@@ -102,6 +108,7 @@ def test_redirect_to_a_private_address_is_blocked(world: World) -> None:
     assert PRIVATE_REDIRECT.startswith("http://169.254.169.254/")
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_blocked_origin_is_refused_before_any_connection(world: World) -> None:
     world.fault(GOOD, "blocked")
     serve_search(world, GOOD)
@@ -110,6 +117,7 @@ def test_blocked_origin_is_refused_before_any_connection(world: World) -> None:
     assert world.requests_to("/news") == []
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_slow_body_is_cut_off_by_the_fetch_deadline_and_gives_nothing(world: World) -> None:
     world.fault(GOOD, "slow_body")
     serve_search(world, GOOD)
@@ -119,6 +127,7 @@ def test_slow_body_is_cut_off_by_the_fetch_deadline_and_gives_nothing(world: Wor
     assert answer.attempts[0].status == "empty"  # the search answered; its page did not
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_hanging_page_gives_no_response_and_its_snippet_stands_in(world: World) -> None:
     world.fault(GOOD, "hang")
     serve_search(world, GOOD)
@@ -128,6 +137,7 @@ def test_hanging_page_gives_no_response_and_its_snippet_stands_in(world: World) 
     assert [(item.url, item.basis) for item in answer.evidence] == [(GOOD, "search_snippet")]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_world_file_faults_apply_per_route(tmp_path: Any) -> None:
     from external_query_service.testing import open_world
 
@@ -181,6 +191,7 @@ def test_the_redirect_loop_points_back_at_the_page_asked_for(world: World) -> No
     assert (response.status_code, response.headers["location"]) == (302, "/news?id=7")
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_drip_sends_the_start_of_a_page_at_its_rate_and_is_cut_off(world: World) -> None:
     reply = fault_reply("drip", drip_bytes_per_s=4)
     assert reply.chunk_delay_s == 0.25

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -11,9 +12,12 @@ from pathlib import Path
 # Imported here, before any in-process pytester run: pytester drops modules a run imported,
 # and cryptography's Rust core cannot be imported twice in one process. hypothesis too:
 # its pytest plugin imports it at the end of every run, about a second each time otherwise.
+# trustme (the testing extra) only where installed: without it no run imports cryptography.
 import hypothesis  # noqa: F401
 import pytest
-import trustme  # noqa: F401
+
+with contextlib.suppress(ImportError):
+    import trustme  # noqa: F401
 
 from .test_testing_cases import EXAMPLES, support_an_answer
 
@@ -24,7 +28,7 @@ ENGLISH_CASES = 5
 
 
 @pytest.fixture
-def cases(pytester: pytest.Pytester) -> Path:
+def cases(pytester: pytest.Pytester, https_worlds: None) -> Path:
     root = pytester.path / "cases"
     shutil.copytree(EXAMPLES, root)
     return root
@@ -133,6 +137,7 @@ def test_an_unrelated_pytest_run_imports_only_the_plugin_and_the_package_root(
     assert not [name for name in loaded if name.split(".")[0] in HEAVY]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_naming_a_case_folder_loads_the_case_machinery(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES, tmp_path / "cases")
     loaded = _modules_after_a_run(tmp_path, "--external-query-cases", "cases", "-k", "usd")

@@ -135,7 +135,7 @@ def live_world() -> Iterator[World]:
 
 
 @pytest.fixture
-def live() -> Iterator[World]:
+def live(https_worlds: None) -> Iterator[World]:
     with live_world() as world:
         yield world
 
@@ -179,7 +179,9 @@ api_key_env = "EQS_TEST_LLM_KEY"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, quotes_registered: None) -> Path:
+def recorded(
+    tmp_path_factory: pytest.TempPathFactory, quotes_registered: None, https_worlds: None
+) -> Path:
     """One recording (through the CLI) that the read-only tests below share."""
     folder = tmp_path_factory.mktemp("record")
     semantics = folder / "semantics.json"
@@ -225,6 +227,7 @@ def test_replay_of_a_recorded_world_gives_an_identical_answer_twice(recorded: Pa
     assert comparable_answer(first) == comparable_answer(second)
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_replay_reproduces_the_recorded_answer_exactly(recorded: Path) -> None:
     original = ExternalAnswer.model_validate_json((recorded / "answer.json").read_text("utf-8"))
     again = replay(recorded)
@@ -288,6 +291,7 @@ def test_ask_with_world_replays_from_the_command_line(
     )
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_ask_with_world_and_config_is_bad_input(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -296,6 +300,7 @@ def test_ask_with_world_and_config_is_bad_input(
     assert "--world brings its own settings" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_record_refuses_to_overwrite_a_folder(
     live: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -84,6 +84,7 @@ def test_relative_ca_bundle_resolves_against_the_settings_file(tmp_path: Path) -
     assert Settings.load(config).network.ca_bundle == tmp_path / "certs" / "ca.pem"
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_https_page_is_served_on_loopback_under_its_own_url() -> None:
     with World(now=NOW) as world:
         url = world.route("https://news.example.cn/airshow", Reply(body=AIRSHOW))
@@ -103,6 +104,7 @@ def test_https_page_is_served_on_loopback_under_its_own_url() -> None:
         assert world.requests_to("/airshow", host="news.example.cn")[0].scheme == "https"
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_without_the_world_ca_the_certificate_is_refused() -> None:
     with World() as world:
         url = world.route("https://news.example.cn/a", Reply(body=AIRSHOW))
@@ -121,6 +123,7 @@ def test_without_the_world_ca_the_certificate_is_refused() -> None:
         assert asyncio.run(fetch()) in {"connect_failed", "transport_error"}
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_connect_to_keeps_the_guard_on_for_the_mapped_address() -> None:
     with World() as world:
         url = world.route("https://news.example.cn/a", Reply(body=AIRSHOW))
@@ -141,6 +144,7 @@ def test_connect_to_keeps_the_guard_on_for_the_mapped_address() -> None:
         assert world.requests == []
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_routes_match_the_most_specific_query_subset() -> None:
     with World() as world:
         base = "https://api.frankfurter.dev/v1/latest"
@@ -163,6 +167,7 @@ def test_routes_match_the_most_specific_query_subset() -> None:
         assert asyncio.run(ask({"from": "GBP"})) == "any"
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_unknown_path_on_a_world_host_is_404_never_the_internet() -> None:
     with World() as world:
         world.claim("https://searx.example.org/")
@@ -192,6 +197,7 @@ def test_example_world_loads_with_its_clock_adapters_and_files() -> None:
     assert b"24.1" in spec.files["api/forecast-2026-12-01.json"]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_world_from_a_directory_answers_like_the_hand_built_one() -> None:
     semantics = {
         "query_kind": "weather",
@@ -226,6 +232,7 @@ class MirrorEngine(SearxngAdapter):
     options: Options
 
 
+@pytest.mark.usefixtures("https_worlds")
 @pytest.mark.parametrize("kind", ["searxng", MirrorEngine.kind])
 def test_a_search_engine_without_a_url_plays_at_the_worlds_own_host(
     tmp_path: Path, kind: str
@@ -310,6 +317,7 @@ def test_edited_copy_of_a_world_serves_the_new_page(tmp_path: Path) -> None:
     assert [page.url for page in spec.manifest.pages] == ["https://news.example.cn/2025/typhoon"]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_hand_built_world_supports_search_pages_and_fact_apis_at_once() -> None:
     with World(now=NOW) as world:
         page = world.route("https://news-a.example.cn/airshow", Reply(body=AIRSHOW))
@@ -323,6 +331,7 @@ def test_hand_built_world_supports_search_pages_and_fact_apis_at_once() -> None:
     assert answer.sources[0].site == "news-a.example.cn"
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_world_settings_resolve_every_site_to_loopback_with_the_guard_on() -> None:
     with open_world(EXAMPLES / "worlds" / "rust-release") as world:
         settings = world.settings()
@@ -342,6 +351,7 @@ def test_world_settings_resolve_every_site_to_loopback_with_the_guard_on() -> No
     ]
 
 
+@pytest.mark.usefixtures("https_worlds")
 def test_a_redacted_credential_in_a_route_matches_a_request_without_it() -> None:
     with World() as world:
         world.route(
