@@ -68,10 +68,18 @@ def world() -> Iterator[World]:
         yield opened
 
 
-def held_world(world: World, held: HeldPage, **sections: Any) -> ExternalQueryService:
-    """A search with three hits: the first page held back, the other two plain."""
+def held_world(
+    world: World, held: HeldPage, *, hold_all: bool = False, **sections: Any
+) -> ExternalQueryService:
+    """A search with three hits: the first page held back, the other two plain (or held
+    back too, with ``hold_all``)."""
     first = world.route(world.url("first.test", "/news"), held)
-    others = [world.page(f"site{n}.test", "/news", PAGE) for n in (2, 3)]
+    others = [
+        world.route(world.url(f"site{n}.test", "/news"), held)
+        if hold_all
+        else world.page(f"site{n}.test", "/news", PAGE)
+        for n in (2, 3)
+    ]
     search = world.searxng()
     hits = [hit(url, "Air show news", "new aircraft") for url in (first, *others)]
     world.route(f"{search['base_url']}/search", json_reply(searx_body(QUESTION, hits)))
@@ -221,7 +229,8 @@ def test_a_question_that_cannot_be_asked_ends_the_stream_with_an_error_event(
 
 def test_the_deadline_ends_a_stream_with_deadline_exceeded(world: World, tmp_path: Path) -> None:
     held = HeldPage(Reply(body=PAGE))
-    service = held_world(world, held, server={"request_deadline_s": 0.5})
+    # Every page held: no answer can form before the deadline, however fast the host.
+    service = held_world(world, held, hold_all=True, server={"request_deadline_s": 0.5})
     try:
         with ServerThread(service) as server:
             found = stream(f"{server.url}/v1/answer", {"question": QUESTION}, **STREAM)

@@ -122,15 +122,18 @@ def test_the_median_answer_behind_a_slow_redis_is_within_one_and_a_half_times_no
     # the measurement, through the same Redis without the delay.
     with service(world, url=redis_url, key_prefix=prefix + "warm:") as warm:
         timed(warm, pages(world, "warm", 2))
-    with service(world) as plain:
-        alone = timed(plain, pages(world, "plain", 6))
-    with service(world, url=slow_redis, key_prefix=prefix) as shared:
-        behind = timed(shared, pages(world, "slow", 6))
+    # Interleaved, one answer of each in turn: a busy host slows both alike.
+    alone: list[float] = []
+    behind: list[float] = []
+    with service(world) as plain, service(world, url=slow_redis, key_prefix=prefix) as shared:
+        for own, slow in zip(pages(world, "plain", 7), pages(world, "slow", 7), strict=True):
+            alone.append(timed(plain, [own]))
+            behind.append(timed(shared, [slow]))
         assert shared.shared_cache is not None
         errors = shared.shared_cache.errors
 
     assert errors >= 1  # the slow replies were counted toward the circuit
-    assert behind <= 1.5 * alone, (behind, alone)
+    assert statistics.median(behind) <= 1.5 * statistics.median(alone), (behind, alone)
 
 
 def test_healthz_answers_in_under_50_ms_while_questions_wait_on_redis(
