@@ -71,7 +71,7 @@ def test_nodes_are_the_admitted_evidence_scored_from_zero_to_one(
     assert all(isinstance(node, NodeWithScore) for node in nodes)
     assert sorted(node.node.metadata["url"] for node in nodes) == sorted(urls)
     for node in nodes:
-        assert node.score == node.node.metadata["score"] / 10_000
+        assert node.score == node.node.metadata["score"]  # the same 0..1 relevance
         assert 0 < node.score <= 1
     scores = [node.score for node in nodes]
     assert scores == sorted(scores, reverse=True)
