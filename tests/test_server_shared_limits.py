@@ -3,9 +3,11 @@ spends one token bucket per key, whichever worker takes the request."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -46,6 +48,7 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its workers and their analysis workers: one group to stop
     )
     log: list[str] = []
     started = threading.Event()
@@ -61,7 +64,7 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
             if sum("Application startup complete" in item for item in log) >= 2:
                 started.set()
 
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         assert started.wait(120), "".join(log)
@@ -76,10 +79,17 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
         buckets = list(client.scan_iter(match=f"{prefix}rate:*"))
     finally:
         process.terminate()
-        process.wait(60)
-        reader.join(10)
-        assert process.stderr is not None
-        process.stderr.close()
+        try:
+            process.wait(60)
+        finally:
+            # A worker left behind would hold the stderr pipe open: stop the whole group.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+            reader.join(30)
+            assert process.stderr is not None
+            if not reader.is_alive():  # closing while it still reads would wait on its lock
+                process.stderr.close()
     passed = [reply for reply in statuses if reply.status_code != 429]
     refused = [reply for reply in statuses if reply.status_code == 429]
     assert len(pids) == 2  # both workers take requests
