@@ -3,13 +3,8 @@ spends one token bucket per key, whichever worker takes the request."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import re
-import signal
-import subprocess
-import threading
 from pathlib import Path
 
 import httpx
@@ -18,7 +13,7 @@ import pytest
 from external_query_service import Settings
 from external_query_service.testing.world_files import dump_toml
 
-from .serving import write_docs
+from .serving import served_workers, write_docs
 from .test_shared_cache import CLI, ROOT, prefix
 
 __all__ = ["prefix"]  # the fixture, used by name
@@ -41,34 +36,9 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
     ).with_docs(write_docs(tmp_path / "docs"))
     config = tmp_path / "serve.toml"
     config.write_text(dump_toml(settings.model_dump(mode="json", exclude_none=True)), "utf-8")
-    process = subprocess.Popen(
-        [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "EQ_WORKER_KEYS": KEY},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its workers and their analysis workers: one group to stop
-    )
-    log: list[str] = []
-    started = threading.Event()
-    base: list[str] = []
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            log.append(line)
-            found = re.search(r"Serving on (http://\S+)", line)
-            if found:
-                base.append(found.group(1))
-            if sum("Application startup complete" in item for item in log) >= 2:
-                started.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert started.wait(120), "".join(log)
-        url = base[0]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EQ_WORKER_KEYS": KEY}
+    command = [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"]
+    with served_workers(command, env) as (_process, url):
         pids = {httpx.get(f"{url}/healthz", timeout=30).json()["pid"] for _ in range(20)}
         statuses = [
             # A new connection each time, so the kernel hands them to either worker.
@@ -77,19 +47,6 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
         ]
         client = redis.Redis.from_url(redis_url)
         buckets = list(client.scan_iter(match=f"{prefix}rate:*"))
-    finally:
-        process.terminate()
-        try:
-            process.wait(60)
-        finally:
-            # A worker left behind would hold the stderr pipe open: stop the whole group.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(30)
-            reader.join(30)
-            assert process.stderr is not None
-            if not reader.is_alive():  # closing while it still reads would wait on its lock
-                process.stderr.close()
     passed = [reply for reply in statuses if reply.status_code != 429]
     refused = [reply for reply in statuses if reply.status_code == 429]
     assert len(pids) == 2  # both workers take requests

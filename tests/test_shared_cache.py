@@ -7,7 +7,6 @@ Every test uses a key prefix of its own and deletes its keys afterwards.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -40,6 +39,7 @@ from external_query_service.text.analyse import (
 )
 
 from .conftest import service_missing
+from .serving import served_workers
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = (sys.executable, "-m", "external_query_service.cli")
@@ -394,40 +394,14 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
     config.write_text(dump_toml(settings), encoding="utf-8")
     scratch = tmp_path / "tmp"  # where serve makes its metrics folder
     scratch.mkdir()
-    process = subprocess.Popen(
-        [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"],
-        env={
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "TMPDIR": str(scratch),
-            "EQ_TEST_SERVE_KEY": "a secret both workers share",
-        },
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its workers and their analysis workers: one group to stop
-    )
-    assert process.stderr is not None
-    log: list[str] = []
-    started = threading.Event()
-    base: list[str] = []
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            log.append(line)
-            found = re.search(r"Serving on (http://\S+)", line)
-            if found:
-                base.append(found.group(1))
-            if log and sum("Application startup complete" in item for item in log) >= 2:
-                started.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert started.wait(120), "".join(log)
-        url = base[0]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TMPDIR": str(scratch),
+        "EQ_TEST_SERVE_KEY": "a secret both workers share",
+    }
+    command = [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"]
+    with served_workers(command, env) as (process, url):
         asked = 12
 
         async def ask_all() -> list[httpx.Response]:
@@ -469,12 +443,3 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
         assert list(scratch.iterdir()) == []  # the metrics folder is gone
-    finally:
-        # Every process of the group, not just the supervisor: a worker left behind would hold
-        # the stderr pipe open, and the reader would never see its end.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
-        reader.join(30)
-        if not reader.is_alive():  # closing while it still reads would wait on its lock
-            process.stderr.close()
