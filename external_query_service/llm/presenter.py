@@ -33,8 +33,9 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import publicsuffixlist
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._frozen import Frozen
 from ..credentials import repeats_credential
 from ..digests import sha256_digest
 from ..models import Evidence, ExternalContextPacket, Presentation, SentenceCheck
@@ -72,10 +73,8 @@ class AnswerRejected(LLMError):
     sentences: tuple[SentenceCheck, ...] = ()
 
 
-class ModelAnswer(BaseModel):
+class ModelAnswer(Frozen):
     """The JSON shape the model must answer in."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str = Field(min_length=1, max_length=_MAX_TEXT_CHARS)
     citations: tuple[str, ...] = Field(max_length=_MAX_CITATIONS)

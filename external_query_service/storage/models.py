@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from .._frozen import Frozen
 from ..digests import sha256_digest
 from ..errors import ExternalQueryError
 
@@ -49,11 +48,7 @@ class LedgerError(ExternalQueryError):
         return self.reason == "ledger_busy"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class LedgerEntry(_Frozen):
+class LedgerEntry(Frozen):
     """One stored record: its seq, kind, digest, and whether this call wrote it."""
 
     kind: str
@@ -62,7 +57,7 @@ class LedgerEntry(_Frozen):
     inserted: bool
 
 
-class LedgerProject(_Frozen):
+class LedgerProject(Frozen):
     """A readback project: its question, source budget and creation time."""
 
     markdown_title: ClassVar[str] = "Research project"
@@ -74,7 +69,7 @@ class LedgerProject(_Frozen):
     created: bool
 
 
-class LedgerHead(_Frozen):
+class LedgerHead(Frozen):
     """The ledger's end as written to a second place on every commit: the last seq, its
     chain value and the record count (equal to the seq: seq has no gap). ``digest`` seals
     the three, so a head edited on its own does not read back as a head."""
@@ -129,7 +124,7 @@ def _is_hex(text: str) -> bool:
     return all(char in "0123456789abcdef" for char in text)
 
 
-class LedgerVerification(_Frozen):
+class LedgerVerification(Frozen):
     """``verify()``: ``ok`` when the storage's own check passed (``integrity``: SQLite's
     ``PRAGMA integrity_check``; PostgreSQL keeps its own consistency and reports ``ok``) and
     every record's body digest, content id, seq and chain link recompute."""
@@ -149,7 +144,7 @@ class LedgerVerification(_Frozen):
     head_seq: int | None = None
 
 
-class LedgerMigration(_Frozen):
+class LedgerMigration(Frozen):
     """What ``migrate`` did: the schema version before and after."""
 
     markdown_title: ClassVar[str] = "Ledger migration"
@@ -161,7 +156,7 @@ class LedgerMigration(_Frozen):
     applied: tuple[int, ...]
 
 
-class LedgerCopy(_Frozen):
+class LedgerCopy(Frozen):
     """What ``copy`` did: records copied, and the chain value both ledgers end on."""
 
     markdown_title: ClassVar[str] = "Ledger copy"
