@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
+from .._frozen import Frozen
 from .confidence import Selection
 from .reports import ArtifactReceipt, CategoryCheck
 
@@ -42,11 +43,7 @@ MAX_OPTIONS = 50
 Effect = Literal["observe", "capture", "record", "save"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ParameterContract(_Frozen):
+class ParameterContract(Frozen):
     """A tool parameter; ``depends_on`` names the parameter whose choice lists its values."""
 
     name: str
@@ -57,7 +54,7 @@ class ParameterContract(_Frozen):
     selection: Selection = "match"
 
 
-class ToolContract(_Frozen):
+class ToolContract(Frozen):
     """A tool: its name, what it does, its effect and its parameters."""
 
     name: str
@@ -66,14 +63,14 @@ class ToolContract(_Frozen):
     parameters: tuple[ParameterContract, ...] = ()
 
 
-class ArgumentOption(_Frozen):
+class ArgumentOption(Frozen):
     """One value a parameter may take: the id to pass, and a label for a reader."""
 
     id: str
     label: str
 
 
-class ArgumentDomain(_Frozen):
+class ArgumentDomain(Frozen):
     """Candidates for one parameter (under ``parent`` for a dependent one)."""
 
     parameter: str
@@ -83,7 +80,7 @@ class ArgumentDomain(_Frozen):
     total: int
 
 
-class ArgumentsResult(_Frozen):
+class ArgumentsResult(Frozen):
     """The values each parameter of ``tool`` may take now, for ``state_ref``."""
 
     tool: str
@@ -93,14 +90,14 @@ class ArgumentsResult(_Frozen):
     waiting_for_parent: tuple[str, ...]
 
 
-class ToolFailure(_Frozen):
+class ToolFailure(Frozen):
     """Why an operation failed: a snake_case reason and one line of detail."""
 
     reason: str
     detail: str
 
 
-class OperationResult(_Frozen):
+class OperationResult(Frozen):
     """``ok`` with ``result``, or not ok with ``error``; ``state_ref`` is the new state's."""
 
     tool: str
@@ -110,7 +107,7 @@ class OperationResult(_Frozen):
     state_ref: str
 
 
-class CaptureSummary(_Frozen):
+class CaptureSummary(Frozen):
     """A capture as an observation lists it (no text)."""
 
     ref: str
@@ -120,7 +117,7 @@ class CaptureSummary(_Frozen):
     summary: str
 
 
-class TaskView(_Frozen):
+class TaskView(Frozen):
     """The task a session works on, as an observation shows it."""
 
     name: str
@@ -134,7 +131,7 @@ class TaskView(_Frozen):
     queries: tuple[str, ...]
 
 
-class LastOperation(_Frozen):
+class LastOperation(Frozen):
     """The previous operation's tool, whether it worked, and why not."""
 
     tool: str
@@ -145,7 +142,7 @@ class LastOperation(_Frozen):
 Route = Literal["direct", "delegated"]
 
 
-class DelegationView(_Frozen):
+class DelegationView(Frozen):
     """Whether ``delegate`` can run now (``reason`` says why not), the route this session
     took, and the goal and status of its delegation once started."""
 
@@ -156,7 +153,7 @@ class DelegationView(_Frozen):
     status: str | None = None
 
 
-class Observation(_Frozen):
+class Observation(Frozen):
     """The session's state: its ``state_ref``, the task, the tools, captures, records,
     checks, budget usage, the last operation and read, the artifact receipt once saved,
     and each installed toolkit's own compact projection (``toolkits``, by name)."""
@@ -175,4 +172,4 @@ class Observation(_Frozen):
     last_read: str | None
     receipt: ArtifactReceipt | None
     delegation: DelegationView
-    toolkits: dict[str, JsonValue] = {}
+    toolkits: dict[str, JsonValue] = {}  # noqa: RUF012 - a pydantic field; each model copies it

@@ -12,8 +12,9 @@ state, for models that ignore schemas: a stale ``state_ref``, a tool or id not o
 a malformed reply is refused and counted, never executed. A valid step runs through the
 session, like a direct ``operate``.
 
-The loop depends on a narrow session protocol (``StepSession``: observe, arguments, run a
-step, tell an issued ``state_ref``), not on the session class.
+The loop depends on two narrow protocols, not on the session or task classes:
+``StepSession`` (observe, arguments, run a step, tell an issued ``state_ref``) and
+``DelegatedTask`` (the delegation rules, the checks, the receipt, whether it saved).
 
 Where the endpoint returns log-probabilities, each choice is weighed first
 (``confidence.py``): the tool and ``explore`` parameters need ``explore_min_probability``;
@@ -37,11 +38,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from .._frozen import Frozen
 from ..digests import sha256_digest
 from ..errors import ExternalQueryError
 from ..llm.client import ChatCompletionsClient, ChatMessage, Completion, LLMError
@@ -66,13 +68,12 @@ from .contracts import (
 from .errors import ToolkitError
 from .reports import ArtifactReceipt, CategoryCheck
 from .steplog import StepArchive
-
-if TYPE_CHECKING:
-    from .tasks import EvidenceTask
+from .taskfile import TaskSpec
 
 __all__ = [
     "MAX_GOAL_CHARS",
     "DelegatedStep",
+    "DelegatedTask",
     "Delegation",
     "DelegationBudget",
     "DelegationCost",
@@ -113,11 +114,7 @@ _SYSTEM = (
 )
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class StepReply(_Frozen):
+class StepReply(Frozen):
     """What the model replies each turn (its schema is set per turn): ``step`` holds
     ``tool`` (None: stop) and one option id per parameter, by parameter name."""
 
@@ -170,7 +167,30 @@ class StepSession(Protocol):
         ...
 
 
-class DelegationBudget(_Frozen):
+class DelegatedTask(Protocol):
+    """What the loop needs of the task: its rules (``spec.delegation``), its checks, its
+    artifact receipt and whether it saved its report."""
+
+    @property
+    def spec(self) -> TaskSpec:
+        """The task's declaration; the loop reads its ``delegation`` rules."""
+        ...
+
+    @property
+    def saved_digest(self) -> str | None:
+        """sha256 of the saved report (None before a save)."""
+        ...
+
+    def checks(self) -> tuple[CategoryCheck, ...]:
+        """One check per required category."""
+        ...
+
+    def artifact_receipt(self) -> ArtifactReceipt:
+        """The saved report's receipt."""
+        ...
+
+
+class DelegationBudget(Frozen):
     """What one delegated run may spend: steps, seconds and model tokens."""
 
     max_steps: int = Field(ge=1, le=500)
@@ -178,7 +198,7 @@ class DelegationBudget(_Frozen):
     max_tokens: int = Field(ge=1)
 
 
-class DelegationCost(_Frozen):
+class DelegationCost(Frozen):
     """What the run used: operations, model calls and tokens (as the endpoint reported
     them; ``replies_without_usage`` counts replies that reported none), time."""
 
@@ -192,7 +212,7 @@ class DelegationCost(_Frozen):
     seconds: float
 
 
-class GateReport(_Frozen):
+class GateReport(Frozen):
     """Whether a reply's choices were weighed (``why`` not, when not) and the figures."""
 
     gated: bool
@@ -201,7 +221,7 @@ class GateReport(_Frozen):
     figures: tuple[ChoiceFigures, ...] = ()
 
 
-class DelegatedStep(_Frozen):
+class DelegatedStep(Frozen):
     """One operation the run executed: the option ids (and what they stood for), its
     outcome, who chose it (the model, or the loop's closing save) and its gate."""
 
@@ -215,7 +235,7 @@ class DelegatedStep(_Frozen):
     gated: bool
 
 
-class DelegationResult(_Frozen):
+class DelegationResult(Frozen):
     """The terminal state of a delegated run."""
 
     status: DelegationStatus
@@ -434,7 +454,7 @@ class Delegation:
     def __init__(
         self,
         session: StepSession,
-        task: EvidenceTask,
+        task: DelegatedTask,
         client: ChatCompletionsClient,
         goal: str,
         *,
