@@ -1,15 +1,18 @@
-"""The models a session shows and returns: tool contracts, candidate domains, operation
-results and the observation.
+"""The toolkit's wire models: everything that crosses to a caller, an MCP host or a model.
 
+A session's observation, the tool contracts and candidate domains it offers, operation
+results; the reply a delegated model sends each turn and the delegation's terminal result.
 They sit apart from the session (``operations.py``) and the delegation loop
-(``delegate.py``) so both depend on them and neither on the other's module.
+(``delegate.py``) so both depend on them and neither on the other's module. A tool's own
+result (a page, a file listing, a window of a capture) is defined beside the tool that
+makes it; the saved report and its receipt in ``reports.py``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from .._frozen import Frozen
 from .confidence import Selection
@@ -22,6 +25,11 @@ __all__ = [
     "ArgumentOption",
     "ArgumentsResult",
     "CaptureSummary",
+    "DelegatedStep",
+    "DelegationBudget",
+    "DelegationCost",
+    "DelegationResult",
+    "DelegationStatus",
     "DelegationView",
     "Effect",
     "LastOperation",
@@ -29,6 +37,7 @@ __all__ = [
     "OperationResult",
     "ParameterContract",
     "Route",
+    "StepReply",
     "TaskView",
     "ToolContract",
     "ToolFailure",
@@ -173,3 +182,89 @@ class Observation(Frozen):
     receipt: ArtifactReceipt | None
     delegation: DelegationView
     toolkits: dict[str, JsonValue] = {}  # noqa: RUF012 - a pydantic field; each model copies it
+
+
+# --- delegation: the model's reply and the run's result ------------------------------------
+
+DelegationStatus = Literal[
+    "completed",
+    "incomplete",
+    "budget_exhausted",
+    "uncertain_choice",
+    "refused_too_often",
+    "model_failed",
+]
+
+
+class StepReply(Frozen):
+    """What the model replies each turn (its schema is set per turn): ``step`` holds
+    ``tool`` (None: stop) and one option id per parameter, by parameter name."""
+
+    note: str
+    state_ref: str
+    step: dict[str, str | None]
+
+    @property
+    def tool(self) -> str | None:
+        """The tool the step names (None: the model stops)."""
+        return self.step.get("tool")
+
+    @property
+    def done(self) -> bool:
+        """The model stops the run."""
+        return self.step.get("tool") is None
+
+
+class DelegationBudget(Frozen):
+    """What one delegated run may spend: steps, seconds and model tokens."""
+
+    max_steps: int = Field(ge=1, le=500)
+    timeout_s: float = Field(gt=0, le=86_400)
+    max_tokens: int = Field(ge=1)
+
+
+class DelegationCost(Frozen):
+    """What the run used: operations, model calls and tokens (as the endpoint reported
+    them; ``replies_without_usage`` counts replies that reported none), time."""
+
+    steps: int
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    replies_without_usage: int
+    refusals: int
+    seconds: float
+
+
+class DelegatedStep(Frozen):
+    """One operation the run executed: the option ids (and what they stood for), its
+    outcome, who chose it (the model, or the loop's closing save) and its gate."""
+
+    step: int
+    tool: str
+    arguments: dict[str, str]
+    labels: dict[str, str]
+    ok: bool
+    reason: str | None = None
+    chosen_by: Literal["model", "loop"]
+    gated: bool
+
+
+class DelegationResult(Frozen):
+    """The terminal state of a delegated run."""
+
+    status: DelegationStatus
+    goal: str
+    #: One line: what stopped the run (and, when not completed, the failing checks).
+    stopped_because: str
+    steps: tuple[DelegatedStep, ...]
+    checks: tuple[CategoryCheck, ...]
+    failing_checks: tuple[str, ...]
+    #: This run saved the report (``receipt.matches`` says whether it still matches).
+    report_saved: bool
+    report_path: str
+    receipt: ArtifactReceipt
+    budget: DelegationBudget
+    cost: DelegationCost
+    model: str

@@ -119,7 +119,7 @@ class WebToolkit:
                 budget=self.budget,
             )
         self._store = task.store
-        for definition in WEB_TOOLS:
+        for definition in _WEB_TOOLS:
             task.add_tool(definition.bind(self))
 
     async def aclose(self) -> None:
@@ -188,7 +188,7 @@ async def _follow(kit: WebToolkit, values: Mapping[str, str]) -> JsonValue:
 
 _PAGE = Parameter("page", "a captured page", "explore")
 #: ``web.open_link``, ``web.read_section``, then the older web names.
-WEB_TOOLS: tuple[ToolDefinition[WebToolkit], ...] = (
+_WEB_TOOLS: tuple[ToolDefinition[WebToolkit], ...] = (
     ToolDefinition(
         "web.open_link",
         "Capture a page: the task's entry, or a link a captured page showed "
@@ -293,7 +293,7 @@ class WorkspaceToolkit:
         if self._tools is None:
             self._tools = WorkspaceTools(self.root, task.store, limits=self.limits)
         self._task = task
-        for definition in WORKSPACE_TOOLS:
+        for definition in _WORKSPACE_TOOLS:
             task.add_tool(definition.bind(self))
 
 
@@ -332,7 +332,7 @@ async def _read_file(kit: WorkspaceToolkit, values: Mapping[str, str]) -> JsonVa
     return _dump(await asyncio.to_thread(kit.tools.read, values["path"]))
 
 
-WORKSPACE_TOOLS: tuple[ToolDefinition[WorkspaceToolkit], ...] = (
+_WORKSPACE_TOOLS: tuple[ToolDefinition[WorkspaceToolkit], ...] = (
     ToolDefinition(
         "files.list",
         "List regular files below a folder of the root (links refused).",
@@ -414,7 +414,7 @@ _READ_EVIDENCE: ToolDefinition[EvidenceStore] = ToolDefinition(
     (_CAPTURE, Parameter("offset", "where to start", "explore", depends_on="ref")),
     {"ref": _refs, "offset": _offsets},
 )
-EVIDENCE_TOOLS: tuple[ToolDefinition[EvidenceStore], ...] = (
+_EVIDENCE_TOOLS: tuple[ToolDefinition[EvidenceStore], ...] = (
     _READ_EVIDENCE,
     ToolDefinition(
         "evidence_page",
@@ -430,7 +430,7 @@ EVIDENCE_TOOLS: tuple[ToolDefinition[EvidenceStore], ...] = (
 
 def evidence_tools(store: EvidenceStore) -> list[Tool]:
     """``read_evidence`` and ``evidence_page`` over ``store`` (and ``evidence.read``)."""
-    return [definition.bind(store) for definition in EVIDENCE_TOOLS]
+    return [definition.bind(store) for definition in _EVIDENCE_TOOLS]
 
 
 # --- the task's tools -----------------------------------------------------------------------
@@ -501,7 +501,7 @@ _SAVE_REPORT: ToolDefinition[RecordingTask] = ToolDefinition(
     _save,
     effect="save",
 )
-TASK_TOOLS: tuple[ToolDefinition[RecordingTask], ...] = (
+_TASK_TOOLS: tuple[ToolDefinition[RecordingTask], ...] = (
     _RECORD_EVIDENCE,
     _SAVE_REPORT,
     _RECORD_EVIDENCE.older_name("evidence.record"),
@@ -511,17 +511,17 @@ TASK_TOOLS: tuple[ToolDefinition[RecordingTask], ...] = (
 
 def task_tools(task: RecordingTask) -> list[Tool]:
     """``record_evidence`` and ``save_report`` for ``task`` (and their older names)."""
-    return [definition.bind(task) for definition in TASK_TOOLS]
+    return [definition.bind(task) for definition in _TASK_TOOLS]
 
 
 # --- what the built-in tools are called -----------------------------------------------------
 
 #: Every built-in tool, in contract order (a task offers those its toolkits install).
 BUILTIN_TOOLS: tuple[ToolDefinition[Any], ...] = (
-    *WEB_TOOLS,
-    *WORKSPACE_TOOLS,
-    *EVIDENCE_TOOLS,
-    *TASK_TOOLS,
+    *_WEB_TOOLS,
+    *_WORKSPACE_TOOLS,
+    *_EVIDENCE_TOOLS,
+    *_TASK_TOOLS,
 )
 #: The built-in tools' advertised names, in contract order (a caller's toolkits add their own).
 TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in BUILTIN_TOOLS if tool.advertised)
