@@ -38,6 +38,11 @@ save_incomplete = true          # save the report at the end even if a check sti
 A workspace task takes ``root`` (relative paths resolve against the inputs file's folder)
 and optional ``queries`` instead of ``url`` and ``allowed_origins``. ``output`` is a path
 inside ``reports_dir``. Every problem is an ``InputError`` with one line.
+
+``RuntimeInputs`` is what a task script's ``build`` gets (``script.py``): the inputs as
+the caller gave them, with what the runner settled (the spec, the folders, the network
+policy, the clock and the store). It lives here, beside the inputs it wraps, so the task
+(``tasks.py``) can take it without importing the script runner.
 """
 
 from __future__ import annotations
