@@ -145,6 +145,7 @@ def _open_links(kit: WebToolkit, _parent: str | None) -> list[CandidateValue]:
 
 
 async def _open_link(kit: WebToolkit, values: Mapping[str, str]) -> JsonValue:
+    """Follow an observed link by its id; the only other value offered is the entry URL."""
     web, chosen = kit.tools, values["link"]
     known = {link.link_id for link in web.observed_links()}
     page = await (web.follow(chosen) if chosen in known else web.open(chosen))
