@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
+from ._audit import AuditTrace
 from ._frozen import Frozen
-from .audit import AuditTrace
-from .language import is_language_tag
+from .text.language import is_language_tag
 
 __all__ = [
     "CORE_QUERY_KINDS",

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, JsonValue, StrictBool, StrictStr
 
 from .._frozen import Frozen
+from ..errors import ContractRejected, EvidenceInputError
 from ..models import Readiness
-from .errors import ContractRejected, EvidenceInputError
 from .models import PROTOCOL, ProviderInventory, ProviderRow, parse_model
 
 __all__ = [

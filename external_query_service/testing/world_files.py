@@ -56,8 +56,8 @@ from typing import Any, Literal
 
 from pydantic import Field, JsonValue, ValidationError, field_validator
 
+from .._digests import sha256_digest
 from .._frozen import Frozen
-from ..digests import sha256_digest
 from ..errors import InputError, SettingsError
 from ..gateway.registry import adapter_options
 from ..settings import Settings, format_validation_error

@@ -44,9 +44,9 @@ from typing import Any, Literal, Protocol
 import rfc8785
 from pydantic import ValidationError
 
+from .._digests import sha256_digest
 from .._frozen import Frozen
-from ..digests import sha256_digest
-from ..errors import ExternalQueryError
+from ..errors import ExternalQueryError, ToolkitError
 from ..llm.client import ChatCompletionsClient, ChatMessage, Completion, LLMError
 from ..settings import format_validation_error
 from .confidence import (
@@ -72,7 +72,6 @@ from .contracts import (
     StepReply,
     ToolContract,
 )
-from .errors import ToolkitError
 from .reports import ArtifactReceipt, CategoryCheck
 from .steplog import StepArchive
 from .taskfile import TaskSpec

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, JsonValue
 
+from ..runtime.evidence_store import MAX_READ_CHARS, EvidenceStore, Passage
 from ..settings import NetworkSettings
-from ..store import MAX_READ_CHARS, EvidenceStore, Passage
 from .reports import ArtifactReceipt, EvidenceRecord
 from .tools import CandidateValue, Parameter, Tool, ToolDefinition, ToolRegistry
 from .web import WebBudget, WebTools

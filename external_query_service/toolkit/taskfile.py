@@ -62,14 +62,13 @@ from pydantic import (
     field_validator,
 )
 
+from .._digests import sha256_digest
 from .._frozen import Frozen
-from ..clock import Clock
-from ..digests import sha256_digest
-from ..errors import InputError
-from ..jsonio import load_json_file, read_text_file
+from .._jsonio import load_json_file, read_text_file
+from ..errors import InputError, ToolkitError
+from ..runtime.clock import Clock
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings, format_validation_error
-from ..store import EvidenceStore
-from .errors import ToolkitError
 from .fsguard import split_relpath
 from .origins import OriginSet
 

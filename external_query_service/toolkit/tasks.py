@@ -19,14 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._digests import sha256_digest
 from .._frozen import Frozen
-from ..clock import Clock, system_clock
-from ..digests import sha256_digest
-from ..errors import TaskDefinitionError
+from ..errors import BoundaryRefused, BudgetExhausted, TaskDefinitionError, ToolkitError
+from ..runtime.clock import Clock, system_clock
+from ..runtime.evidence_store import EvidenceStore, Passage
 from ..settings import NetworkSettings
-from ..store import EvidenceStore, Passage
 from .contracts import CaptureSummary
-from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .fsguard import SafeRoot, split_relpath
 from .kits import WebToolkit, WorkspaceToolkit, evidence_tools, task_tools
 from .reports import (

@@ -36,8 +36,8 @@ from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import JsonValue
 
 from ..errors import TaskDefinitionError
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings
-from ..store import EvidenceStore
 from .confidence import Selection
 from .contracts import CaptureSummary, Effect, ParameterContract, ToolContract
 

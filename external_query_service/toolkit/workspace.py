@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._digests import sha256_digest
 from .._frozen import Frozen
-from ..digests import sha256_digest
-from ..store import EvidenceStore
+from ..errors import ToolkitError
+from ..runtime.evidence_store import EvidenceStore
 from ..text.decode import decode_body
-from .errors import ToolkitError
 from .fsguard import SafeRoot
 
 __all__ = [
