@@ -26,6 +26,7 @@ __all__ = [
     "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
+    "AskedValue",
     "AttemptCause",
     "AttemptStatus",
     "CheckResult",
@@ -62,6 +63,11 @@ __all__ = [
 ]
 
 AnswerContract = Literal["direct_fact", "summary_with_sources", "compare_with_sources"]
+#: What the question asks for, when the plan says so beyond what its kind implies:
+#: ``event_date`` is the date of the one event the question asks about (when something was
+#: or will be released, launched, held, made landfall). Unset, the value asked is what the
+#: kind implies (a temperature, a rate, a provider's named fact) or nothing in particular.
+AskedValue = Literal["event_date"]
 ProviderType = Literal["fact_api", "live_search", "doc_search"]
 PlannerSource = Literal["structured", "upstream_semantics", "fallback", "follow_up"]
 AttemptStatus = Literal["ok", "empty", "failed", "timeout", "skipped"]
@@ -174,6 +180,7 @@ class QuerySemantics(_Model):
     freshness_required: bool | None = None
     language: str | None = None
     search_queries: tuple[str, ...] = ()
+    asked_value: AskedValue | None = None
 
     _clean = field_validator("entities", "compare_targets", "search_queries")(_clean_strings)
 
@@ -205,6 +212,9 @@ class ExternalQueryPlan(_Model):
     time_range: TimeRange | None = None
     freshness_required: bool = False
     language: str = "zh"
+    #: What the question asks for beyond its kind (``AskedValue``); None, the conservative
+    #: default, compares only the value the kind implies.
+    asked_value: AskedValue | None = None
     planner_source: PlannerSource = "fallback"
 
     _clean = field_validator("entities", "compare_targets", "search_queries")(_clean_strings)
@@ -461,8 +471,9 @@ class EvidenceDecision(_Model):
 class ValueConflict(_Model):
     """Two admitted evidence about the same target and time that state different values for
     what is asked (``kind`` is always ``conflicting_values``). ``subject`` names the value
-    (``temperature``, ``exchange_rate``, ``quantity``); ``values`` are as a reader writes
-    them (``24 °C``), in the order of ``evidence_ids``. ``majority`` says whether one value
+    (``temperature``, ``exchange_rate``, ``event_date``, a provider's fact name);
+    ``values`` are as a reader writes them (``24 °C``, ``2024-07-25``), in the order of
+    ``evidence_ids``. ``majority`` says whether one value
     is held by more than half of the independent sources."""
 
     kind: Literal["conflicting_values"] = "conflicting_values"

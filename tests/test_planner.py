@@ -143,6 +143,7 @@ def test_without_structured_fields_no_question_changes_the_plan_but_its_text(
         "location": None,
         "time_range": None,
         "freshness_required": False,
+        "asked_value": None,
         "planner_source": "fallback",
     }
     assert result.plan.search_queries == (question.strip(),)
