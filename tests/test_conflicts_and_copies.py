@@ -1,5 +1,6 @@
 """Sources that disagree are said, not hidden (a value, or the date of the event asked);
-an article copied onto several sites is one source. Against loopback worlds: a SearXNG, article pages, and a scripted chat endpoint."""
+an article copied onto several sites is one source. Against loopback worlds: a SearXNG,
+article pages, and a scripted chat endpoint."""
 
 from __future__ import annotations
 
