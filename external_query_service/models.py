@@ -473,8 +473,8 @@ class ValueConflict(_Model):
     what is asked (``kind`` is always ``conflicting_values``). ``subject`` names the value
     (``temperature``, ``exchange_rate``, ``event_date``, a provider's fact name);
     ``values`` are as a reader writes them (``24 °C``, ``2024-07-25``), in the order of
-    ``evidence_ids``. ``majority`` says whether one value
-    is held by more than half of the independent sources."""
+    ``evidence_ids``. ``majority`` says whether one value is held by more than half of the
+    independent sources."""
 
     kind: Literal["conflicting_values"] = "conflicting_values"
     subject: str

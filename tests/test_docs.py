@@ -15,6 +15,7 @@ from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
     AnalysisSettings,
     CacheSettings,
+    GatewaySettings,
     NetworkSettings,
     ServerSettings,
     SourceSettings,
@@ -63,6 +64,7 @@ def test_every_builtin_adapter_option_is_documented_in_the_settings_doc(kind: st
         ServerSettings,
         CacheSettings,
         AnalysisSettings,
+        GatewaySettings,
     ],
 )
 def test_every_settings_field_is_documented_in_the_settings_doc(section: type) -> None:
