@@ -22,7 +22,7 @@ from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.verifier.conflicts import value_conflicts
 from external_query_service.verifier.copies import COPY_SIMILARITY, copy_groups, similarity
 
-from .llm_chat import ChatServer, answer_json
+from .llm_chat import ChatServer, answer_json, api_error
 from .test_presenter import make_evidence, make_packet
 from .world import NOW, World, article, hit
 
@@ -449,6 +449,32 @@ def test_without_the_plan_saying_so_dates_are_never_compared(loopback: LoopbackS
     assert answer.plan.asked_value is None  # the conservative default
     assert answer.status == "answered"
     assert answer.verifier.conflicts == ()
+
+
+def test_a_model_planner_that_says_the_event_date_is_asked_finds_the_two_dates(
+    loopback: LoopbackServer, chat: ChatServer
+) -> None:
+    world = World(loopback)
+    two_release_dates(world)
+    proposal = {
+        "query_kind": "news",
+        "answer_contract": "summary_with_sources",
+        "entities": ["Rust 1.80"],
+        "language": "en",
+        "search_queries": [RELEASE],
+        "asked_value": "event_date",
+    }
+    # The model plans; its answer fails, so the extractive presenter writes.
+    chat.then(answer_json(proposal), api_error(500, "model crashed", "api_error"))
+    settings = world.settings(world.searxng(), network=NETWORK)
+    settings = settings.model_copy(update={"llm": chat.settings()})
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(RELEASE)
+
+    assert (answer.plan.planner_source, answer.plan.asked_value) == ("structured", "event_date")
+    (conflict,) = answer.verifier.conflicts
+    assert (conflict.subject, set(conflict.values)) == ("event_date", {"2024-07-25", "2024-07-18"})
+    assert "The sources disagree:" in answer.text
 
 
 def test_a_text_naming_two_dates_gives_no_event_date() -> None:
