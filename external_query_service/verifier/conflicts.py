@@ -39,7 +39,7 @@ from datetime import date
 from decimal import Decimal
 
 from ..models import Evidence, ExternalQueryPlan, ValueConflict
-from ..sites import registrable_domain, url_host
+from ..net.sites import registrable_domain, url_host
 from ..text.dates import date_spans, find_dates
 from ..text.quantities import Quantity, find_quantities
 
