@@ -27,6 +27,7 @@ __all__ = [
     "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
+    "AskedValue",
     "AttemptCause",
     "AttemptStatus",
     "CheckResult",
@@ -63,6 +64,11 @@ __all__ = [
 ]
 
 AnswerContract = Literal["direct_fact", "summary_with_sources", "compare_with_sources"]
+#: What the question asks for, when the plan says so beyond what its kind implies:
+#: ``event_date`` is the date of the one event the question asks about (when something was
+#: or will be released, launched, held, made landfall). Unset, the value asked is what the
+#: kind implies (a temperature, a rate, a provider's named fact) or nothing in particular.
+AskedValue = Literal["event_date"]
 ProviderType = Literal["fact_api", "live_search", "doc_search"]
 PlannerSource = Literal["structured", "upstream_semantics", "fallback", "follow_up"]
 AttemptStatus = Literal["ok", "empty", "failed", "timeout", "skipped"]
@@ -171,6 +177,7 @@ class QuerySemantics(Frozen):
     freshness_required: bool | None = None
     language: str | None = None
     search_queries: tuple[str, ...] = ()
+    asked_value: AskedValue | None = None
 
     _clean = field_validator("entities", "compare_targets", "search_queries")(_clean_strings)
 
@@ -202,6 +209,9 @@ class ExternalQueryPlan(Frozen):
     time_range: TimeRange | None = None
     freshness_required: bool = False
     language: str = "zh"
+    #: What the question asks for beyond its kind (``AskedValue``); None, the conservative
+    #: default, compares only the value the kind implies.
+    asked_value: AskedValue | None = None
     planner_source: PlannerSource = "fallback"
 
     _clean = field_validator("entities", "compare_targets", "search_queries")(_clean_strings)
@@ -458,9 +468,10 @@ class EvidenceDecision(Frozen):
 class ValueConflict(Frozen):
     """Two admitted evidence about the same target and time that state different values for
     what is asked (``kind`` is always ``conflicting_values``). ``subject`` names the value
-    (``temperature``, ``exchange_rate``, ``quantity``); ``values`` are as a reader writes
-    them (``24 °C``), in the order of ``evidence_ids``. ``majority`` says whether one value
-    is held by more than half of the independent sources."""
+    (``temperature``, ``exchange_rate``, ``event_date``, a provider's fact name);
+    ``values`` are as a reader writes them (``24 °C``, ``2024-07-25``), in the order of
+    ``evidence_ids``. ``majority`` says whether one value is held by more than half of the
+    independent sources."""
 
     kind: Literal["conflicting_values"] = "conflicting_values"
     subject: str
