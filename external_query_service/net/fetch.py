@@ -5,9 +5,11 @@ network policy of ``policy.py``; ``TrustedEndpoint`` calls one adapter's configu
 origin and nothing else; ``HttpRuntime`` owns both for a service. Bodies are bounded
 (raw and decoded), every fetch has a total deadline, and only ``FetchError``s escape.
 
-Both share work: identical requests in flight at once go out once (``SingleFlight``), and
-with a ``ResponseCache`` replies are kept between questions (``cache.py``). A kept page is
-used only after the policy allows its origin now, exactly as a connection would be.
+Both take the same cached exchange path (``exchange.py``): identical requests in flight at
+once go out once, and with a ``ResponseCache`` replies are kept between questions
+(``cache.py``), revalidated when stale. Each passes only its own wire step (``_send``). A
+kept page is used only after the policy allows its origin now, exactly as a connection
+would be.
 """
 
 from __future__ import annotations
@@ -364,7 +366,6 @@ class SafeFetcher:
         self._resolver = resolver
         self._accept_types = frozenset(item.lower() for item in accept_types)
         self._breaker = breaker or CircuitBreaker()
-        self._cache = cache
         self._clock = clock
         self._guard = guarded_backend(network, resolver=resolver)
         self._exchange = Exchange(cache, clock)
@@ -405,7 +406,7 @@ class SafeFetcher:
         waiting for a slot included, with ``FetchDeadlineExceeded``. Every ``FetchError``
         leaving here says in ``responded`` whether the final response had begun."""
         start = check_url(url)
-        if self._cache is not None:
+        if self._exchange.cache is not None:
             # Every hop kept and fresh: no slot, no connection, the policy checked per hop.
             kept = await self._follow(url, start, allow_redirect)
             if kept is not None:
@@ -627,7 +628,6 @@ class TrustedEndpoint:
         self._origin = _origin(base)
         self._network = network
         self._resolver = resolver
-        self._cache = cache
         self._clock = clock
         self._exchange = Exchange(cache, clock)
         self._ssl_context: ssl.SSLContext | None = None
