@@ -3,12 +3,13 @@
 The page fetcher (each redirect hop) and the trusted endpoints (each API call) differ in
 how they send a request and judge its answer, and not at all in how a kept reply is used:
 look the entry up once, replay it while fresh, else send the request with its validators,
-take a 304 as the kept body confirmed, and keep what came back. ``Exchange.request`` is
-that path, written once; the caller passes only its own wire step (``Send``).
+take a 304 as the kept body confirmed, and keep what came back.
+``CachedExchange.request`` is that path, written once; the caller passes only its own
+wire step (``Send``).
 
-``Exchange.once`` is the other half both share: identical requests in flight at once go
-out once in this process (``SingleFlight``) and, with a shared cache, once across the
-processes sharing it (``ResponseCache.single_flight``).
+``CachedExchange.once`` is the other half both share: identical requests in flight at
+once go out once in this process (``SingleFlight``) and, with a shared cache, once across
+the processes sharing it (``ResponseCache.single_flight``).
 
 A replayed reply comes back with ``kept=True``; a caller that must judge the network
 policy first (the page fetcher) does so before it uses one.
@@ -26,7 +27,7 @@ from ..clock import Clock
 from ..memo import SingleFlight
 from .cache import CacheKey, HttpExchange, ResponseCache
 
-__all__ = ["Exchange", "Received", "Send"]
+__all__ = ["CachedExchange", "Received", "Send"]
 
 _T = TypeVar("_T")
 
@@ -44,7 +45,7 @@ class Received(NamedTuple):
 Send = Callable[[dict[str, str]], Awaitable[Received]]
 
 
-class Exchange:
+class CachedExchange:
     """Requests under ``cache`` (None: nothing kept, every request goes out), timed by
     ``clock`` (the round trip RFC 9111 adds to a reply's age)."""
 

@@ -47,7 +47,7 @@ from .backend import guarded_backend, guarded_client, verifying_context
 from .body import media_type, read_body
 from .breaker import CircuitBreaker
 from .cache import CacheKey, HttpExchange, ResponseCache
-from .exchange import Exchange, Received
+from .exchange import CachedExchange, Received
 from .policy import Resolver, normalize_host
 from .retry_after import retry_after
 
@@ -368,7 +368,7 @@ class SafeFetcher:
         self._breaker = breaker or CircuitBreaker()
         self._clock = clock
         self._guard = guarded_backend(network, resolver=resolver)
-        self._exchange = Exchange(cache, clock)
+        self._exchange = CachedExchange(cache, clock)
         self._progress: dict[str, _Progress] = {}  # how far each shared fetch in flight got
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
@@ -629,7 +629,7 @@ class TrustedEndpoint:
         self._network = network
         self._resolver = resolver
         self._clock = clock
-        self._exchange = Exchange(cache, clock)
+        self._exchange = CachedExchange(cache, clock)
         self._ssl_context: ssl.SSLContext | None = None
         self._loops: _PerLoop[httpx.AsyncClient] = _PerLoop(self._new_client)
 
