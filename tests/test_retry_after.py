@@ -4,6 +4,7 @@ the cap, and the model client and the fetcher taking the same reading."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -61,26 +62,31 @@ def test_anything_else_is_no_answer(value: str | None) -> None:
     assert retry_after(value, CLOCK) is None
 
 
-def test_the_model_client_waits_what_an_http_date_asks_by_its_clock() -> None:
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    with ChatServer() as server:
+        yield server
+
+
+def test_the_model_client_waits_what_an_http_date_asks_by_its_clock(chat: ChatServer) -> None:
     waits: list[float] = []
 
     async def record(seconds: float) -> None:
         waits.append(seconds)
 
-    with ChatServer() as chat:
-        chat.then(
-            Reply(
-                503,
-                "{}",
-                "application/json",
-                headers={"Retry-After": http_date(NOW + timedelta(seconds=3))},
-            ),
-            api_error(503, "overloaded", "api_error"),
-            answer_json({"city": "湛江", "temp_c": 24}),
-        )
-        client = ChatCompletionsClient(chat.settings(max_retries=2), sleep=record, clock=CLOCK)
-        messages = (ChatMessage("user", "湛江明天天气？"),)
-        asyncio.run(client.complete(messages, Weather, name="weather"))
+    chat.then(
+        Reply(
+            503,
+            "{}",
+            "application/json",
+            headers={"Retry-After": http_date(NOW + timedelta(seconds=3))},
+        ),
+        api_error(503, "overloaded", "api_error"),
+        answer_json({"city": "湛江", "temp_c": 24}),
+    )
+    client = ChatCompletionsClient(chat.settings(max_retries=2), sleep=record, clock=CLOCK)
+    messages = (ChatMessage("user", "湛江明天天气？"),)
+    asyncio.run(client.complete(messages, Weather, name="weather"))
 
     assert waits[0] == 3.0  # the date, read against the fixed clock
     assert waits[1] == 1.0  # no Retry-After: the second backoff step
@@ -98,8 +104,8 @@ def test_the_fetcher_reports_the_wait_an_http_date_asks_by_its_clock(
             headers={"Retry-After": http_date(NOW + timedelta(seconds=42))},
         ),
     )
-    network = NetworkSettings(
-        allowed_networks=("127.0.0.1/32",), resolve={"site.test": "127.0.0.1"}
+    network = NetworkSettings.model_validate(
+        {"allowed_networks": ["127.0.0.1/32"], "resolve": {"site.test": "127.0.0.1"}}
     )
     fetcher = SafeFetcher(network, clock=CLOCK)
 
