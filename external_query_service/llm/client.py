@@ -636,8 +636,9 @@ class ChatCompletionsClient:
             if size > MAX_REPLY_BYTES:
                 return LLMError("response_too_large", f"more than {MAX_REPLY_BYTES} bytes")
             chunks.append(chunk)
-        retry_after = response.headers.get("retry-after")
-        return _Received(response.status_code, b"".join(chunks), retry_after)
+        return _Received(
+            response.status_code, b"".join(chunks), response.headers.get("retry-after")
+        )
 
     def _client(self) -> httpx.AsyncClient:
         """A client for one call (nothing bound to an event loop), trusting only the
