@@ -23,8 +23,8 @@ from typing import NamedTuple, TypeVar
 
 import httpx
 
-from ..clock import Clock
-from ..memo import SingleFlight
+from ..runtime.clock import Clock
+from ..runtime.memo import SingleFlight
 from .cache import CacheKey, HttpExchange, ResponseCache
 
 __all__ = ["CachedExchange", "Received", "Send"]

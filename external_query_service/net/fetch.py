@@ -29,8 +29,7 @@ from urllib.parse import unquote
 import httpx
 from pydantic import JsonValue
 
-from ..clock import Clock, system_clock
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     ContentTooLarge,
@@ -42,6 +41,7 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
+from ..runtime.clock import Clock, system_clock
 from ..settings import NetworkSettings
 from .backend import guarded_backend, guarded_client, verifying_context
 from .body import media_type, read_body
