@@ -8,8 +8,11 @@ mode once it has worked. Whatever the mode, the reply's content is parsed strict
 validated against the pydantic model asked for: the model's word is never trusted.
 
 The configured ``base_url`` is a trusted endpoint (like an adapter's own API): https, or
-plain http to a loopback address. No redirects, no proxies from the environment, bounded
-replies, a total deadline per attempt, ``max_retries`` retries on transient failures.
+plain http to a loopback address. Its client is built like every other one in the package
+(``net.backend.guarded_client``: one TLS context builder, no redirects, no proxies from the
+environment, no cookies), trusting that origin alone. Bounded replies, a total deadline per
+attempt, ``max_retries`` retries on transient failures, waiting what a ``Retry-After``
+asks (either form, read against the injected clock) within a cap.
 
 A caller may ask for log-probabilities (``top_logprobs`` alternatives per token) to weigh a
 choice; a server that answers 400 to that request gets one retry without them, and the
@@ -38,8 +41,12 @@ from pydantic import BaseModel, ValidationError
 
 from .._jsonio import loads_strict
 from .._version import __version__
-from ..errors import InputError, LLMError, SettingsError
-from ..settings import LLMSettings, format_validation_error
+from ..errors import FetchError, InputError, LLMError, SettingsError
+from ..net.backend import guarded_client, verifying_context
+from ..net.policy import normalize_host
+from ..net.retry_after import retry_after
+from ..runtime.clock import Clock, system_clock
+from ..settings import LLMSettings, NetworkSettings, format_validation_error
 
 __all__ = [
     "MAX_REPLY_BYTES",
@@ -66,6 +73,7 @@ _DETAIL_CHARS = 200
 #: (a hostile ``Retry-After`` is capped too).
 _BACKOFF_S = 0.5
 _MAX_WAIT_S = 8.0
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Reasoning models served through some endpoints put their thoughts before the answer.
 _THINKING = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
@@ -269,13 +277,11 @@ def _error_detail(status: int, body: bytes, variable: str | None) -> str:
     return f"HTTP {status}" + (f": {message}" if message else "")
 
 
-def _wait_s(attempt: int, retry_after: str | None) -> float:
-    if retry_after is not None:
-        try:
-            return min(max(float(retry_after), 0.0), _MAX_WAIT_S)
-        except ValueError:
-            pass
-    return min(_BACKOFF_S * float(2**attempt), _MAX_WAIT_S)
+def _wait_s(attempt: int, asked: float | None) -> float:
+    """The pause before retry ``attempt + 1``: what the server asked (``Retry-After``),
+    else exponential backoff; never more than ``_MAX_WAIT_S``."""
+    wait = asked if asked is not None else _BACKOFF_S * float(2**attempt)
+    return min(wait, _MAX_WAIT_S)
 
 
 def _count(value: Any) -> int | None:
@@ -369,7 +375,8 @@ class ChatCompletionsClient:
     Build one per service from ``Settings.llm`` and hand it to the planner and the
     presenter. Safe to use from any event loop: each call opens and closes its own
     connection, so nothing is bound to a loop (an LLM call is rare next to its cost).
-    ``sleep`` waits between retries (tests pass a no-op).
+    ``sleep`` waits between retries (tests pass a no-op); ``clock`` is what a date in
+    ``Retry-After`` is read against.
     """
 
     def __init__(
@@ -377,6 +384,7 @@ class ChatCompletionsClient:
         settings: LLMSettings,
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Clock = system_clock,
     ) -> None:
         self._settings = settings
         self._url = _chat_completions_url(settings.base_url)
@@ -385,6 +393,15 @@ class ChatCompletionsClient:
         self._mode: ResponseMode = "json_schema"
         self._logprobs_refused = False
         self._sleep = sleep
+        self._clock = clock
+        # The model endpoint's own settings: its timeout, no address rules of [network]
+        # (its origin is trusted, as an adapter's API is), certifi's roots.
+        self._network = NetworkSettings(timeout_s=settings.timeout_s)
+        endpoint = httpx.URL(self._url)
+        self._origin = (
+            normalize_host(endpoint.host),
+            endpoint.port or _DEFAULT_PORTS[endpoint.scheme],
+        )
         self._ssl_context: ssl.SSLContext | None = None
 
     @property
@@ -507,7 +524,8 @@ class ChatCompletionsClient:
             assert failure is not None
             if not failure.transient or attempt >= self._settings.max_retries:
                 raise failure
-            wait = _wait_s(attempt, received.retry_after if received is not None else None)
+            asked = retry_after(received.retry_after, self._clock) if received is not None else None
+            wait = _wait_s(attempt, asked)
             logger.info("llm request failed (%s); retry %d in %.1f s", failure, attempt + 1, wait)
             attempt += 1
             await self._sleep(wait)
@@ -577,6 +595,8 @@ class ChatCompletionsClient:
             failure = LLMError("timeout", f"no complete reply within {timeout_s:g} s")
         except (httpx.HTTPError, OSError) as exc:
             failure = LLMError("transport_error", type(exc).__name__)
+        except FetchError as exc:  # the endpoint's host could not be resolved
+            failure = LLMError("transport_error", f"{type(exc).__name__}: {exc.reason}")
         return failure, None
 
     async def _read(self, response: httpx.Response) -> _Received | LLMError:
@@ -594,24 +614,24 @@ class ChatCompletionsClient:
             if size > MAX_REPLY_BYTES:
                 return LLMError("response_too_large", f"more than {MAX_REPLY_BYTES} bytes")
             chunks.append(chunk)
-        retry_after = response.headers.get("retry-after")
-        return _Received(response.status_code, b"".join(chunks), retry_after)
+        return _Received(
+            response.status_code, b"".join(chunks), response.headers.get("retry-after")
+        )
 
     def _client(self) -> httpx.AsyncClient:
-        verify: ssl.SSLContext | bool = False
-        if self._url.startswith("https:"):
-            if self._ssl_context is None:
-                self._ssl_context = httpx.create_ssl_context(verify=True, trust_env=False)
-            verify = self._ssl_context
-        return httpx.AsyncClient(
-            verify=verify,
-            trust_env=False,
-            follow_redirects=False,
-            timeout=httpx.Timeout(self._settings.timeout_s),
+        """A client for one call (nothing bound to an event loop), trusting only the
+        endpoint's origin; the TLS context is built once and reused."""
+        if self._ssl_context is None:
+            self._ssl_context = verifying_context(self._network)
+        return guarded_client(
+            self._network,
             headers={
                 "Accept": "application/json",
                 "Accept-Encoding": "identity",
                 "Content-Type": "application/json",
                 "User-Agent": f"external_query_service/{__version__}",
             },
+            trusted_origins=[self._origin],
+            max_connections=1,
+            ssl_context=self._ssl_context,
         )

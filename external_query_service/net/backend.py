@@ -15,7 +15,9 @@ import http.cookiejar
 import ipaddress
 import socket
 import ssl
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import httpcore
 import httpx
@@ -24,7 +26,13 @@ from ..errors import BlockedDestination, FetchError, UnsafeURL
 from ..settings import NetworkSettings
 from .policy import PUBLIC_PORTS, IPNetwork, Resolver, in_networks, ip_allowed, normalize_host
 
-__all__ = ["GuardedBackend", "guarded_backend", "guarded_client", "system_resolver"]
+__all__ = [
+    "GuardedBackend",
+    "guarded_backend",
+    "guarded_client",
+    "system_resolver",
+    "verifying_context",
+]
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
@@ -180,6 +188,52 @@ def guarded_backend(
     )
 
 
+class _DeferredRoots(ssl.SSLContext):
+    """A verifying client context that loads certifi's roots on its first TLS connection:
+    parsing the bundle costs tens of milliseconds that a run over plain http (a loopback
+    world, a local SearXNG, a local model server) never needs. Settings are those of
+    ``ssl.create_default_context``."""
+
+    _roots_file: str | None = None
+    _roots_lock = threading.Lock()  # shared by all: taken once per context at most
+
+    def _load_roots(self) -> None:
+        if self._roots_file is None:
+            return
+        with self._roots_lock:
+            if self._roots_file is not None:
+                self.load_verify_locations(cafile=self._roots_file)
+                self._roots_file = None
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        """``SSLContext.wrap_bio`` once the roots are loaded."""
+        self._load_roots()
+        return super().wrap_bio(*args, **kwargs)
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        """``SSLContext.wrap_socket`` once the roots are loaded."""
+        self._load_roots()
+        return super().wrap_socket(*args, **kwargs)
+
+
+def verifying_context(network: NetworkSettings) -> ssl.SSLContext:
+    """The one TLS client context builder: certificates checked against certifi's roots
+    (loaded on the first TLS connection) plus ``network.ca_bundle`` (if set, loaded now, so
+    a bad file fails early); SSL_CERT_FILE and friends ignored."""
+    import certifi  # only a context builder needs it
+
+    context = _DeferredRoots(ssl.PROTOCOL_TLS_CLIENT)  # verify_mode and check_hostname set
+    context._roots_file = certifi.where()
+    if network.ca_bundle is not None:
+        try:
+            context.load_verify_locations(cafile=str(network.ca_bundle))
+        except (OSError, ssl.SSLError) as exc:
+            raise FetchError(
+                str(network.ca_bundle), f"cannot load ca_bundle: {exc}", reason="ca_bundle_invalid"
+            ) from None
+    return context
+
+
 def guarded_client(
     network: NetworkSettings,
     *,
@@ -189,7 +243,10 @@ def guarded_client(
     max_connections: int = 16,
     ssl_context: ssl.SSLContext | None = None,
 ) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` whose every connection goes through ``GuardedBackend``.
+    """An ``httpx.AsyncClient`` whose every connection goes through ``GuardedBackend``:
+    the one way this package builds an HTTP client (the page fetcher, trusted endpoints
+    and the model client alike). ``ssl_context`` defaults to ``verifying_context(network)``;
+    a caller that opens clients often builds that once and passes it.
 
     httpx has no resolver hook, so the transport's private ``_pool`` is replaced by a
     pool built with the guarded backend; the SSL context and limits are passed again
@@ -200,7 +257,7 @@ def guarded_client(
     a closed event loop then holds no sockets, and every request resolves and checks
     afresh.
     """
-    context = ssl_context or httpx.create_ssl_context(verify=True, trust_env=False)
+    context = ssl_context or verifying_context(network)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=0)
     backend = guarded_backend(network, resolver=resolver, trusted_origins=trusted_origins)
     transport = httpx.AsyncHTTPTransport(

@@ -5,23 +5,24 @@ network policy of ``policy.py``; ``TrustedEndpoint`` calls one adapter's configu
 origin and nothing else; ``HttpRuntime`` owns both for a service. Bodies are bounded
 (raw and decoded), every fetch has a total deadline, and only ``FetchError``s escape.
 
-Both share work: identical requests in flight at once go out once (``SingleFlight``), and
-with a ``ResponseCache`` replies are kept between questions (``cache.py``). A kept page is
-used only after the policy allows its origin now, exactly as a connection would be.
+Both take the same cached exchange path (``exchange.py``): identical requests in flight at
+once go out once, and with a ``ResponseCache`` replies are kept between questions
+(``cache.py``), revalidated when stale. Each passes only its own wire step (``_send``). A
+kept page is used only after the policy allows its origin now, exactly as a connection
+would be.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import ssl
 import string
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+from functools import partial
 from typing import Any, Generic, TypeVar
 from urllib.parse import unquote
 
@@ -41,13 +42,14 @@ from ..errors import (
     UpstreamStatus,
 )
 from ..runtime.clock import Clock, system_clock
-from ..runtime.memo import SingleFlight
 from ..settings import NetworkSettings
-from .backend import guarded_backend, guarded_client
+from .backend import guarded_backend, guarded_client, verifying_context
 from .body import media_type, read_body
 from .breaker import CircuitBreaker
-from .cache import HttpExchange, ResponseCache
+from .cache import CacheKey, HttpExchange, ResponseCache
+from .exchange import CachedExchange, Received
 from .policy import Resolver, normalize_host
+from .retry_after import retry_after
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -171,67 +173,22 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return (url.scheme, normalize_host(url.raw_host.decode("ascii")), port)
 
 
-class _DeferredRoots(ssl.SSLContext):
-    """A verifying client context that loads certifi's roots on its first TLS connection:
-    parsing the bundle costs tens of milliseconds that a run over plain http (a loopback
-    world, a local SearXNG) never needs. Settings are those of
-    ``ssl.create_default_context``."""
-
-    _roots_file: str | None = None
-    _roots_lock = threading.Lock()  # shared by all: taken once per context at most
-
-    def _load_roots(self) -> None:
-        if self._roots_file is None:
-            return
-        with self._roots_lock:
-            if self._roots_file is not None:
-                self.load_verify_locations(cafile=self._roots_file)
-                self._roots_file = None
-
-    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        """``SSLContext.wrap_bio`` once the roots are loaded."""
-        self._load_roots()
-        return super().wrap_bio(*args, **kwargs)
-
-    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        """``SSLContext.wrap_socket`` once the roots are loaded."""
-        self._load_roots()
-        return super().wrap_socket(*args, **kwargs)
-
-
-def _verifying_context(network: NetworkSettings) -> ssl.SSLContext:
-    """Certificates checked against certifi's roots (loaded on the first TLS connection)
-    plus ``network.ca_bundle`` (if set, loaded now, so a bad file fails early);
-    SSL_CERT_FILE and friends ignored."""
-    import certifi  # only a context builder needs it
-
-    context = _DeferredRoots(ssl.PROTOCOL_TLS_CLIENT)  # verify_mode and check_hostname set
-    context._roots_file = certifi.where()
-    if network.ca_bundle is not None:
-        try:
-            context.load_verify_locations(cafile=str(network.ca_bundle))
-        except (OSError, ssl.SSLError) as exc:
-            raise FetchError(
-                str(network.ca_bundle), f"cannot load ca_bundle: {exc}", reason="ca_bundle_invalid"
-            ) from None
-    return context
-
-
 #: The header (and its value) a replayed test world puts on its 404 for a request it holds
 #: no recording for (``external_query_service.testing``).
 NOT_RECORDED_HEADER = ("x-external-query-world", "not-recorded")
 
 
-def status_error(url: str, response: httpx.Response) -> UpstreamStatus:
+def status_error(url: str, response: httpx.Response, clock: Clock = system_clock) -> UpstreamStatus:
     """The error for a non-success answer: ``NotRecorded`` (naming the request by method,
     path and query: the host is the provider's) when a replayed world says it has no
-    recording, else ``UpstreamStatus`` with the wait a 429
-    or 503 asked for."""
+    recording, else ``UpstreamStatus`` with the wait a 429 or 503 asked for (a date in
+    ``Retry-After`` is read against ``clock``)."""
     name, value = NOT_RECORDED_HEADER
     if response.status_code == 404 and response.headers.get(name) == value:
         target = unquote(response.request.url.raw_path.decode("ascii", "replace"))
         return NotRecorded(url, f"{response.request.method} {target}")
-    return UpstreamStatus(url, response.status_code, retry_after=_retry_after(response))
+    wait = retry_after(response.headers.get("retry-after"), clock)
+    return UpstreamStatus(url, response.status_code, retry_after=wait)
 
 
 def _headers(network: NetworkSettings, accept: str) -> dict[str, str]:
@@ -352,27 +309,6 @@ async def _deadline(url: str, seconds: float) -> AsyncIterator[None]:
         raise
 
 
-#: The longest wait a Retry-After header is taken at its word for (a day); more is noise.
-_MAX_RETRY_AFTER_S = 86_400.0
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Seconds the server asked to wait (``Retry-After``: seconds or an HTTP date), if any."""
-    value = response.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return min(float(value), _MAX_RETRY_AFTER_S)
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        return None
-    wait = (moment - datetime.now(UTC)).total_seconds()
-    return min(max(wait, 0.0), _MAX_RETRY_AFTER_S)
-
-
 @contextlib.asynccontextmanager
 async def _caller_deadline(url: str, when: float | None) -> AsyncIterator[None]:
     """The caller's own deadline (event-loop time), over everything including the wait
@@ -430,10 +366,9 @@ class SafeFetcher:
         self._resolver = resolver
         self._accept_types = frozenset(item.lower() for item in accept_types)
         self._breaker = breaker or CircuitBreaker()
-        self._cache = cache
         self._clock = clock
         self._guard = guarded_backend(network, resolver=resolver)
-        self._flights = SingleFlight()
+        self._exchange = CachedExchange(cache, clock)
         self._progress: dict[str, _Progress] = {}  # how far each shared fetch in flight got
         self._ssl_context: ssl.SSLContext | None = None  # built on first use (~25 ms)
         self._loops: _PerLoop[_FetchLoopState] = _PerLoop(self._new_state)
@@ -443,7 +378,7 @@ class SafeFetcher:
         self._loops.get()
 
     def _new_state(self) -> _FetchLoopState:
-        self._ssl_context = self._ssl_context or _verifying_context(self._network)
+        self._ssl_context = self._ssl_context or verifying_context(self._network)
         client = guarded_client(
             self._network,
             headers=_headers(self._network, PAGE_ACCEPT),
@@ -471,36 +406,29 @@ class SafeFetcher:
         waiting for a slot included, with ``FetchDeadlineExceeded``. Every ``FetchError``
         leaving here says in ``responded`` whether the final response had begun."""
         start = check_url(url)
-        if self._cache is not None:
+        if self._exchange.cache is not None:
             # Every hop kept and fresh: no slot, no connection, the policy checked per hop.
-            kept = await self._follow(url, start, allow_redirect, self._kept_hop)
+            kept = await self._follow(url, start, allow_redirect)
             if kept is not None:
                 return kept
         # Callers of one shared fetch share its progress, so each can tell, even when its own
-        # deadline ends the wait, whether the answer had begun.
+        # deadline ends the wait, whether the answer had begun. A caller with its own
+        # redirect rule fetches on its own.
         shared = allow_redirect is None
         progress = self._progress.setdefault(url, _Progress()) if shared else _Progress()
         try:
             async with _caller_deadline(url, deadline):
                 if not shared:
                     return await self._fetch(url, start, allow_redirect, progress)
-                return await self._flights.run(url, lambda: self._shared(url, start, progress))
+                return await self._exchange.once(
+                    url,
+                    partial(self._fetch, url, start, None, progress),
+                    key=_page_key(start),
+                    kept=partial(self._follow, url, start, None),
+                )
         except FetchError as exc:
             exc.responded = exc.responded or progress.responded
             raise
-
-    async def _shared(self, url: str, start: httpx.URL, progress: _Progress) -> FetchedPage:
-        """``_fetch`` once across the processes sharing the cache: the others wait for the
-        reply this one keeps (``ResponseCache.single_flight``)."""
-        if self._cache is None or not self._cache.shared:
-            return await self._fetch(url, start, None, progress)
-
-        async def kept() -> FetchedPage | None:
-            return await self._follow(url, start, None, self._kept_hop)
-
-        return await self._cache.single_flight(
-            _page_key(start), lambda: self._fetch(url, start, None, progress), kept
-        )
 
     async def _fetch(
         self,
@@ -509,26 +437,26 @@ class SafeFetcher:
         allow_redirect: Callable[[str], bool] | None,
         progress: _Progress,
     ) -> FetchedPage:
+        """``_follow`` over the network, within a fetch slot, the host's slot and circuit
+        breaker, and ``timeout_s``."""
         host = _origin(start)[1]
         state = self._loops.get()
-
-        async def hop(target: httpx.URL) -> HttpExchange:
-            return await self._hop(state.client, target, url, progress)
-
         try:
             # timeout_s starts once a slot is held: waiting for one is not the page's fault
             # (the caller's deadline, if any, does count it).
             async with state.slots, state.hosts.hold(host):
                 with self._breaker.guard(host, url):
                     async with _deadline(url, self._network.timeout_s):
-                        page = await self._follow(url, start, allow_redirect, hop)
+                        page = await self._follow(
+                            url, start, allow_redirect, state.client, progress
+                        )
         except FetchError as exc:
             exc.responded = progress.responded
             raise
         finally:
             if self._progress.get(url) is progress:
                 del self._progress[url]  # the next fetch of this URL starts afresh
-        assert page is not None  # a network hop never comes back empty
+        assert page is not None  # a walk over the network never comes back empty
         return page
 
     async def _follow(
@@ -536,106 +464,97 @@ class SafeFetcher:
         url: str,
         start: httpx.URL,
         allow_redirect: Callable[[str], bool] | None,
-        get_hop: Callable[[httpx.URL], Awaitable[HttpExchange | None]],
+        client: httpx.AsyncClient | None = None,
+        progress: _Progress | None = None,
     ) -> FetchedPage | None:
-        """Walk the redirect chain from ``start``, each reply from ``get_hop``; None as soon
-        as ``get_hop`` has none (a hop not kept, when walking the cache only)."""
+        """Walk the redirect chain from ``start``, hop by hop. With ``client``, each hop is
+        a kept reply still fresh or a request through ``client``; without one, kept replies
+        only: None as soon as a hop has none. A kept reply is used only once the policy
+        allows its origin now (a host refused since it was kept is never served from it)."""
         current = start
         redirects: list[str] = []
         while True:
             with _mapped_errors(url, str(current) if redirects else None):
-                hop = await get_hop(current)
-                if hop is None:
-                    return None
+                key = _page_key(current)
+                if client is None:
+                    hop = await self._exchange.fresh(key)
+                    if hop is None:
+                        return None
+                else:
+                    hop = await self._exchange.request(
+                        key, partial(self._send, client, current, url, progress)
+                    )
+                if hop.kept:
+                    _, host, port = _origin(current)
+                    await self._guard.admit(host, port)
                 if hop.status not in _REDIRECT_STATUSES:
                     return self._page(hop, url, redirects)
-                if not hop.location:
-                    raise UpstreamStatus(url, hop.status, "redirect without Location")
-                if len(redirects) >= self._network.max_redirects:
-                    raise TooManyRedirects(
-                        url, f"more than {self._network.max_redirects} redirects"
-                    )
-                try:
-                    target = current.join(hop.location)
-                except httpx.InvalidURL as exc:
-                    raise UnsafeURL(url, f"bad redirect {hop.location!r}: {exc}") from None
-                try:
-                    current = check_url(str(target))
-                except UnsafeURL as exc:
-                    raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
-                if allow_redirect is not None and not allow_redirect(str(current)):
-                    raise UnsafeURL(url, f"redirect to {current} refused by the caller")
-                redirects.append(str(current))
+                current = self._redirect(url, current, hop, len(redirects), allow_redirect)
+            redirects.append(str(current))
 
-    async def _kept_hop(self, target: httpx.URL) -> HttpExchange | None:
-        """The fresh kept reply for ``target``, once the policy allows its origin now."""
-        kept = await self._cache.afresh(_page_key(target)) if self._cache is not None else None
-        return await self._admitted(target, kept)
+    def _redirect(
+        self,
+        url: str,
+        current: httpx.URL,
+        hop: HttpExchange,
+        followed: int,
+        allow_redirect: Callable[[str], bool] | None,
+    ) -> httpx.URL:
+        """Where the redirect ``hop`` (from ``current``, after ``followed`` others) leads,
+        once the URL gate and the caller's rule allow it."""
+        if not hop.location:
+            raise UpstreamStatus(url, hop.status, "redirect without Location")
+        if followed >= self._network.max_redirects:
+            raise TooManyRedirects(url, f"more than {self._network.max_redirects} redirects")
+        try:
+            target = current.join(hop.location)
+        except httpx.InvalidURL as exc:
+            raise UnsafeURL(url, f"bad redirect {hop.location!r}: {exc}") from None
+        try:
+            checked = check_url(str(target))
+        except UnsafeURL as exc:
+            raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
+        if allow_redirect is not None and not allow_redirect(str(checked)):
+            raise UnsafeURL(url, f"redirect to {checked} refused by the caller")
+        return checked
 
-    async def _admitted(self, target: httpx.URL, kept: HttpExchange | None) -> HttpExchange | None:
-        """``kept`` once the policy allows ``target``'s origin now (a kept reply is never
-        used from a host the policy has since refused)."""
-        if kept is not None:
-            _, host, port = _origin(target)
-            await self._guard.admit(host, port)
-        return kept
-
-    async def _hop(
+    async def _send(
         self,
         client: httpx.AsyncClient,
         target: httpx.URL,
         url: str,
-        progress: _Progress | None = None,
-    ) -> HttpExchange:
-        """One request: a fresh kept reply, else the network (revalidating a stale one).
-        The entry is looked up once for both (one round trip to a shared store)."""
-        key = _page_key(target)
-        stale = await self._cache.alookup(key) if self._cache is not None else None
-        if stale is not None and self._cache is not None:
-            kept_reply = await self._admitted(target, self._cache.reuse(key, stale))
-            if kept_reply is not None:
-                return kept_reply
-        requested = self._clock().timestamp()
-        validators = stale.validators() if stale is not None else None
-        async with client.stream("GET", target, headers=validators) as response:
-            if response.status_code == 304 and stale is not None and self._cache is not None:
-                return await self._cache.arevalidated(key, stale, response.headers)
-            if progress is not None and response.status_code not in _REDIRECT_STATUSES:
-                progress.responded = True  # the final answer began: a failure now is a cut-off
-            exchange = await self._exchange(response, url)
-        if self._cache is not None:
-            await self._cache.astore(key, exchange, response.headers, requested_at=requested)
-        return exchange
-
-    async def _exchange(self, response: httpx.Response, url: str) -> HttpExchange:
-        """A reply as kept: a redirect's Location, or a page body that passed the checks
-        (status, type, size) before it was read."""
-        status = response.status_code
-        content_type, charset = media_type(response)
-        if status in _REDIRECT_STATUSES:
-            return HttpExchange(
-                url=str(response.url),
-                status=status,
-                content_type=content_type,
-                charset=charset,
-                body=b"",
-                fetched_at=self._clock(),
-                location=response.headers.get("location"),
-            )
-        if not 200 <= status < 300:
-            raise status_error(url, response)
-        self._check(status, content_type, url)
-        connected = _connected_address(response)  # before the body: the socket closes after it
-        body = await read_body(response, url, self._network.max_page_bytes)
-        return HttpExchange(
+        progress: _Progress | None,
+        validators: dict[str, str],
+    ) -> Received:
+        """One GET of ``target``: a redirect's Location, or a page body that passed the
+        checks (status, type, size) before it was read; a 304 to ``validators`` as such."""
+        async with client.stream("GET", target, headers=validators or None) as response:
+            status = response.status_code
+            if status == 304 and validators:
+                return Received(response.headers, None)
+            content_type, charset = media_type(response)
+            body, connected, location = b"", None, None
+            if status in _REDIRECT_STATUSES:
+                location = response.headers.get("location")
+            else:
+                if progress is not None:
+                    progress.responded = True  # the final answer began: a failure now is a cut-off
+                if not 200 <= status < 300:
+                    raise status_error(url, response, self._clock)
+                self._check(status, content_type, url)
+                connected = _connected_address(response)  # before the body: the socket closes
+                body = await read_body(response, url, self._network.max_page_bytes)
+        reply = HttpExchange(
             url=str(response.url),
             status=status,
             content_type=content_type,
             charset=charset,
             body=body,
             fetched_at=self._clock(),
+            location=location,
             connected_address=connected,
         )
+        return Received(response.headers, reply)
 
     def _check(self, status: int, content_type: str, url: str) -> None:
         if not 200 <= status < 300:
@@ -709,9 +628,8 @@ class TrustedEndpoint:
         self._origin = _origin(base)
         self._network = network
         self._resolver = resolver
-        self._cache = cache
         self._clock = clock
-        self._flights = SingleFlight()
+        self._exchange = CachedExchange(cache, clock)
         self._ssl_context: ssl.SSLContext | None = None
         self._loops: _PerLoop[httpx.AsyncClient] = _PerLoop(self._new_client)
 
@@ -722,7 +640,7 @@ class TrustedEndpoint:
 
     def _new_client(self) -> httpx.AsyncClient:
         _, host, port = self._origin
-        self._ssl_context = self._ssl_context or _verifying_context(self._network)
+        self._ssl_context = self._ssl_context or verifying_context(self._network)
         return guarded_client(
             self._network,
             headers=_headers(self._network, API_ACCEPT),
@@ -835,43 +753,34 @@ class TrustedEndpoint:
         and fresh; identical calls in flight at once (a POST: the same body too) go out
         once; only GET replies are kept."""
         url = str(target)
-        body_key = sha256_digest(content) if content is not None else ""
-        key = (self.kind, method, url if method == "GET" else f"{url} {body_key}")
-        if self._cache is not None and method == "GET":
-            kept = await self._cache.afresh(key)
+        key: CacheKey | None = (self.kind, "GET", url) if method == "GET" else None
+        if key is not None:
+            kept = await self._exchange.fresh(key)
             if kept is not None:
                 return kept
-        cache = self._cache
-        if cache is None or not cache.shared or method != "GET":
-            return await self._flights.run(
-                key[2], lambda: self._send(target, key, method, headers, content)
-            )
-        shared_cache = cache
-
-        async def kept_reply() -> HttpExchange | None:
-            return await shared_cache.afresh(key)
-
-        return await self._flights.run(
-            key[2],
-            lambda: shared_cache.single_flight(
-                key, lambda: self._send(target, key, method, headers, content), kept_reply
-            ),
+        flight = url if content is None else f"{url} {sha256_digest(content)}"
+        send = partial(self._send, target, method, headers, content)
+        return await self._exchange.once(
+            flight,
+            partial(self._exchange.request, key, send),
+            key=key,
+            kept=partial(self._exchange.fresh, key) if key is not None else None,
         )
 
     async def _send(
         self,
         target: httpx.URL,
-        key: tuple[str, str, str],
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        content: bytes | None = None,
-    ) -> HttpExchange:
+        method: str,
+        headers: Mapping[str, str] | None,
+        content: bytes | None,
+        validators: dict[str, str],
+    ) -> Received:
+        """One request to the origin, within its circuit breaker and the network timeout:
+        a 2xx body, or a 304 to ``validators``; any other answer is an ``UpstreamStatus``.
+        Anonymous: no Cookie header goes out, even if an earlier answer set one."""
         url = str(target)
         client = self._loops.get()
-        cache = self._cache if method == "GET" else None
-        stale = await cache.alookup(key) if cache is not None else None
-        requested = self._clock().timestamp()
-        sent = {**(stale.validators() if stale is not None else {}), **(headers or {})}
+        sent = {**validators, **(headers or {})}
         with self._breaker.guard(self._origin[1], url):
             async with _deadline(url, self._network.timeout_s):
                 with _mapped_errors(url):
@@ -881,11 +790,10 @@ class TrustedEndpoint:
                     request.headers.pop("cookie", None)
                     response = await client.send(request, stream=True)
                     try:
-                        if response.status_code == 304 and stale is not None:
-                            assert cache is not None
-                            return await cache.arevalidated(key, stale, response.headers)
+                        if response.status_code == 304 and validators:
+                            return Received(response.headers, None)
                         if not 200 <= response.status_code < 300:
-                            raise status_error(url, response)
+                            raise status_error(url, response, self._clock)
                         content_type, charset = media_type(response)
                         body = await read_body(response, url, self._network.max_page_bytes)
                     finally:
@@ -898,9 +806,7 @@ class TrustedEndpoint:
             body=body,
             fetched_at=self._clock(),
         )
-        if cache is not None:
-            await cache.astore(key, reply, response.headers, requested_at=requested)
-        return reply
+        return Received(response.headers, reply)
 
     async def aclose(self) -> None:
         """Close the client the current event loop uses."""

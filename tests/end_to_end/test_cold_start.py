@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from external_query_service.cli import build_parser
-from external_query_service.net.fetch import _verifying_context
+from external_query_service.net.backend import verifying_context
 from external_query_service.settings import NetworkSettings
 from tests.support.paths import REPO
 
@@ -88,7 +88,7 @@ def test_a_one_shot_ask_imports_no_other_command(tmp_path: Path) -> None:
 
 
 def test_certifi_roots_wait_for_the_first_tls_connection() -> None:
-    context = _verifying_context(NetworkSettings())
+    context = verifying_context(NetworkSettings())
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
     assert context.get_ca_certs() == []  # nothing parsed yet
