@@ -49,6 +49,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -367,14 +368,17 @@ def served_sets(args: argparse.Namespace) -> list[tuple[str, list[Served]]]:
     ranker's features are computed again: a change of features is measured in seconds."""
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.is_file():
-        sets: list[tuple[str, list[Served]]] = pickle.loads(cache.read_bytes())
+        # Plain fields, not ``Served`` itself: the script may run as ``__main__`` or imported.
+        stored: list[tuple[str, list[dict[str, Any]]]] = pickle.loads(cache.read_bytes())
+        sets = [(name, [Served(**fields) for fields in items]) for name, items in stored]
         for _, served in sets:
             for item in served:
                 item.rows = features(item.question, item.passages, item.stats)
         return sets
     sets = [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
     if cache is not None:
-        cache.write_bytes(pickle.dumps(sets))
+        plain = [(name, [{**vars(item), "rows": []} for item in served]) for name, served in sets]
+        cache.write_bytes(pickle.dumps(plain))
     return sets
 
 
