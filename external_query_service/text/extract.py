@@ -123,8 +123,10 @@ def is_too_short(text: str, query: str = "") -> bool:
         weight = _weighted(sentence)
         if weight >= MIN_SENTENCE_WEIGHTED:
             return False
-        if wanted and weight >= MIN_QUERY_SENTENCE_WEIGHTED and not wanted.isdisjoint(
-            terms(sentence)
+        if (
+            wanted
+            and weight >= MIN_QUERY_SENTENCE_WEIGHTED
+            and not wanted.isdisjoint(terms(sentence))
         ):
             return False
     return True
