@@ -1,7 +1,7 @@
 """Fit the passage ranker's weights on the fitting halves of bench/ranking.py; print both halves.
 
     python tools/fit_ranker.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
-                               [--cache FILE] [--out external_query_service/text/ranker_weights.json]
+                               [--cache FILE] [--out WEIGHTS_FILE]
 
 A dev-only script (nothing in the package imports it): the sets are found as
 ``bench/ranking.py`` finds them (``--cache`` as there: what the page chain kept is read back,
@@ -25,7 +25,8 @@ hash of the question id: no random draw, so no seed to fix):
    answer nowhere in the kept evidence plus those refused although it was there (each set
    weighted the same).
 
-Writes the weights file (``text.ranker``'s ``WEIGHTS_FILE``) and prints the cross-validation
+Writes the weights file (``--out``, by default ``text.ranker``'s ``WEIGHTS_FILE`` in the
+package) and prints the cross-validation
 figures, then ``bench/ranking.py``'s figures for both halves of every set with the new weights.
 """
 
