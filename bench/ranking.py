@@ -1,6 +1,7 @@
 """Which passage comes first? A ranking benchmark over real and public QA sets.
 
     python bench/ranking.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
+                            [--cache FILE]
 
 Sets (none is part of the repository; each is measured only when present, and the script
 says which are absent):
@@ -41,12 +42,14 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -82,11 +85,16 @@ class Question:
 
 @dataclass
 class Served:
-    """What the page chain made of a question's pages: the ranker features of its kept
-    snippets and whether each holds an answer; today's order and BM25's, as hits."""
+    """What the page chain made of a question's pages: its kept snippets with the question's
+    term statistics (so features can be computed again without serving the pages again),
+    their ranker features and whether each holds an answer; today's order and BM25's, as
+    hits."""
 
     set: str
     qid: str
+    question: str = ""
+    passages: list[RankerPassage] = field(default_factory=list)
+    stats: TermStats = field(default_factory=TermStats)
     rows: list[list[float]] = field(default_factory=list)
     labels: list[bool] = field(default_factory=list)
     today: list[bool] = field(default_factory=list)
@@ -238,6 +246,9 @@ def serve(question: Question) -> Served:
     return Served(
         question.set,
         question.qid,
+        question.question,
+        kept,
+        stats,
         rows=features(question.question, kept, stats),
         labels=labels,
         today=[labels[item.chunk.offset] for item in today],
@@ -345,11 +356,30 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cmrc", help="cmrc2018_dev.json")
     parser.add_argument("--drcd", help="DRCD_dev.json")
     parser.add_argument("--sample", type=int, default=SAMPLE, help="questions per CMRC/DRCD")
+    parser.add_argument(
+        "--cache", help="pickle of what the page chain kept: read if present, else written"
+    )
     return parser.parse_args(argv)
 
 
 def served_sets(args: argparse.Namespace) -> list[tuple[str, list[Served]]]:
-    return [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
+    """Every present set served through the page chain. With ``--cache``, what the page chain
+    kept is read from that pickle when it exists (and written when it does not), and only the
+    ranker's features are computed again: a change of features is measured in seconds."""
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None and cache.is_file():
+        # Plain fields, not ``Served`` itself: the script may run as ``__main__`` or imported.
+        stored: list[tuple[str, list[dict[str, Any]]]] = pickle.loads(cache.read_bytes())
+        sets = [(name, [Served(**fields) for fields in items]) for name, items in stored]
+        for _, served in sets:
+            for item in served:
+                item.rows = features(item.question, item.passages, item.stats)
+        return sets
+    sets = [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
+    if cache is not None:
+        plain = [(name, [{**vars(item), "rows": []} for item in served]) for name, served in sets]
+        cache.write_bytes(pickle.dumps(plain))
+    return sets
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,9 @@ and go through the same two passes as the page chain:
 1. per page: ``chunk_text`` then ``score_with_stats`` against the question; the page keeps its
    two best chunks scoring at least ``PAGE_MIN_SCORE`` (``analyse_page``);
 2. across pages: ``rerank`` scores the kept snippets again over the term statistics of every
-   chunk of every page; its order is the evidence order (``evidence[0]`` first).
+   chunk of every page, each snippet with what the page chain gives the ranker: its page's
+   title, the page's place in the results (the documents' order) and its offset on the page;
+   its order is the evidence order (``evidence[0]`` first).
 
 Hit rule. A snippet is a hit when
 - the question has entity answers: it contains any of them (NFKC + case-folded substring);
@@ -94,6 +96,15 @@ def pages_of(question: dict[str, object]) -> list[str]:
     return texts
 
 
+def titles_of(question: dict[str, object]) -> list[str]:
+    """The titles of the documents ``pages_of`` keeps, in the same order."""
+    return [
+        str(document.get("title", ""))
+        for document in question["documents"]  # type: ignore[union-attr]
+        if any(p.strip() for p in document["paragraphs"])
+    ]
+
+
 def spread(label: str, values: list[int]) -> str:
     if not values:
         return f"{label}: none"
@@ -125,11 +136,12 @@ def main() -> int:
         hit, by_entity = make_judge(question)
         entity_questions += by_entity
         texts = pages_of(question)
+        titles = titles_of(question)
         base += bool(texts) and hit(texts[0].split("\n", 1)[0])
         stats = TermStats()
         kept: list[Candidate] = []
         every_chunk = []
-        for text in texts:
+        for rank, (text, title) in enumerate(zip(texts, titles, strict=True)):
             chunks = chunk_text(text)
             every_chunk += chunks
             scored, page_stats = score_with_stats(chunks, question["question"])
@@ -137,7 +149,10 @@ def main() -> int:
             if scored:
                 own_best.append(scored[0].score)
             picked = [s for s in scored if s.score >= PAGE_MIN_SCORE][:SNIPPETS_PER_PAGE]
-            kept += [Candidate(s.chunk.text, question["question"]) for s in picked]
+            kept += [
+                Candidate(s.chunk.text, question["question"], title, rank, s.chunk.offset)
+                for s in picked
+            ]
         for step in (1, 2, 3):
             unrelated = questions[(number + step) % len(questions)]["question"]
             for text in texts:

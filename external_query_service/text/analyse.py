@@ -99,7 +99,7 @@ def analyse_page(
             max_pages=pdf_max_pages,
         )
     decoded = decode_body(body, declared_charset, content_type=content_type)
-    page = extract_page(decoded.text, url, content_type=content_type)
+    page = extract_page(decoded.text, url, content_type=content_type, query=query)
     chunks = chunk_text(page.text, skip_line=navigation_filter(decoded.text))
     scored, stats = score_with_stats(chunks, query, targets)
     snippets = _best(scored, min_score, max_snippets)

@@ -25,9 +25,11 @@ from datetime import date
 from typing import Any, Final
 
 from ..errors import ExtractionFailed
+from .tokens import query_terms, terms
 
 __all__ = [
     "CJK_WEIGHT",
+    "MIN_QUERY_SENTENCE_WEIGHTED",
     "MIN_SENTENCE_WEIGHTED",
     "MIN_WEIGHTED_CHARS",
     "ExtractedPage",
@@ -48,6 +50,10 @@ CJK_WEIGHT: Final = 4
 #: a full stop) of at least this weight: 12 CJK characters or 60 Latin ones. "We use
 #: cookies." is no such sentence; "湛江明天多云转晴，最高气温24℃。" is.
 MIN_SENTENCE_WEIGHTED: Final = 60
+#: ... or a complete sentence of at least this weight (4 CJK characters, 20 Latin ones) that
+#: names one of the question's terms: a short documentation page, "Requests time out after 10
+#: seconds.", answers a question about timeouts, however little else it says.
+MIN_QUERY_SENTENCE_WEIGHTED: Final = 20
 # A sentence: a line's text up to and including its terminator (no terminator, no sentence).
 _SENTENCE = re.compile(r"[^\n。！？!?]*?(?:[。！？!?]|\.(?=\s|$))")
 
@@ -102,16 +108,28 @@ def _weighted(text: str) -> int:
     return len(text) + CJK_WEIGHT * cjk_count(text)
 
 
-def is_too_short(text: str) -> bool:
+def is_too_short(text: str, query: str = "") -> bool:
     """True when ``text`` is below the CJK-aware length floor (see ``MIN_WEIGHTED_CHARS``)
-    and holds no complete sentence either (``MIN_SENTENCE_WEIGHTED``): a news brief of one
-    or two sentences is a document, a page of menu items and a cookie notice is not."""
+    and holds no complete sentence either (``MIN_SENTENCE_WEIGHTED``), nor a shorter one
+    naming a term of ``query`` (``MIN_QUERY_SENTENCE_WEIGHTED``): a news brief of one or two
+    sentences and a short documentation page that answers are documents, a page of menu
+    items and a cookie notice are not. Emptiness is judged by what the text says, not by
+    its length alone."""
     if _weighted(text) >= MIN_WEIGHTED_CHARS:
         return False
-    return not any(
-        _weighted(sentence.group().strip()) >= MIN_SENTENCE_WEIGHTED
-        for sentence in _SENTENCE.finditer(text)
-    )
+    wanted = frozenset(query_terms(query)) if query else frozenset()
+    for found in _SENTENCE.finditer(text):
+        sentence = found.group().strip()
+        weight = _weighted(sentence)
+        if weight >= MIN_SENTENCE_WEIGHTED:
+            return False
+        if (
+            wanted
+            and weight >= MIN_QUERY_SENTENCE_WEIGHTED
+            and not wanted.isdisjoint(terms(sentence))
+        ):
+            return False
+    return True
 
 
 def preload_extraction() -> None:
@@ -124,15 +142,18 @@ def preload_extraction() -> None:
         trafilatura_external.jt_stoplist_init()
 
 
-def extract_page(html: str, url: str, *, content_type: str = "text/html") -> ExtractedPage:
+def extract_page(
+    html: str, url: str, *, content_type: str = "text/html", query: str = ""
+) -> ExtractedPage:
     """Extract the main text of a decoded page.
 
     ``text/plain`` (and markdown) is only normalized. Raises ``ExtractionFailed`` with reason
     ``parser_error`` (not parseable as HTML), ``no_main_text`` (nothing extracted) or
-    ``too_short`` (below the CJK-aware floor).
+    ``too_short`` (below the CJK-aware floor, ``is_too_short``: a short text that names a term
+    of ``query`` in a complete sentence is kept).
     """
     if content_type.split(";", 1)[0].strip().lower() in _PLAIN_TYPES:
-        text = _checked(normalize_text(html), url)
+        text = _checked(normalize_text(html), url, query)
         return ExtractedPage(text, "", None, _script_language(text))
     if not html.strip():
         raise ExtractionFailed(url, reason="no_main_text")
@@ -160,7 +181,7 @@ def extract_page(html: str, url: str, *, content_type: str = "text/html") -> Ext
     raw = getattr(document, "text", None) if document is not None else None
     if not isinstance(raw, str):
         raise ExtractionFailed(url, reason="no_main_text")
-    text = _checked(normalize_text(raw), url)
+    text = _checked(normalize_text(raw), url, query)
     return ExtractedPage(
         text=text,
         title=_title(tree),
@@ -185,10 +206,10 @@ def _parse(html: str, url: str) -> Any:
     return tree
 
 
-def _checked(text: str, url: str) -> str:
+def _checked(text: str, url: str, query: str) -> str:
     if not text:
         raise ExtractionFailed(url, reason="no_main_text")
-    if is_too_short(text):
+    if is_too_short(text, query):
         raise ExtractionFailed(url, reason="too_short")
     return text
 

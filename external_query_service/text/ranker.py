@@ -15,11 +15,27 @@ Each passage gathered for a question is described by ``FEATURES``, each a number
   (``1 / (1 + offset / 360)``, where on its page it sits) and ``length`` (characters over 360,
   at most 1);
 - ``question_share``: the share of its characters inside spans that ask (``echo``);
-- ``link_share``: the share of its lines that read as navigation (``chunk.navigation_line``).
+- ``link_share``: the share of its lines that read as navigation (``chunk.navigation_line``);
+- ``coverage_best``, ``answering_best``, ``bm25_best``, ``proximity_best``: the first four over
+  their largest value among the question's passages (0 when that is 0). What counts is how a
+  passage compares with the others gathered for the same question: a question whose words
+  are all rare and one whose words are all common give scores of different sizes;
+- ``page_best``: ``coverage`` over the largest ``coverage`` among the passages of its own page;
+- ``agreement``: how far the other pages say the same thing. For each other page, the largest
+  overlap (``|A ∩ B| / sqrt(|A| |B|)``) between the passage's terms and those of a passage of
+  that page, the question's own terms left out of both; averaged over the other pages. Pages
+  that answer a question tend to agree on the answer, while each page's digressions are its
+  own. ``agreement_best``: the same over its largest value among the question's passages;
+- ``title_lines``: the share of its characters on lines that repeat its page's title (the
+  line holds the title or the title holds the line, or they open with the same
+  ``TITLE_PREFIX`` characters: a title cut short or extended by the site's name);
+- ``told_length``: the characters outside those lines, over 360, at most 1: a passage that is
+  its page's title and little else tells nothing.
 
 The weights are fitted, not set by hand: ``tools/fit_ranker.py`` fits them on the fitting
 halves of the ranking benchmark (``bench/ranking.py``) by pairwise logistic regression (a
-passage holding the answer against one that does not, from the same question), then fits a
+passage holding the answer against one that does not, from the same question; its L2 penalty
+chosen by cross-validation on the fitting halves), then fits a
 logistic calibration (Platt) that turns the linear score into the probability that a passage
 holds the answer, and picks ``threshold``: when no passage of a question reaches it, nothing
 gathered answers the question. The file is read once; scoring is pure Python arithmetic, the
@@ -39,12 +55,13 @@ from typing import Final
 
 from .chunk import navigation_line
 from .echo import fold, question_spans
-from .score import MAX_QUERY_CHARS, TermStats, coverage_points
+from .score import MAX_QUERY_CHARS, TermStats, coverage_points, passage_terms
 from .tokens import query_terms, terms
 
 __all__ = [
     "FEATURES",
     "PROXIMITY_CHARS",
+    "TITLE_PREFIX",
     "WEIGHTS_FILE",
     "RankerModel",
     "RankerPassage",
@@ -66,9 +83,20 @@ FEATURES: Final = (
     "length",
     "question_share",
     "link_share",
+    "coverage_best",
+    "answering_best",
+    "bm25_best",
+    "proximity_best",
+    "page_best",
+    "agreement",
+    "agreement_best",
+    "title_lines",
+    "told_length",
 )
 #: The window within which query terms count as found together.
 PROXIMITY_CHARS: Final = 80
+#: A line and a page title that open with this many of the same (folded) characters are one.
+TITLE_PREFIX: Final = 12
 #: The fitted weights, inside the package.
 WEIGHTS_FILE: Final = "ranker_weights.json"
 _K1: Final = 1.2
@@ -204,7 +232,63 @@ def features(query: str, passages: Sequence[RankerPassage], stats: TermStats) ->
                 sum(map(navigation_line, lines)) / max(len(lines), 1),
             ]
         )
+    own_terms = set(collection.terms)
+    agreement = _agreement(passages, [passage_terms(p.text) - own_terms for p in passages])
+    best = [max((row[k] for row in rows), default=0.0) for k in range(4)]
+    page_best: dict[int, float] = {}
+    for passage, row in zip(passages, rows, strict=True):
+        page_best[passage.page] = max(page_best.get(passage.page, 0.0), row[0])
+    most_agreed = max(agreement, default=0.0)
+    for passage, row, agreed in zip(passages, rows, agreement, strict=True):
+        titled, told = _title_lines(passage.text, passage.title)
+        row += [
+            *(_over(row[k], best[k]) for k in range(4)),
+            _over(row[0], page_best[passage.page]),
+            agreed,
+            _over(agreed, most_agreed),
+            titled / max(titled + told, 1),
+            min(told, _SPAN) / _SPAN,
+        ]
     return rows
+
+
+def _over(value: float, largest: float) -> float:
+    return value / largest if largest > 0 else 0.0
+
+
+def _agreement(passages: Sequence[RankerPassage], bags: Sequence[frozenset[str]]) -> list[float]:
+    """``agreement`` of each passage (module docstring): over the other pages, the mean of
+    the best overlap with one of that page's passages."""
+    out: list[float] = []
+    for passage, bag in zip(passages, bags, strict=True):
+        best: dict[int, float] = {}
+        for other, its in zip(passages, bags, strict=True):
+            if other.page == passage.page:
+                continue
+            overlap = len(bag & its) / math.sqrt(len(bag) * len(its)) if bag and its else 0.0
+            best[other.page] = max(best.get(other.page, 0.0), overlap)
+        out.append(sum(best.values()) / len(best) if best else 0.0)
+    return out
+
+
+def _title_lines(text: str, title: str) -> tuple[int, int]:
+    """The characters of ``text``'s lines that repeat ``title``, and those of the others."""
+    wanted = fold(title)
+    titled = told = 0
+    for line in text.split("\n"):
+        folded = fold(line)
+        if not folded:
+            continue
+        same = bool(wanted) and (
+            folded in wanted
+            or wanted in folded
+            or (len(folded) >= TITLE_PREFIX and folded[:TITLE_PREFIX] == wanted[:TITLE_PREFIX])
+        )
+        if same:
+            titled += len(line.strip())
+        else:
+            told += len(line.strip())
+    return titled, told
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -72,6 +72,7 @@ __all__ = [
     "TermStats",
     "best_snippets",
     "coverage_points",
+    "passage_terms",
     "score_chunks",
     "score_with_stats",
     "term_stats",
@@ -206,6 +207,12 @@ def coverage_points(query: str, texts: Sequence[str], stats: TermStats) -> list[
         told = answer_terms(text, wanted.question, wanted.wanted) & present
         out.append((wanted.points(present), wanted.points(told)))
     return out
+
+
+def passage_terms(text: str) -> frozenset[str]:
+    """The distinct terms of a passage (``tokens.terms``), cut once for recent texts: the
+    ranker's features ask for the very snippets the scorer cut already."""
+    return _presence(text)
 
 
 @functools.lru_cache(maxsize=2048)

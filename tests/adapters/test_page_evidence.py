@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
+from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.errors import ExtractionFailed
-from external_query_service.testing import article
+from external_query_service.testing import LoopbackServer, World, article, hit
 from external_query_service.text.analyse import analyse_page
 from external_query_service.text.boilerplate import is_trail, link_texts, navigation_filter
 from external_query_service.text.chunk import chunk_text
 
 URL = "https://news.example/brief"
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
+# A documentation page whose main text is about 180 characters of short sentences (none of
+# them 60 characters long) and a code line, inside the usual navigation and footer.
+DOCS_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Timeouts - Acme SDK docs</title></head>
+<body><nav><a href="/">Docs</a> <a href="/api">API</a> <a href="/faq">FAQ</a></nav>
+<main><h1>Timeouts</h1>
+<p>Requests time out after 10 seconds.</p>
+<p>Pass <code>timeout=30</code> to <code>Client()</code> to wait longer.</p>
+<pre><code>client = Client(timeout=30)</code></pre>
+<p>A timeout raises <code>TimeoutError</code>.</p>
+<p>Retries do not reset the clock.</p>
+</main><footer><a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer></body></html>
+"""
 
 
 def analyse(html: str, query: str) -> list[str]:
@@ -72,6 +89,27 @@ def test_a_short_english_brief_is_evidence() -> None:
     snippets = analyse(brief, "when does the harbour bridge reopen")
     assert snippets
     assert "reopens on Monday" in snippets[0]
+
+
+def test_a_short_documentation_page_answers_through_the_pipeline(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    question = "What is the Acme client request timeout?"
+    url = world.page("docs.acme.test", "/timeouts", DOCS_PAGE)
+    world.results(question, [hit(url, "Timeouts - Acme SDK docs", "Timeouts")])
+    with ExternalQueryService(world.settings(world.searxng()), clock=fixed_clock(NOW)) as service:
+        answer = service.answer(question)
+    assert answer.status == "answered"
+    [evidence] = answer.evidence
+    assert "Requests time out after 10 seconds." in evidence.snippet
+    assert evidence.url == url
+
+
+def test_a_short_page_that_names_no_query_term_is_still_too_short() -> None:
+    # The same page asked about something it never mentions: nothing on it is a sentence of
+    # MIN_SENTENCE_WEIGHTED, and none of its short sentences names a query term.
+    with pytest.raises(ExtractionFailed) as caught:
+        analyse(DOCS_PAGE, "湛江明天天气")
+    assert caught.value.reason == "too_short"
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ def stats_of(*texts: str) -> object:
 
 def test_the_packaged_weights_name_every_feature_and_are_calibrated() -> None:
     model = load_model()
-    assert model.version == 1
+    assert model.version == 2
     assert len(model.weights) == len(FEATURES)
     assert 0 < model.threshold < 1
     assert model.scale > 0  # a higher fitted score is a higher probability
@@ -60,6 +60,42 @@ def test_features_lie_between_zero_and_one_and_are_deterministic() -> None:
     assert rows == features(QUESTION, passages, stats)  # type: ignore[arg-type]
     probabilities = rank_probabilities(QUESTION, passages, stats)  # type: ignore[arg-type]
     assert probabilities[0] > probabilities[1]  # the answer, though on the second page
+
+
+def column(name: str, rows: list[list[float]]) -> list[float]:
+    return [row[FEATURES.index(name)] for row in rows]
+
+
+def test_best_features_compare_a_passage_with_the_others_of_its_question() -> None:
+    stats = stats_of(ANSWER, ASIDE, "今天天气很好。")
+    passages = [RankerPassage(ANSWER, page=0), RankerPassage(ASIDE, page=1)]
+    rows = features(QUESTION, passages, stats)  # type: ignore[arg-type]
+    for name in ("coverage", "bm25"):
+        raw, best = column(name, rows), column(f"{name}_best", rows)
+        assert max(best) == 1.0
+        assert best == [value / max(raw) for value in raw]
+
+
+def test_agreement_is_what_other_pages_say_too() -> None:
+    echo = "今年前十个月湛江港货物吞吐量2.6亿吨，同比增长百分之八。"
+    passages = [
+        RankerPassage(ANSWER, page=0),
+        RankerPassage(ASIDE, page=1),
+        RankerPassage(echo, page=2),
+    ]
+    rows = features(QUESTION, passages, stats_of(ANSWER, ASIDE, echo))  # type: ignore[arg-type]
+    agreement = column("agreement", rows)
+    assert agreement[0] > agreement[1]  # the answer is told again on page 2; the aside is not
+    assert column("agreement_best", rows)[0] == 1.0
+
+
+def test_a_passage_that_is_its_pages_title_tells_nothing() -> None:
+    title = "湛江港货物吞吐量_百度知道"
+    passages = [RankerPassage(title, title), RankerPassage(f"{title}\n{ANSWER}", title)]
+    rows = features(QUESTION, passages, stats_of(title, ANSWER))  # type: ignore[arg-type]
+    assert column("title_lines", rows)[0] == 1.0
+    assert column("told_length", rows) == [0.0, len(ANSWER) / 360]
+    assert 0 < column("title_lines", rows)[1] < 1
 
 
 def test_scores_are_the_calibrated_probability_in_basis_points() -> None:
