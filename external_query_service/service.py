@@ -1,6 +1,8 @@
 """The public entry point: ``ExternalQueryService`` and its follow-up ``Session``.
 
 plan → gather → verify → packet → present, each stage a typed model, all of it audited.
+This module is that pipeline; the parts it answers with (store, caches, HTTP, analysis pool,
+adapters, model, ledger, browser) are built from the settings by ``_wiring``.
 """
 
 from __future__ import annotations
