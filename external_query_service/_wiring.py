@@ -19,24 +19,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
-from .analysis_pool import AnalysisPool, warm_pipeline
-from .clock import Clock
-from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
 from .models import CORE_QUERY_KINDS, Readiness
 from .net.cache import response_cache
 from .net.fetch import HttpRuntime
-from .planner import ExternalQueryPlanner, StructuredPlanner
-from .presenter import ExternalAnswerPresenter
+from .net.sites import registrable_domain
+from .planner.structured import ExternalQueryPlanner, StructuredPlanner
+from .presenter.extractive import ExternalAnswerPresenter
+from .runtime.analysis_pool import AnalysisPool, warm_pipeline
+from .runtime.clock import Clock
+from .runtime.events import CacheHits
+from .runtime.evidence_store import EvidenceStore
 from .settings import CacheSettings, Settings
-from .sites import registrable_domain
-from .store import EvidenceStore
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
-    from .llm import ChatCompletionsClient, LLMAnswerPresenter
+    from .llm import ChatCompletionsClient
+    from .presenter import LLMAnswerPresenter
     from .storage import Ledger
     from .storage.redis_cache import RedisMemo, SharedCache
 
@@ -182,7 +183,9 @@ def build_components(
     presenter = ExternalAnswerPresenter(language=settings.presenter.language)
     llm, llm_presenter = None, None
     if settings.llm:  # the model package is imported only when ``[llm]`` is configured
-        from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
+        from .llm import ChatCompletionsClient
+        from .planner import LLMPlanner
+        from .presenter import LLMAnswerPresenter
 
         llm = ChatCompletionsClient(settings.llm)
         if planner is None:

@@ -15,17 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._closing import Closing
-from ._portal import Portal
+from ._audit import AuditLog, caller
 from ._wiring import WARM_UP_WORKERS_S, build_components
 from .adapters.base import ToolObserver
 from .admission.chain import ChainRecord, bind_answer, service_envelope
-from .analysis_pool import AnalysisPool
-from .audit import AuditLog, caller
-from .clock import Clock, system_clock
-from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
-from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.second_round import second_round_queries
 from .models import (
@@ -41,11 +35,17 @@ from .models import (
     VerifierResult,
 )
 from .net.fetch import HttpRuntime
-from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
-from .presenter import ExternalAnswerPresenter
+from .planner.structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
+from .presenter.extractive import ExternalAnswerPresenter
+from .runtime._closing import Closing
+from .runtime._portal import Portal
+from .runtime.analysis_pool import AnalysisPool
+from .runtime.clock import Clock, system_clock
+from .runtime.concurrency import QuestionGate
+from .runtime.events import CacheHits
+from .runtime.evidence_store import EvidenceStore
+from .runtime.tracing import span
 from .settings import Settings, format_validation_error
-from .store import EvidenceStore
-from .tracing import span
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
