@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
+
+from ._frozen import Frozen
 
 __all__ = [
     "AuditEvent",
@@ -23,10 +25,8 @@ __all__ = [
 AuditStage = Literal["service", "planner", "gateway", "verifier", "presenter"]
 
 
-class AuditEvent(BaseModel):
+class AuditEvent(Frozen):
     """One decision of one stage: ``seq`` orders events across stages, ``detail`` is JSON."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     seq: int
     stage: AuditStage
@@ -34,10 +34,8 @@ class AuditEvent(BaseModel):
     detail: dict[str, JsonValue]
 
 
-class AuditTrace(BaseModel):
+class AuditTrace(Frozen):
     """Every audit event of one answer, in order, with lookups by stage and by name."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     events: tuple[AuditEvent, ...] = ()
 

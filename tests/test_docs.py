@@ -30,6 +30,7 @@ from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
     AnalysisSettings,
     CacheSettings,
+    GatewaySettings,
     NetworkSettings,
     ServerSettings,
     SourceSettings,
@@ -141,6 +142,7 @@ def test_every_builtin_adapter_option_is_documented_in_the_settings_doc(kind: st
         ServerSettings,
         CacheSettings,
         AnalysisSettings,
+        GatewaySettings,
     ],
 )
 def test_every_settings_field_is_documented_in_the_settings_doc(section: type) -> None:
@@ -300,6 +302,34 @@ def test_the_admission_docs_example_receipt_is_the_one_the_library_example_binds
 def test_architecture_docs_exist() -> None:
     for name in ("overview.md", "RUNTIME_GUARDRAILS.md", "CODE_REFERENCE_INDEX.md"):
         assert (ROOT / "docs" / "architecture" / name).is_file(), name
+
+
+#: A document named in a text: a relative path ending in ``.md`` (linked or in backticks).
+_NAMED_DOC = re.compile(r"[\w./-]+\.md\b")
+
+
+def _named_docs(path: Path) -> set[Path]:
+    """The Markdown files ``path`` names, read from the root or from its own folder."""
+    found = set()
+    for name in _NAMED_DOC.findall(path.read_text("utf-8")):
+        for base in (ROOT, path.parent):
+            candidate = (base / name).resolve()
+            if candidate.is_file():
+                found.add(candidate)
+    return found
+
+
+def test_every_document_in_docs_is_reached_from_the_readme() -> None:
+    # Through the README's own list, or a document it names (which names the next, ...).
+    reached = {(ROOT / "README.md").resolve()}
+    pending = list(reached)
+    while pending:
+        for doc in _named_docs(pending.pop()) - reached:
+            reached.add(doc)
+            pending.append(doc)
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    assert docs
+    assert [doc.relative_to(ROOT).as_posix() for doc in docs if doc.resolve() not in reached] == []
 
 
 def test_code_reference_index_names_every_folder_and_top_level_module() -> None:

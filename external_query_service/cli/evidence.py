@@ -26,8 +26,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, JsonValue
 
+from .._frozen import Frozen
 from .._jsonio import read_text_file
 from ..admission import (
     ContractRejected,
@@ -107,10 +108,9 @@ CALLER_ENVELOPE: dict[str, JsonValue] = {
 }
 
 
-class _ExecutionPreview(BaseModel):
+class _ExecutionPreview(Frozen):
     """``execute`` without ``--execute``: what would be read, and that nothing was."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     markdown_title: ClassVar[str] = "Execution preview (nothing read)"
 
     plan_id: str

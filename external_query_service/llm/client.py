@@ -160,6 +160,10 @@ def _simplify(
             inlined["description"] = node["description"]
         return inlined
     out: dict[str, Any] = {key: node[key] for key in node if key in _KEPT_KEYS}
+    if "const" in node:
+        # A one-value Literal: written as an enum, which every server that takes a schema
+        # reads (``const`` is newer and not universally understood).
+        out["enum"] = [node["const"]]
     hint = _FORMAT_HINTS.get(str(node.get("format", "")))
     if hint and "description" not in out:
         out["description"] = hint

@@ -79,6 +79,7 @@ def _plan_from_fields(
         freshness_required=bool(fields.freshness_required),
         # The host's tag wins; else the question's script decides (never its words).
         language=fields.language or detect_language(question),
+        asked_value=fields.asked_value,
         planner_source=source,
     )
 
@@ -143,6 +144,7 @@ class ExternalQueryPlanner:
             freshness_required=previous.freshness_required,
             language=previous.language,
             search_queries=(question, *previous.search_queries)[:_MAX_FOLLOW_UP_QUERIES],
+            asked_value=previous.asked_value,
         )
         merged = _merge(carried, semantics)
         return PlannerResult(plan=_plan_from_fields(question, merged, "follow_up"))

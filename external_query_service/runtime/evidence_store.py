@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._digests import sha256_digest
+from .._frozen import Frozen
 from ..errors import EvidenceEvicted
 from ..text.chunk import chunk_text
 from .memo import SizedLRU
@@ -63,11 +64,9 @@ PASSAGE_CHARS = 360
 _PREVIEW_CHARS = 80
 
 
-class Capture(BaseModel):
+class Capture(Frozen):
     """What the store holds about one capture, without its text: reference, source, length,
     digest, a short summary and metadata."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     ref: str
     source: str
@@ -77,13 +76,11 @@ class Capture(BaseModel):
     metadata: dict[str, str] = Field(default_factory=dict)
 
 
-class Passage(BaseModel):
+class Passage(Frozen):
     """One passage candidate of a capture: ``text[offset:offset + length]`` of ``ref``.
 
     ``passage_id`` is ``<ref>#p<index>``; the same text always yields the same passages.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     passage_id: str
     ref: str
@@ -93,11 +90,9 @@ class Passage(BaseModel):
     preview: str
 
 
-class ReadWindow(BaseModel):
+class ReadWindow(Frozen):
     """One bounded read: ``text`` is ``length`` characters from ``offset`` of ``total``;
     ``next_offset`` is where the next window starts (None at the end of the text)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     ref: str
     offset: int

@@ -141,6 +141,10 @@ SEMANTICS_FIELD_DESCRIPTIONS = {
     "freshness_required": "True when the answer depends on current information.",
     "language": "The question's language code, such as zh or en.",
     "search_queries": "One to three web search queries, in the question's language.",
+    "asked_value": (
+        "event_date when the question asks when one event happened or will happen; "
+        "sources giving different dates for it are then a disagreement."
+    ),
 }
 
 

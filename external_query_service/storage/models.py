@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import ClassVar, Literal
 from urllib.parse import SplitResult, urlsplit
 
-from pydantic import BaseModel, ConfigDict
-
 from .._digests import sha256_digest
+from .._frozen import Frozen
 from ..errors import LedgerError, UnsoundLedger
 
 __all__ = [
@@ -48,11 +47,7 @@ def show_target(target: LedgerTarget) -> str:
 Backend = Literal["sqlite", "postgresql"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class LedgerEntry(_Frozen):
+class LedgerEntry(Frozen):
     """One stored record: its seq, kind, digest, and whether this call wrote it."""
 
     kind: str
@@ -61,7 +56,7 @@ class LedgerEntry(_Frozen):
     inserted: bool
 
 
-class LedgerProject(_Frozen):
+class LedgerProject(Frozen):
     """A readback project: its question, source budget and creation time."""
 
     markdown_title: ClassVar[str] = "Research project"
@@ -73,7 +68,7 @@ class LedgerProject(_Frozen):
     created: bool
 
 
-class LedgerHead(_Frozen):
+class LedgerHead(Frozen):
     """The ledger's end as written to a second place on every commit: the last seq, its
     chain value and the record count (equal to the seq: seq has no gap). ``digest`` seals
     the three, so a head edited on its own does not read back as a head."""
@@ -128,7 +123,7 @@ def _is_hex(text: str) -> bool:
     return all(char in "0123456789abcdef" for char in text)
 
 
-class LedgerVerification(_Frozen):
+class LedgerVerification(Frozen):
     """``verify()``: ``ok`` when the storage's own check passed (``integrity``: SQLite's
     ``PRAGMA integrity_check``; PostgreSQL keeps its own consistency and reports ``ok``) and
     every record's body digest, content id, seq and chain link recompute."""
@@ -148,7 +143,7 @@ class LedgerVerification(_Frozen):
     head_seq: int | None = None
 
 
-class LedgerMigration(_Frozen):
+class LedgerMigration(Frozen):
     """What ``migrate`` did: the schema version before and after."""
 
     markdown_title: ClassVar[str] = "Ledger migration"
@@ -160,7 +155,7 @@ class LedgerMigration(_Frozen):
     applied: tuple[int, ...]
 
 
-class LedgerCopy(_Frozen):
+class LedgerCopy(Frozen):
     """What ``copy`` did: records copied, and the chain value both ledgers end on."""
 
     markdown_title: ClassVar[str] = "Ledger copy"

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from lxml import etree  # type: ignore[import-untyped]
-from pydantic import BaseModel, ConfigDict
 from trafilatura.utils import load_html
 
 from .._digests import sha256_digest
+from .._frozen import Frozen
 from ..errors import (
     BoundaryRefused,
     BudgetExhausted,
@@ -57,11 +57,7 @@ _PLAIN_TYPES = frozenset({"text/plain", "text/markdown"})
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class WebPage(_Frozen):
+class WebPage(Frozen):
     """A captured page. ``ref`` names its normalized text in the store; ``digest`` is the
     sha256 of that text, ``raw_digest`` of the body bytes received."""
 
@@ -81,7 +77,7 @@ class WebPage(_Frozen):
     links_over_limit: int
 
 
-class ObservedLink(_Frozen):
+class ObservedLink(Frozen):
     """A link a captured page showed (inside the origins). ``link_id`` is ``L<n>`` in the
     order links were first seen; ``captured_ref`` is set once it was followed."""
 
@@ -92,7 +88,7 @@ class ObservedLink(_Frozen):
     captured_ref: str | None = None
 
 
-class Section(_Frozen):
+class Section(Frozen):
     """One passage of a captured page: ``text == store.quote(ref, offset, length)``."""
 
     passage_id: str
@@ -111,7 +107,7 @@ class WebBudget:
     max_bytes: int = 5_000_000
 
 
-class WebUsage(_Frozen):
+class WebUsage(Frozen):
     """Pages and bytes fetched so far, against the budget."""
 
     pages: int

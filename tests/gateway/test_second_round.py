@@ -185,6 +185,21 @@ def plan(**fields: Any) -> ExternalQueryPlan:
             ),
             ("USD CNY exchange rate",),
         ),
+        (  # two dates for the event asked: its subject and the value disputed
+            plan(query_kind="news", entities=("Rust 1.80",), asked_value="event_date"),
+            VerifierResult(
+                status="insufficient_evidence",
+                reason="conflicting_evidence",
+                conflicts=(
+                    ValueConflict(
+                        subject="event_date",
+                        evidence_ids=("ev-aaaaaaaaaaaa", "ev-bbbbbbbbbbbb"),
+                        values=("2024-07-25", "2024-07-18"),
+                    ),
+                ),
+            ),
+            ("Rust 1.80 event date",),
+        ),
         (
             plan(entities=("湛江港",)),  # generic_web: no kind term
             VerifierResult(status="insufficient_evidence", reason="insufficient_sources"),

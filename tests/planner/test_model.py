@@ -33,6 +33,7 @@ GOOD_PLAN = {
     "freshness_required": True,
     "language": "zh",
     "search_queries": ["湛江 明天 天气预报"],
+    "asked_value": None,
 }
 
 
@@ -66,6 +67,38 @@ def test_a_good_plan_from_the_model_is_used(chat: ChatServer) -> None:
     assert planned.time_range == TimeRange(start=date(2026, 12, 1), end=date(2026, 12, 1))
     assert planned.freshness_required is True
     assert planned.search_queries == ("湛江 明天 天气预报",)
+    assert planned.asked_value is None
+
+
+def test_the_model_may_say_the_question_asks_for_an_event_date(chat: ChatServer) -> None:
+    question = "Rust 1.80 是哪天发布的？"
+    chat.then(
+        answer_json(
+            {
+                **GOOD_PLAN,
+                "query_kind": "news",
+                "answer_contract": "direct_fact",
+                "location": None,
+                "entities": ["Rust 1.80"],
+                "time_range": None,
+                "freshness_required": False,
+                "search_queries": ["Rust 1.80 发布日期"],
+                "asked_value": "event_date",
+            }
+        )
+    )
+
+    result = plan(planner_for(chat), question=question)
+
+    assert result.fallback_reason is None
+    assert result.plan.asked_value == "event_date"
+    system, _user = chat.messages()
+    assert "asked_value" in system["content"]
+    schema = chat.bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["asked_value"] == {
+        "type": ["string", "null"],
+        "enum": ["event_date", None],
+    }
 
 
 def test_the_model_gets_the_question_as_data_today_and_the_kind_vocabulary(
@@ -106,6 +139,7 @@ def test_upstream_semantics_win_over_the_model(chat: ChatServer) -> None:
         (answer_json({**GOOD_PLAN, "freshness_required": "yes"}), "schema_violation"),
         (answer_json({**GOOD_PLAN, "planner_source": "upstream_semantics"}), "schema_violation"),
         (answer_json({**GOOD_PLAN, "query_kind": "horoscope"}), "unknown_query_kind"),
+        (answer_json({**GOOD_PLAN, "asked_value": "launch_day"}), "schema_violation"),
         (api_error(500, "model crashed", "api_error"), "http_status"),
         (completion(None, refusal="I cannot plan this."), "refused"),
     ],

@@ -119,6 +119,16 @@ def test_follow_up_carries_targets_and_time_range() -> None:
     assert follow.search_queries == ("再查一下", "湛江台风")
 
 
+def test_the_value_asked_comes_from_structured_fields_and_carries_into_a_follow_up() -> None:
+    planner = ExternalQueryPlanner()
+    asked = QuerySemantics(entities=["台风摩羯"], asked_value="event_date")
+    first = plan(planner, "台风摩羯哪天登陆？", asked).plan
+    assert first.asked_value == "event_date"
+    assert planner.plan_follow_up("再查一下", first).plan.asked_value == "event_date"
+    # Without the field, no question's words make it ask for a date.
+    assert plan(planner, "台风摩羯哪天登陆？").plan.asked_value is None
+
+
 _WORDS = st.sampled_from(
     ["北京", "湛江", "明天", "今天", "天气", "下雨", "汇率", "美元", "新闻", "股价",
      "2026年12月1日", "weather", "tomorrow", "USD", "news", "Apple", "对比", "和", "？", " "]
@@ -147,6 +157,7 @@ def test_without_structured_fields_no_question_changes_the_plan_but_its_text(
         "location": None,
         "time_range": None,
         "freshness_required": False,
+        "asked_value": None,
         "planner_source": "fallback",
     }
     assert result.plan.search_queries == (question.strip(),)

@@ -56,7 +56,9 @@ def share_page() -> Evidence:
 
 
 def packet(contract: AnswerContract = "summary_with_sources") -> ExternalContextPacket:
-    return make_packet((port_news(), share_page()), contract=contract)
+    # A comparison sets the port against rail freight, one page each.
+    targets = ("湛江港", "rail freight") if contract == "compare_with_sources" else ()
+    return make_packet((port_news(), share_page()), contract=contract, compare_targets=targets)
 
 
 def present(chat: ChatServer, text: str, contract: AnswerContract) -> Presentation:
@@ -65,7 +67,11 @@ def present(chat: ChatServer, text: str, contract: AnswerContract) -> Presentati
     return asyncio.run(presenter.present(packet(contract)))
 
 
-CONTRACTS: tuple[AnswerContract, ...] = ("direct_fact", "summary_with_sources")
+CONTRACTS: tuple[AnswerContract, ...] = (
+    "direct_fact",
+    "summary_with_sources",
+    "compare_with_sources",
+)
 
 
 @pytest.mark.parametrize("contract", CONTRACTS)

@@ -140,6 +140,7 @@ def test_answer_semantics_is_a_typed_object_with_the_query_kind_vocabulary(
         "freshness_required",
         "language",
         "search_queries",
+        "asked_value",
     }
     assert "required" not in semantics  # every field stays optional
     assert semantics["additionalProperties"] is False

@@ -1,5 +1,6 @@
-"""Sources that disagree are said, not hidden; an article copied onto several sites is one
-source. Against loopback worlds: a SearXNG, article pages, and a scripted chat endpoint."""
+"""Sources that disagree are said, not hidden (a value, or the date of the event asked);
+an article copied onto several sites is one source. Against loopback worlds: a SearXNG,
+article pages, and a scripted chat endpoint."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.models import Evidence, ValueConflict, VerifierResult
+from external_query_service.models import (
+    Evidence,
+    ExternalQueryPlan,
+    ValueConflict,
+    VerifierResult,
+)
 from external_query_service.presenter.extractive import ExternalAnswerPresenter
 from external_query_service.testing import LoopbackServer, Reply
+from external_query_service.verifier.conflicts import value_conflicts
 from external_query_service.verifier.copies import COPY_SIMILARITY, copy_groups, similarity
 from tests.presenter.test_extractive import make_evidence, make_packet
-from tests.support.llm_chat import ChatServer, answer_json
+from tests.support.llm_chat import ChatServer, answer_json, api_error
 from tests.support.world import NOW, World, article, hit
 
 QUESTION = "湛江12月1日天气怎么样？"
@@ -309,3 +316,177 @@ def test_an_answered_direct_fact_quotes_the_majority_not_a_better_ranked_dissent
 
     assert "最高气温24°C" in text
     assert "31°C" not in text
+
+
+# --- two dates for one event ------------------------------------------------------------------
+
+RELEASE = "When was Rust 1.80 released?"
+#: The plan says the value asked is the event's date; nothing reads the question's words.
+EVENT = {"entities": ["Rust 1.80"], "asked_value": "event_date", "language": "en"}
+ON_THE_25TH = (
+    "Rust 1.80 was released on July 25, 2024, and it stabilizes LazyCell and LazyLock for "
+    "lazily initialised statics."
+)
+#: The 25th again, in words of its own (not a copy of the first).
+AGAIN_THE_25TH = (
+    "Version 1.80 of Rust shipped to stable on 25 July 2024; exclusive range patterns and "
+    "checked cfg names arrived in the same release."
+)
+ON_THE_18TH = (
+    "Rust 1.80 came out on 18 July 2024 with LazyCell and LazyLock, which make lazily "
+    "initialised statics possible without extra crates."
+)
+
+
+def release_pages(world: World, *pages: tuple[str, str, str]) -> dict[str, str]:
+    """One article per ``(site, text, published)``, each a search result for ``RELEASE``;
+    returns each page's URL by site."""
+    urls = {
+        site: world.page(
+            site,
+            "/rust-1-80",
+            article("Rust 1.80", [text], published=published, site_name=site, lang="en"),
+        )
+        for site, text, published in pages
+    }
+    world.results(RELEASE, [hit(url, "Rust 1.80", "Rust 1.80 release") for url in urls.values()])
+    return urls
+
+
+def ask_release(world: World, contract: str, **fields: Any) -> Any:
+    settings = world.settings(world.searxng(), network=NETWORK)
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        return service.answer(RELEASE, {**EVENT, "answer_contract": contract, **fields})
+
+
+def two_release_dates(world: World) -> None:
+    """Two sites, each its own article written after the release, giving different days."""
+    release_pages(
+        world,
+        ("blog.test", ON_THE_25TH, "2024-07-27"),
+        ("devnews.test", ON_THE_18TH, "2024-07-26"),
+    )
+
+
+def test_two_dates_for_the_event_asked_are_conflicting_values(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    two_release_dates(world)
+
+    answer = ask_release(world, "summary_with_sources")
+
+    assert answer.plan.asked_value == "event_date"
+    assert answer.status == "answered"
+    (conflict,) = answer.verifier.conflicts
+    assert conflict.subject == "event_date"
+    assert conflict.majority is False
+    assert {
+        by_site(answer, eid): value
+        for eid, value in zip(conflict.evidence_ids, conflict.values, strict=True)
+    } == {"blog.test": "2024-07-25", "devnews.test": "2024-07-18"}
+    (check,) = [c for c in answer.verifier.checks if c.check == "values"]
+    assert "event_date 2024-07-" in check.detail
+    block = answer.text.split("The sources disagree:", 1)[1]
+    assert "released on July 25, 2024" in block
+    assert "came out on 18 July 2024" in block
+
+
+def test_a_direct_fact_about_an_event_with_two_dates_is_conflicting_evidence(
+    loopback: LoopbackServer,
+) -> None:
+    world = World(loopback)
+    two_release_dates(world)
+
+    answer = ask_release(world, "direct_fact")
+
+    assert (answer.status, answer.reason, answer.retryable) == (
+        "insufficient_evidence",
+        "conflicting_evidence",
+        False,
+    )
+    assert len(answer.verifier.conflicts) == 1
+
+
+def test_a_majority_of_sites_settles_the_event_date(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    release_pages(
+        world,
+        ("blog.test", ON_THE_25TH, "2024-07-27"),
+        ("devnews.test", ON_THE_18TH, "2024-07-26"),
+        ("weekly.test", AGAIN_THE_25TH, "2024-07-29"),
+    )
+
+    answer = ask_release(world, "direct_fact")
+
+    assert answer.status == "answered"
+    (conflict,) = answer.verifier.conflicts
+    assert conflict.majority is True
+    assert conflict.values == ("2024-07-25", "2024-07-18")
+    assert [by_site(answer, eid) for eid in conflict.dissenting] == ["devnews.test"]
+
+
+def test_publication_dates_are_not_the_event_date(loopback: LoopbackServer) -> None:
+    # Each page carries its own byline date (the 26th, the 29th); both give the 25th.
+    world = World(loopback)
+    release_pages(
+        world,
+        ("blog.test", ON_THE_25TH, "2024-07-26"),
+        ("weekly.test", AGAIN_THE_25TH, "2024-07-29"),
+    )
+
+    answer = ask_release(world, "direct_fact")
+
+    assert answer.status == "answered"
+    assert answer.verifier.conflicts == ()
+
+
+def test_without_the_plan_saying_so_dates_are_never_compared(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    two_release_dates(world)
+
+    answer = ask_release(world, "direct_fact", asked_value=None)
+
+    assert answer.plan.asked_value is None  # the conservative default
+    assert answer.status == "answered"
+    assert answer.verifier.conflicts == ()
+
+
+def test_a_model_planner_that_says_the_event_date_is_asked_finds_the_two_dates(
+    loopback: LoopbackServer, chat: ChatServer
+) -> None:
+    world = World(loopback)
+    two_release_dates(world)
+    proposal = {
+        "query_kind": "news",
+        "answer_contract": "summary_with_sources",
+        "entities": ["Rust 1.80"],
+        "language": "en",
+        "search_queries": [RELEASE],
+        "asked_value": "event_date",
+    }
+    # The model plans; its answer fails, so the extractive presenter writes.
+    chat.then(answer_json(proposal), api_error(500, "model crashed", "api_error"))
+    settings = world.settings(world.searxng(), network=NETWORK)
+    settings = settings.model_copy(update={"llm": chat.settings()})
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(RELEASE)
+
+    assert (answer.plan.planner_source, answer.plan.asked_value) == ("structured", "event_date")
+    (conflict,) = answer.verifier.conflicts
+    assert (conflict.subject, set(conflict.values)) == ("event_date", {"2024-07-25", "2024-07-18"})
+    assert "The sources disagree:" in answer.text
+
+
+def test_a_text_naming_two_dates_gives_no_event_date() -> None:
+    plan = ExternalQueryPlan(question=RELEASE, search_queries=(RELEASE,), **EVENT)
+    one = make_evidence(1, snippet=ON_THE_25TH)
+    both = make_evidence(
+        2, snippet="The Rust 1.80 beta shipped on June 13, 2024 and 1.80 on July 18, 2024."
+    )
+    plain = make_evidence(3, snippet=ON_THE_18TH)
+
+    assert value_conflicts(plan, [(one, ()), (both, ())]) == ()
+    (conflict,) = value_conflicts(plan, [(one, ()), (plain, ())])
+    assert conflict.values == ("2024-07-25", "2024-07-18")
+    # Published on the day it names, a page's one date cannot be told from its dateline.
+    dateline = make_evidence(4, snippet=ON_THE_18TH, published_at=date(2024, 7, 18))
+    assert value_conflicts(plan, [(one, ()), (dateline, ())]) == ()
