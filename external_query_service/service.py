@@ -1,29 +1,28 @@
 """The public entry point: ``ExternalQueryService`` and its follow-up ``Session``.
 
 plan → gather → verify → packet → present, each stage a typed model, all of it audited.
+This module is that pipeline; the parts it answers with (store, caches, HTTP, analysis pool,
+adapters, model, ledger, browser) are built from the settings by ``_wiring``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ._audit import AuditLog, caller
-from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
+from ._wiring import WARM_UP_WORKERS_S, build_components
+from .adapters.base import ToolObserver
 from .admission.chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
 from .gateway.gateway import ExternalQueryGateway
-from .gateway.registry import adapter_class
 from .gateway.second_round import second_round_queries
 from .models import (
-    CORE_QUERY_KINDS,
     AdmissionSummary,
     ExternalAnswer,
     ExternalContextPacket,
@@ -35,28 +34,24 @@ from .models import (
     VerifierOutcome,
     VerifierResult,
 )
-from .net.cache import response_cache
 from .net.fetch import HttpRuntime
-from .net.sites import registrable_domain
 from .planner.structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
 from .presenter.extractive import ExternalAnswerPresenter
 from .runtime._closing import Closing
 from .runtime._portal import Portal
-from .runtime.analysis_pool import AnalysisPool, warm_pipeline
+from .runtime.analysis_pool import AnalysisPool
 from .runtime.clock import Clock, system_clock
 from .runtime.concurrency import QuestionGate
 from .runtime.events import CacheHits
 from .runtime.evidence_store import EvidenceStore
 from .runtime.tracing import span
-from .settings import CacheSettings, Settings, format_validation_error
+from .settings import Settings, format_validation_error
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
     from .llm import ChatCompletionsClient
-    from .presenter import LLMAnswerPresenter
-    from .storage import Ledger
-    from .storage.redis_cache import RedisMemo, SharedCache
+    from .storage.redis_cache import SharedCache
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -68,9 +63,6 @@ __all__ = [
 
 #: The longest question ``answer()`` takes, in characters (after stripping white space).
 MAX_QUESTION_CHARS = 20_000
-
-#: How long ``warm_up`` waits for the analysis workers to be warm (they keep starting after).
-WARM_UP_WORKERS_S = 60.0
 
 SemanticsInput = QuerySemantics | Mapping[str, Any] | None
 
@@ -107,6 +99,33 @@ class ExternalQueryService(Closing):
     ``overloaded``, without any planner model, adapter or ledger work.
     """
 
+    settings: Settings
+    #: The "now" of every time check.
+    clock: Clock
+    #: The text of every page read, quoted from by evidence.
+    store: EvidenceStore
+    #: Cache hits (response cache and page analyses) as they happen; ``subscribe`` to count
+    #: them (the server's metrics do).
+    cache_hits: CacheHits
+    #: The Redis cache ``[cache] url`` names (None: everything in this process's memory).
+    shared_cache: SharedCache | None
+    #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
+    analysis: AnalysisPool
+    gateway: ExternalQueryGateway
+    #: Every query kind a question may name: the core kinds and the configured adapters'.
+    query_kinds: tuple[str, ...]
+    verifier: EvidenceVerifier
+    #: The extractive presenter (a configured model's presenter falls back on it).
+    presenter: ExternalAnswerPresenter
+    #: The one model client, shared by planner and presenter (None without ``[llm]``).
+    llm: ChatCompletionsClient | None
+    planner: ExternalQueryPlanner
+    #: The headless browser (``[browser] mode`` not ``off``); its Chromium starts with the
+    #: first page rendered. None with the mode off: nothing browser is ever loaded.
+    browser: BrowserProvider | None
+    #: The questions worked on now and waiting in line (shared by every event loop).
+    questions: QuestionGate
+
     def __init__(
         self,
         settings: Settings | None = None,
@@ -119,93 +138,29 @@ class ExternalQueryService(Closing):
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or system_clock
-        caching = self.settings.cache
-        self.store = (
-            store
-            if store is not None
-            else EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
-        )
-        #: Cache hits (response cache and page analyses) as they happen; ``subscribe`` to
-        #: count them (the server's metrics do).
-        self.cache_hits = CacheHits()
-        #: The Redis cache ``[cache] url`` names (None: everything in this process's memory).
-        self.shared_cache: SharedCache | None = _open_shared_cache(caching)
-        shared = self.shared_cache
-        # ``http`` lets a caller wrap network access (recording a fixture world, say).
-        self._http = (
-            http
-            if http is not None
-            else HttpRuntime(
-                self.settings.network,
-                cache=response_cache(
-                    caching,
-                    self.clock,
-                    shared.responses if shared is not None else None,
-                    on_hit=self.cache_hits.hit,
-                ),
-                clock=self.clock,
-            )
-        )
-        #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
-        self.analysis = AnalysisPool(
-            self.settings.analysis, max_page_bytes=self.settings.network.max_page_bytes
-        )
-        runtime = AdapterRuntime(
-            network=self.settings.network,
-            fetcher=self._http.fetcher,
-            endpoint=self._http.endpoint,
-            store=self.store,
+        parts = build_components(
+            self.settings,
             clock=self.clock,
-            sources=self.settings.sources,
-            analyses=analysis_memo(
-                caching,
-                _shared_analyses(shared),
-                on_hit=self.cache_hits.hit,
-                runner=self.analysis.run,
-            ),
-            search_endpoint=self._http.search_endpoint,
+            planner=planner,
+            store=store,
+            http=http,
             tool_observer=tool_observer,
         )
-        adapters: list[Adapter] = [
-            adapter_class(config.kind)(config, runtime) for config in self.settings.adapters
-        ]
-        self.gateway = ExternalQueryGateway(
-            adapters, deadline_s=self.settings.network.deadline_s, needs=self.settings.verifier
-        )
-        kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
-        #: Every query kind a question may name: the core kinds and the configured adapters'.
-        self.query_kinds: tuple[str, ...] = tuple(dict.fromkeys(kinds))
-        self.verifier = EvidenceVerifier(self.settings)
-        self.presenter = ExternalAnswerPresenter(language=self.settings.presenter.language)
-        # One model client, injected into planner and presenter; neither builds its own.
-        # The model package is imported only when ``[llm]`` is configured.
-        self.llm: ChatCompletionsClient | None = None
-        self._llm_presenter: LLMAnswerPresenter | None = None
-        if self.settings.llm:
-            from .llm import ChatCompletionsClient
-            from .planner import LLMPlanner
-            from .presenter import LLMAnswerPresenter
-
-            self.llm = ChatCompletionsClient(self.settings.llm)
-            if planner is None:  # an explicit hook still wins
-                planner = LLMPlanner(self.llm, kinds=self.query_kinds, clock=self.clock)
-            self._llm_presenter = LLMAnswerPresenter(self.llm, extractive=self.presenter)
-        self.planner = ExternalQueryPlanner(planner)
-        self._envelope = service_envelope(self.settings)
-        self._ledger: Ledger | None = None
-        if self.settings.ledger.url is not None or self.settings.ledger.path is not None:
-            from .storage import open_configured_ledger  # only a configured ledger needs it
-
-            self._ledger = open_configured_ledger(self.settings.ledger, clock=self.clock)
-        #: The questions worked on now and waiting in line (shared by every event loop).
+        self._parts = parts
+        self.store = parts.store
+        self.cache_hits = parts.cache_hits
+        self.shared_cache = parts.shared_cache
+        self._http = parts.http  # the network runtime (warm-up prepares its page client)
+        self.analysis = parts.analysis
+        self.gateway = parts.gateway
+        self.query_kinds = parts.query_kinds
+        self.verifier = parts.verifier
+        self.presenter = parts.presenter
+        self.llm = parts.llm
+        self.planner = parts.planner
+        self.browser = parts.browser
         self.questions = QuestionGate(self.settings.network.max_concurrent_questions)
-        #: The headless browser (``[browser] mode`` not ``off``); its Chromium starts with
-        #: the first page rendered. None with the mode off: nothing browser is ever loaded.
-        self.browser: BrowserProvider | None = None
-        if self.settings.browser.mode != "off":
-            from .browser import BrowserProvider
-
-            self.browser = BrowserProvider(self.settings.browser, self.settings.network)
+        self._envelope = service_envelope(self.settings)
         self._portal = Portal()
         self._closed = False
 
@@ -220,17 +175,16 @@ class ExternalQueryService(Closing):
         self._check_open()
         question = _check_question(question)
         semantics = self._semantics(query_semantics)
-        started = time.monotonic()
-        async with self._admission() as admitted:
+
+        async def plan(admitted: bool) -> PlannerResult:
             if not admitted:
                 # The structured planner (a model, perhaps) is work to shed: plan from the
                 # host's fields only.
-                shed = await ExternalQueryPlanner().plan(question, semantics)
-                return await self._overloaded(question, shed.plan, waited_from=started)
+                return await ExternalQueryPlanner().plan(question, semantics)
             with span("planner"):
-                planned = await self.planner.plan(question, semantics)
-            with self.store.question():  # its captures stay readable while it is answered
-                return await self._run(question, planned)
+                return await self.planner.plan(question, semantics)
+
+        return await self._admitted(question, plan)
 
     def answer(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``aanswer``; safe to call from inside a running event loop."""
@@ -242,21 +196,35 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         self._check_open()
         question = _check_question(question)
-        with span("planner", follow_up=True):
+        with span("planner", follow_up=True):  # structured and cheap: planned before the wait
             planned = self.planner.plan_follow_up(
                 question, previous, self._semantics(query_semantics)
             )
+
+        async def plan(_admitted: bool) -> PlannerResult:
+            return planned
+
+        return await self._admitted(question, plan, follows=previous)
+
+    async def _admitted(
+        self,
+        question: str,
+        plan: Callable[[bool], Awaitable[PlannerResult]],
+        *,
+        follows: ExternalQueryPlan | None = None,
+    ) -> ExternalAnswer:
+        """Answer in one of the question gate's slots. A question that finds none within
+        ``queue_timeout_s`` is answered ``overloaded`` at once; ``plan(admitted)`` is its
+        plan either way, and must spend no model work when not admitted."""
         started = time.monotonic()
-        async with self._admission() as admitted:
+        async with self.questions.enter(self.settings.network.queue_timeout_s) as admitted:
+            planned = await plan(admitted)
             if not admitted:
                 return await self._overloaded(
-                    question, planned.plan, follows=previous, waited_from=started
+                    question, planned.plan, follows=follows, waited_from=started
                 )
-            with self.store.question():
-                return await self._run(question, planned, follows=previous)
-
-    def _admission(self) -> AbstractAsyncContextManager[bool]:
-        return self.questions.enter(self.settings.network.queue_timeout_s)
+            with self.store.question():  # its captures stay readable while it is answered
+                return await self._run(question, planned, follows=follows)
 
     def _semantics(self, value: SemanticsInput) -> QuerySemantics | None:
         semantics = coerce_semantics(value)
@@ -294,9 +262,10 @@ class ExternalQueryService(Closing):
             copies=[group.model_dump(mode="json") for group in result.copies],
         )
         packet = _packet(question, gathered, outcome)
-        with span("presenter", model=self._llm_presenter is not None):
-            if self._llm_presenter is not None:
-                shown = await self._llm_presenter.present(packet)
+        model = self._parts.llm_presenter
+        with span("presenter", model=model is not None):
+            if model is not None:
+                shown = await model.present(packet)
             else:
                 shown = self.presenter.present(packet)
         return await self._conclude(question, gathered, outcome, shown, audit)
@@ -444,13 +413,14 @@ class ExternalQueryService(Closing):
     async def _persist(self, chain: ChainRecord, audit: AuditLog) -> bool:
         """Write the chain to the ledger when one is configured; a ledger fault is audited,
         never allowed to lose the answer."""
-        if self._ledger is None:
+        ledger = self._parts.ledger
+        if ledger is None:
             return False
         from .storage import LedgerError  # loaded with the ledger
 
         try:
             with span("ledger_write"):
-                await asyncio.to_thread(self._ledger.persist_chain, chain)
+                await asyncio.to_thread(ledger.persist_chain, chain)
         except LedgerError as exc:
             audit.record("service", "ledger_error", reason=exc.reason, detail=str(exc))
             return False
@@ -474,30 +444,8 @@ class ExternalQueryService(Closing):
         """The configured shared parts, each really asked now: ``ledger`` (a ledger file or
         database; not listed when answers keep their records in memory) and ``cache`` (only
         with ``[cache] url``). ``reason`` says why one is not ready."""
-        from .storage import SCHEMA_VERSION, LedgerError  # loaded with the ledger
-
         self._check_open()
-        found: dict[str, Readiness] = {}
-        if self._ledger is not None:
-            ledger = self._ledger
-            try:
-                version = await asyncio.wait_for(asyncio.to_thread(ledger.schema_version), _PROBE_S)
-                found["ledger"] = Readiness(
-                    ready=version == SCHEMA_VERSION,
-                    reason=None if version == SCHEMA_VERSION else "ledger_needs_migration",
-                )
-            except LedgerError as exc:
-                found["ledger"] = Readiness(ready=False, reason=exc.reason)
-            except (TimeoutError, OSError):
-                found["ledger"] = Readiness(ready=False, reason="ledger_unavailable")
-        if self.shared_cache is not None:
-            why = await asyncio.to_thread(self.shared_cache.ping)
-            # Ready but ``unsigned``: anyone who can write to Redis could plant entries.
-            unsigned = None if self.shared_cache.signed else "unsigned"
-            found["cache"] = Readiness(
-                ready=why is None, reason=unsigned if why is None else "cache_unavailable"
-            )
-        return found
+        return await self._parts.probe_backends()
 
     def probe(self) -> dict[str, Readiness]:
         """Synchronous ``aprobe``: each adapter's real, bounded readiness probe."""
@@ -523,23 +471,7 @@ class ExternalQueryService(Closing):
     def _warm_process(self) -> None:
         """``warm_up``'s once-per-process part (CPU-bound; any thread)."""
         self._check_open()
-        self.analysis.start()  # the workers warm up beside this process
-        if self.browser is not None:
-            self.browser.start()
-        warm_pipeline()
-        self.presenter.load_templates()
-        registrable_domain("www.example.com")  # the Public Suffix List, parsed once
-        # httpcore asks anyio for the running loop's backend on its first request; anyio
-        # imports that backend then. One empty run here imports it instead, on a thread of
-        # its own (this one may be running a loop already).
-        import threading
-
-        import anyio
-
-        runner = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="eqs-warm-up")
-        runner.start()
-        runner.join()
-        self.analysis.wait_ready(WARM_UP_WORKERS_S)
+        self._parts.warm_up()
 
     async def awarm_up(self) -> None:
         """``warm_up`` off the event loop (it is CPU-bound, about a quarter of a second cold),
@@ -552,11 +484,7 @@ class ExternalQueryService(Closing):
     async def _prepare_loop(self) -> None:
         """The running loop's page client built, and as many of its worker threads started
         as a question analyses pages at once (each worker is made on first use otherwise)."""
-        self._http.fetcher.prepare()
-        pause = functools.partial(time.sleep, 0.002)  # busy long enough to need another
-        await asyncio.gather(
-            *(asyncio.to_thread(pause) for _ in range(self.settings.network.max_pages))
-        )
+        await self._parts.prepare_loop(self.settings.network.max_pages)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -566,31 +494,17 @@ class ExternalQueryService(Closing):
             return
         self._closed = True
         if self._portal.running:
-            self._portal.call(self._release())
+            self._portal.call(self._parts.release_loop())
         self._portal.stop()
-        self.analysis.close()
-        if self.browser is not None:
-            self.browser.close()
-        if self._ledger is not None:
-            self._ledger.close()
-        if self.shared_cache is not None:
-            self.shared_cache.close()
+        self._parts.close()
 
     async def aclose(self) -> None:
         """Close this loop's HTTP clients, then everything else."""
         if self._closed:
             return
-        await self._release()
-        await asyncio.to_thread(self.analysis.close)
-        if self.browser is not None:
-            await self.browser.aclose()
+        await self._parts.release_loop()
+        await self._parts.astop_workers()
         self.close()
-
-    async def _release(self) -> None:
-        """Everything held on the running loop: adapters' processes, then HTTP clients."""
-        for adapter in self.gateway.adapters.values():
-            await adapter.aclose()
-        await self._http.aclose()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -682,40 +596,6 @@ class Session:
     def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
         """Synchronous ``afollow_up``."""
         return self._service._portal.call(self.afollow_up(question, query_semantics))
-
-
-#: The longest a readiness probe of the ledger waits.
-_PROBE_S = 5.0
-
-
-def _open_shared_cache(caching: CacheSettings) -> SharedCache | None:
-    """The Redis cache ``[cache] url`` names; its module is imported only then."""
-    if caching.url is None:
-        return None
-    from .storage.redis_cache import open_shared_cache
-
-    return open_shared_cache(caching)
-
-
-def _encode_analysis(value: Any) -> bytes | None:
-    """A page analysis as JSON for the shared cache (anything else is not shared)."""
-    from .text.analyse import PageAnalysis, analysis_to_json
-
-    return analysis_to_json(value) if isinstance(value, PageAnalysis) else None
-
-
-def _shared_analyses(shared: SharedCache | None) -> RedisMemo | None:
-    if shared is None:
-        return None
-    from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo
-    from .text.analyse import analysis_from_json
-
-    return RedisMemo(
-        shared.analyses,
-        encode=_encode_analysis,
-        decode=analysis_from_json,
-        ttl_s=ANALYSIS_TTL_S,
-    )
 
 
 def _check_question(question: str) -> str:

@@ -1,16 +1,30 @@
-"""The docs describe what the code does today: examples parse, flags and settings are named."""
+"""The docs describe what the code does today: examples parse, flags and settings are named,
+every block of the README runs (offline), and the admission docs' receipt is the code's."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
+import json
+import os
 import re
 import shlex
+import subprocess
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
+from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+from pydantic import BaseModel
 
-from external_query_service import Settings
+import external_query_service
+from external_query_service import ExternalAnswer, Settings
 from external_query_service.adapters import builtin_adapters
+from external_query_service.admission import parse_receipt, receipt_digest
 from external_query_service.cli import build_parser, main
 from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
@@ -34,6 +48,68 @@ CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 
 def fenced(language: str, text: str = README) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+#: Each README block, by what it shows: the test that runs it asks for it by this name.
+README_BLOCKS: dict[str, Callable[[str, str], bool]] = {
+    "pipeline": lambda info, body: info == "text" and "→ Planner" in body,
+    "venv": lambda info, body: info == "bash" and "-m venv" in body,
+    "install and test": lambda info, body: info == "bash" and "pip install" in body,
+    "first example": lambda info, body: info == "bash" and "--docs" in body,
+    "first example output": lambda info, body: (
+        info == "text" and body.startswith("External live query:")
+    ),
+    "recorded world": lambda info, body: info == "bash" and "--world" in body,
+    "library": lambda info, body: info == "python",
+}
+
+
+def readme_blocks() -> list[tuple[str, str]]:
+    """Every fenced block of the README as (info string, body)."""
+    return re.findall(r"^```(\S*)\n(.*?)^```$", README, flags=re.DOTALL | re.MULTILINE)
+
+
+def readme_block(name: str) -> str:
+    """The body of the one README block ``README_BLOCKS[name]`` picks."""
+    (body,) = [body for info, body in readme_blocks() if README_BLOCKS[name](info, body)]
+    return body
+
+
+def shows(shown: str, printed: str) -> bool:
+    """Whether ``printed`` is what the README's ``shown`` output stands for: the same lines,
+    where ``…`` inside a line is any text and a line of ``…`` alone is any lines."""
+    pattern = "".join(
+        r"(?:[^\n]*\n)*?" if line == "…" else "[^\n]*".join(map(re.escape, line.split("…"))) + "\n"
+        for line in shown.splitlines()
+    )
+    return re.fullmatch(pattern, printed) is not None
+
+
+def test_shows_reads_an_ellipsis_as_any_text_and_a_line_of_one_as_any_lines() -> None:
+    assert shows("a…c\n…\nz\n", "abc\nx\ny\nz\n")
+    assert shows("a\n…\nz\n", "a\nz\n")
+    assert not shows("a…c\nz\n", "abc\nx\nz\n")  # a line is not any lines
+    assert not shows("a\n", "b\n")
+
+
+def test_every_readme_block_is_run_by_a_test() -> None:
+    blocks = readme_blocks()
+    assert len(blocks) == README.count("\n```") // 2  # every fence was read as a block
+    picked = [[name for name, picks in README_BLOCKS.items() if picks(*block)] for block in blocks]
+    assert [block for block, names in zip(blocks, picked, strict=True) if len(names) != 1] == []
+    assert sorted(name for names in picked for name in names) == sorted(README_BLOCKS)
+
+
+@pytest.fixture(scope="module")
+def library_example() -> tuple[dict[str, Any], str]:
+    """The README's library example run as written (on its recorded world, offline): its
+    names and what it printed."""
+    code = readme_block("library")
+    names: dict[str, Any] = {}
+    printed = io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md (library example)", "exec"), names)
+    return names, printed.getvalue()
 
 
 def test_settings_doc_sample_is_valid_settings() -> None:
@@ -88,10 +164,95 @@ def test_every_ask_flag_is_documented_in_the_cli_doc() -> None:
     assert missing == []
 
 
-def test_readme_names_one_install_and_one_test_command() -> None:
-    shell = "\n".join(fenced("bash"))
-    assert "pip install -e '.[dev]'" in shell
-    assert re.search(r"^pytest -n 2$", shell, flags=re.MULTILINE)
+def test_the_readme_pipeline_names_the_stage_models_in_the_order_an_answer_records(
+    library_example: tuple[dict[str, Any], str],
+) -> None:
+    diagram = readme_block("pipeline")
+    stages = re.findall(r"^  → (\w+) +(.+?) {2,}\(", diagram, flags=re.MULTILINE)
+    models = [what for _, what in stages if what.isidentifier()]
+    models += re.findall(r"^  = (\w+) ", diagram, flags=re.MULTILINE)
+    assert len(models) == 5  # a model per stage but the gateway's, and the audit
+    for name in models:
+        assert name in external_query_service.__all__
+        model = getattr(external_query_service, name)
+        assert issubclass(model, BaseModel)
+        assert model.model_config.get("frozen") is True
+    (fields,) = re.findall(r"(\w+) fields, no extras", diagram)
+    packet = external_query_service.ExternalContextPacket
+    assert len(packet.model_fields) == ["four", "five", "six", "seven"].index(fields) + 4
+    assert packet.model_config.get("extra") == "forbid"
+    answer = library_example[0]["answer"]
+    assert isinstance(answer, ExternalAnswer)
+    recorded = list(dict.fromkeys(event.stage for event in answer.audit.events))
+    named = [stage.lower() for stage, _ in stages if stage.lower() in recorded]
+    assert named == [stage for stage in recorded if stage in named]
+    assert len(named) == 4  # the packet is the only stage the audit does not name
+
+
+def test_the_readme_venv_step_makes_and_activates_a_virtual_environment(tmp_path: Path) -> None:
+    step = readme_block("venv").strip()
+    # As written, less ensurepip's copy of pip (seconds of CPU): the next step's test
+    # checks what pip installs.
+    step = step.replace("-m venv", "-m venv --without-pip")
+    shell = f'{step}\npython -c "import sys; print(sys.prefix)"\n'
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    done = subprocess.run(
+        ["bash", "-c", shell], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert Path(done.stdout.strip()) == tmp_path / ".venv"
+
+
+def test_the_readme_install_step_needs_the_internet_its_result_is_this_environment() -> None:
+    """``pip install`` downloads the dependencies, so the README says it needs the internet
+    and this test does not run it. Offline, it checks what the step leaves behind: this
+    checkout installed, with every requirement of the extra the step names."""
+    install, _ = readme_block("install and test").strip().splitlines()
+    assert "needs the internet" in README.split("```bash\n" + install, 1)[0].rsplit("```", 1)[1]
+    words = shlex.split(install)
+    assert words[:3] == ["pip", "install", "-e"]
+    extras = re.fullmatch(r"\.\[(\w+)\]", words[3])
+    assert extras is not None
+    (extra,) = extras.groups()
+    installed = distribution("external_query_service")
+    assert Path(external_query_service.__file__).parent == ROOT / "external_query_service"
+    wanted = [Requirement(line) for line in installed.requires or ()]
+    needed = [r for r in wanted if r.marker is not None and r.marker.evaluate({"extra": extra})]
+    assert needed  # the extra exists and asks for something
+    assert [str(r) for r in needed if _installed(r.name) not in r.specifier] == []
+
+
+def _installed(name: str) -> Version:
+    """The installed version of ``name`` (0: not installed)."""
+    try:
+        return Version(distribution(name).version)
+    except PackageNotFoundError:
+        return Version("0")
+
+
+def test_the_readme_test_step_is_how_this_suite_runs(pytestconfig: pytest.Config) -> None:
+    """The README's ``pytest -n 2`` is this very run's command, so it is checked from inside
+    rather than started again (a nested ``pytest -n 2`` is three interpreters' start-up,
+    some 20 s of CPU on a busy 2-core machine, to show what this run shows): from the
+    checkout, ``pytest`` finds this suite, and ``-n`` is an option it knows."""
+    _, test = readme_block("install and test").strip().splitlines()
+    assert shlex.split(test) == ["pytest", "-n", "2"]
+    assert pytestconfig.rootpath == ROOT
+    assert pytestconfig.inipath == ROOT / "pyproject.toml"
+    assert pytestconfig.getini("testpaths") == [Path(__file__).parent.name]
+    assert pytestconfig.pluginmanager.hasplugin("xdist")
+    pytestconfig.getoption("numprocesses")  # -n's own option; unknown without xdist
+
+
+def test_the_readme_first_example_prints_what_the_readme_shows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    words = shlex.split(readme_block("first example"))
+    assert words[0] == "external-query"
+    assert main(words[1:]) == 0
+    printed = capsys.readouterr().out
+    assert shows(readme_block("first example output"), printed), printed
 
 
 def test_readme_is_a_ten_minute_read_that_states_the_test_duration() -> None:
@@ -103,13 +264,7 @@ def test_the_readme_cli_example_answers_offline_from_a_recorded_world(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)
-    (step,) = [
-        line
-        for block in fenced("bash")
-        for line in [block.replace("\\\n", " ")]
-        if "--world" in line
-    ]
-    words = shlex.split(step)
+    words = shlex.split(readme_block("recorded world").replace("\\\n", " "))
     assert words[0] == "external-query"
     assert main(words[1:]) == 0
     out = capsys.readouterr().out
@@ -117,14 +272,31 @@ def test_the_readme_cli_example_answers_offline_from_a_recorded_world(
 
 
 def test_the_readme_library_example_answers_offline(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    library_example: tuple[dict[str, Any], str],
 ) -> None:
-    monkeypatch.chdir(ROOT)
-    (code,) = fenced("python")
-    exec(compile(code, "README.md (library example)", "exec"), {})
-    status, text = capsys.readouterr().out.split("\n", 1)
+    status, text = library_example[1].split("\n", 1)
     assert status == "answered None"
     assert text.startswith("外部实时查询：")
+
+
+ADMISSION_DOC = (ROOT / "docs" / "architecture" / "admission.md").read_text(encoding="utf-8")
+
+
+def test_the_admission_docs_example_receipt_is_the_one_the_library_example_binds(
+    library_example: tuple[dict[str, Any], str],
+) -> None:
+    section = ADMISSION_DOC.split("\n## An example receipt\n", 1)[1].split("\n## ", 1)[0]
+    (shown,) = fenced("json", section)
+    data = json.loads(shown)
+    receipt = parse_receipt(data)  # the receipt model takes it as it is
+    listed = ADMISSION_DOC.split("Each source carries ", 1)[1].split(".", 1)[0]
+    documented = set(re.findall(r"`(\w+)`", listed))
+    assert documented >= {"source_ref", "finding", "accessed_at", "content_digest"}
+    assert [documented - set(source) for source in data["sources"]] == [set()]
+    admission = library_example[0]["answer"].admission
+    assert receipt.request_id == admission.request_id
+    assert receipt.plan_id == admission.plan_ids[0]
+    assert receipt_digest(receipt) == admission.receipt_digests[0]  # every field, exactly
 
 
 def test_architecture_docs_exist() -> None:

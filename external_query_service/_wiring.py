@@ -1,0 +1,272 @@
+"""A service's parts, built from its settings apart from the pipeline that answers with them.
+
+``ExternalQueryService`` asks ``build_components`` once for everything it answers with: the
+evidence store, the shared Redis cache, the HTTP runtime, the analysis pool, the adapters
+behind their gateway, the verifier, the presenters, the model client, the ledger and the
+browser. The optional parts (Redis, the model, the ledger, the browser) are imported only
+when their settings turn them on, so a service configured without them loads none of them.
+``Components`` also answers for what those parts hold: the shared backends' readiness,
+warming up, and closing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
+from .gateway.gateway import ExternalQueryGateway
+from .gateway.registry import adapter_class
+from .models import CORE_QUERY_KINDS, Readiness
+from .net.cache import response_cache
+from .net.fetch import HttpRuntime
+from .net.sites import registrable_domain
+from .planner.structured import ExternalQueryPlanner, StructuredPlanner
+from .presenter.extractive import ExternalAnswerPresenter
+from .runtime.analysis_pool import AnalysisPool, warm_pipeline
+from .runtime.clock import Clock
+from .runtime.events import CacheHits
+from .runtime.evidence_store import EvidenceStore
+from .settings import CacheSettings, Settings
+from .verifier import EvidenceVerifier
+
+if TYPE_CHECKING:
+    from .browser import BrowserProvider
+    from .llm import ChatCompletionsClient
+    from .presenter import LLMAnswerPresenter
+    from .storage import Ledger
+    from .storage.redis_cache import RedisMemo, SharedCache
+
+__all__ = ["WARM_UP_WORKERS_S", "Components", "build_components"]
+
+#: How long ``warm_up`` waits for the analysis workers to be warm (they keep starting after).
+WARM_UP_WORKERS_S = 60.0
+
+#: The longest a readiness probe of the ledger waits.
+_PROBE_S = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Components:
+    """Everything one service answers with, each part built once from its settings. The
+    service shows most of them as its own attributes, documented there."""
+
+    store: EvidenceStore
+    cache_hits: CacheHits
+    shared_cache: SharedCache | None
+    #: The page fetcher and the trusted endpoints, sharing one response cache.
+    http: HttpRuntime
+    analysis: AnalysisPool
+    gateway: ExternalQueryGateway
+    query_kinds: tuple[str, ...]
+    verifier: EvidenceVerifier
+    presenter: ExternalAnswerPresenter
+    llm: ChatCompletionsClient | None
+    #: The model presenter (``[llm]`` configured), which falls back on ``presenter``.
+    llm_presenter: LLMAnswerPresenter | None
+    #: The structured planner hook given, else the model planner, else host fields only.
+    planner: ExternalQueryPlanner
+    #: The ledger ``[ledger] url`` or ``path`` names (None: records stay in the answer).
+    ledger: Ledger | None
+    browser: BrowserProvider | None
+
+    async def probe_backends(self) -> dict[str, Readiness]:
+        """The configured shared parts, each really asked now: ``ledger`` when one is
+        configured, ``cache`` with ``[cache] url``."""
+        found: dict[str, Readiness] = {}
+        if self.ledger is not None:
+            found["ledger"] = await _ledger_readiness(self.ledger)
+        if self.shared_cache is not None:
+            why = await asyncio.to_thread(self.shared_cache.ping)
+            # Ready but ``unsigned``: anyone who can write to Redis could plant entries.
+            unsigned = None if self.shared_cache.signed else "unsigned"
+            found["cache"] = Readiness(
+                ready=why is None, reason=unsigned if why is None else "cache_unavailable"
+            )
+        return found
+
+    def warm_up(self) -> None:
+        """The once-per-process part of warming up (CPU-bound; any thread): analysis
+        workers and browser started, the page pipeline, templates and Public Suffix List
+        loaded, and anyio's asyncio backend imported."""
+        self.analysis.start()  # the workers warm up beside this process
+        if self.browser is not None:
+            self.browser.start()
+        warm_pipeline()
+        self.presenter.load_templates()
+        registrable_domain("www.example.com")  # the Public Suffix List, parsed once
+        # httpcore asks anyio for the running loop's backend on its first request; anyio
+        # imports that backend then. One empty run here imports it instead, on a thread of
+        # its own (this one may be running a loop already).
+        import anyio
+
+        runner = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="eqs-warm-up")
+        runner.start()
+        runner.join()
+        self.analysis.wait_ready(WARM_UP_WORKERS_S)
+
+    async def prepare_loop(self, threads: int) -> None:
+        """The running loop's page client built, and ``threads`` of its worker threads
+        started (each worker is made on first use otherwise)."""
+        self.http.fetcher.prepare()
+        pause = functools.partial(time.sleep, 0.002)  # busy long enough to need another
+        await asyncio.gather(*(asyncio.to_thread(pause) for _ in range(threads)))
+
+    async def release_loop(self) -> None:
+        """Everything held on the running loop: adapters' processes, then HTTP clients."""
+        for adapter in self.gateway.adapters.values():
+            await adapter.aclose()
+        await self.http.aclose()
+
+    async def astop_workers(self) -> None:
+        """The analysis workers (stopped on a thread) and the browser, from a running loop."""
+        await asyncio.to_thread(self.analysis.close)
+        if self.browser is not None:
+            await self.browser.aclose()
+
+    def close(self) -> None:
+        """Everything not bound to an event loop: the analysis workers, the browser, the
+        ledger and the shared cache. Each part's own close is idempotent."""
+        self.analysis.close()
+        if self.browser is not None:
+            self.browser.close()
+        if self.ledger is not None:
+            self.ledger.close()
+        if self.shared_cache is not None:
+            self.shared_cache.close()
+
+
+def build_components(
+    settings: Settings,
+    *,
+    clock: Clock,
+    planner: StructuredPlanner | None = None,
+    store: EvidenceStore | None = None,
+    http: HttpRuntime | None = None,
+    tool_observer: ToolObserver | None = None,
+) -> Components:
+    """Every part ``settings`` asks for. ``planner``, ``store`` and ``http`` replace the
+    parts that would be built (an explicit planner wins over a configured model's);
+    ``tool_observer`` is told of every call an adapter makes to a tool server outside HTTP."""
+    caching = settings.cache
+    if store is None:
+        store = EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
+    cache_hits = CacheHits()
+    shared = _open_shared_cache(caching)
+    if http is None:
+        responses = shared.responses if shared is not None else None
+        cache = response_cache(caching, clock, responses, on_hit=cache_hits.hit)
+        http = HttpRuntime(settings.network, cache=cache, clock=clock)
+    analysis = AnalysisPool(settings.analysis, max_page_bytes=settings.network.max_page_bytes)
+    runtime = AdapterRuntime(
+        network=settings.network,
+        fetcher=http.fetcher,
+        endpoint=http.endpoint,
+        store=store,
+        clock=clock,
+        sources=settings.sources,
+        analyses=analysis_memo(
+            caching, _shared_analyses(shared), on_hit=cache_hits.hit, runner=analysis.run
+        ),
+        search_endpoint=http.search_endpoint,
+        tool_observer=tool_observer,
+    )
+    adapters: list[Adapter] = [
+        adapter_class(config.kind)(config, runtime) for config in settings.adapters
+    ]
+    kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
+    query_kinds = tuple(dict.fromkeys(kinds))
+    presenter = ExternalAnswerPresenter(language=settings.presenter.language)
+    llm, llm_presenter = None, None
+    if settings.llm:  # the model package is imported only when ``[llm]`` is configured
+        from .llm import ChatCompletionsClient
+        from .planner import LLMPlanner
+        from .presenter import LLMAnswerPresenter
+
+        llm = ChatCompletionsClient(settings.llm)
+        if planner is None:
+            planner = LLMPlanner(llm, kinds=query_kinds, clock=clock)
+        llm_presenter = LLMAnswerPresenter(llm, extractive=presenter)
+    return Components(
+        store=store,
+        cache_hits=cache_hits,
+        shared_cache=shared,
+        http=http,
+        analysis=analysis,
+        gateway=ExternalQueryGateway(
+            adapters, deadline_s=settings.network.deadline_s, needs=settings.verifier
+        ),
+        query_kinds=query_kinds,
+        verifier=EvidenceVerifier(settings),
+        presenter=presenter,
+        llm=llm,
+        llm_presenter=llm_presenter,
+        planner=ExternalQueryPlanner(planner),
+        ledger=_open_ledger(settings, clock),
+        browser=_open_browser(settings),
+    )
+
+
+def _open_shared_cache(caching: CacheSettings) -> SharedCache | None:
+    """The Redis cache ``[cache] url`` names; its module is imported only then."""
+    if caching.url is None:
+        return None
+    from .storage.redis_cache import open_shared_cache
+
+    return open_shared_cache(caching)
+
+
+def _encode_analysis(value: Any) -> bytes | None:
+    """A page analysis as JSON for the shared cache (anything else is not shared)."""
+    from .text.analyse import PageAnalysis, analysis_to_json
+
+    return analysis_to_json(value) if isinstance(value, PageAnalysis) else None
+
+
+def _shared_analyses(shared: SharedCache | None) -> RedisMemo | None:
+    """Page analyses kept in the shared cache too, so other processes reuse them."""
+    if shared is None:
+        return None
+    from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo
+    from .text.analyse import analysis_from_json
+
+    return RedisMemo(
+        shared.analyses, encode=_encode_analysis, decode=analysis_from_json, ttl_s=ANALYSIS_TTL_S
+    )
+
+
+def _open_ledger(settings: Settings, clock: Clock) -> Ledger | None:
+    """The ledger ``[ledger]`` names; the storage package is imported only then."""
+    if settings.ledger.url is None and settings.ledger.path is None:
+        return None
+    from .storage import open_configured_ledger
+
+    return open_configured_ledger(settings.ledger, clock=clock)
+
+
+def _open_browser(settings: Settings) -> BrowserProvider | None:
+    """The browser ``[browser] mode`` turns on; nothing browser is loaded with it off.
+    Its Chromium starts with the first page rendered."""
+    if settings.browser.mode == "off":
+        return None
+    from .browser import BrowserProvider
+
+    return BrowserProvider(settings.browser, settings.network)
+
+
+async def _ledger_readiness(ledger: Ledger) -> Readiness:
+    """Whether the ledger answers within ``_PROBE_S`` with the schema this code writes."""
+    from .storage import SCHEMA_VERSION, LedgerError  # loaded with the ledger
+
+    try:
+        version = await asyncio.wait_for(asyncio.to_thread(ledger.schema_version), _PROBE_S)
+    except LedgerError as exc:
+        return Readiness(ready=False, reason=exc.reason)
+    except (TimeoutError, OSError):
+        return Readiness(ready=False, reason="ledger_unavailable")
+    current = version == SCHEMA_VERSION
+    return Readiness(ready=current, reason=None if current else "ledger_needs_migration")
