@@ -8,7 +8,14 @@ import pytest
 from external_query_service.errors import ExtractionFailed
 from external_query_service.text.analyse import analyse_page
 from external_query_service.text.decode import decode_body
-from external_query_service.text.extract import extract_page, is_too_short, normalize_text
+from external_query_service.text.extract import (
+    FAST_READER,
+    MAX_FAST_DEPTH,
+    cjk_count,
+    extract_page,
+    is_too_short,
+    normalize_text,
+)
 
 PAGES = Path(__file__).parent / "data" / "pages"
 URL = "https://news.example.com/2025/harbour-bridge"
@@ -115,6 +122,56 @@ def test_body_without_text_raises_no_main_text() -> None:
     with pytest.raises(ExtractionFailed) as caught:
         extract_page("<html><head><title>t</title></head><body></body></html>", URL)
     assert caught.value.reason == "no_main_text"
+
+
+# --- the fast reading and trafilatura ----------------------------------------------------
+
+_FORECAST = "湛江明天多云，气温二十三到二十八摄氏度，东南风三级。"
+
+
+def test_an_article_is_read_by_the_fast_reading() -> None:
+    html = f"<html><body><article><h1>湛江天气</h1><p>{_FORECAST * 8}</p></article></body></html>"
+    page = extract_page(html, URL)
+    assert page.extractor == FAST_READER
+    assert _FORECAST in page.text
+
+
+def test_fast_text_too_short_for_the_page_falls_back_to_trafilatura() -> None:
+    # resiliparse's main-content heuristics drop a container classed "sidebar" whole, so its
+    # reading of this page is empty; trafilatura finds the text.
+    html = f"<html><body><div class='sidebar'><p>{_FORECAST * 6}</p></div></body></html>"
+    page = extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert _FORECAST in page.text
+
+
+def test_fast_text_holding_a_small_share_of_the_page_falls_back_to_trafilatura() -> None:
+    # The fast reading keeps the short article and drops the long thread below it (a
+    # fragment of what the page shows): trafilatura reads the page instead.
+    posts = (f"<div class='sidebar'><p>第{n}楼：{_FORECAST * 3}</p></div>" for n in range(8))
+    thread = "".join(posts)
+    html = f"<html><body><article><p>{_FORECAST * 2}</p></article>{thread}</body></html>"
+    page = extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+
+
+def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:
+    html = (
+        "<html><body>"
+        + "<div>" * (MAX_FAST_DEPTH + 10)
+        + f"<p>{_FORECAST * 8}</p>"
+        + "</div>" * (MAX_FAST_DEPTH + 10)
+        + "</body></html>"
+    )
+    page = extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert _FORECAST in page.text
+
+
+def test_cjk_count_counts_han_kana_and_hangul_only() -> None:
+    assert cjk_count("") == 0
+    assert cjk_count("plain ASCII text") == 0
+    assert cjk_count("湛江 weather 天気 かな 한국어 café") == 2 + 2 + 2 + 3
 
 
 def test_nav_and_cookie_only_page_is_too_short() -> None:
