@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import pickle
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.text.analyse import analyse_page
+from external_query_service.text.analyse import (
+    analyse_page,
+    analysis_from_record,
+    analysis_to_record,
+)
 from external_query_service.text.decode import decode_body
 from external_query_service.text.extract import (
     FAST_READER,
@@ -303,3 +309,37 @@ def test_analyse_page_dates_month_days_by_the_publication_year() -> None:
     )
     assert analysis.published_at == date(2026, 11, 30)
     assert analysis.about_dates == (date(2026, 11, 30), date(2026, 12, 1))
+
+
+# --- the compact record a worker sends back ------------------------------------------------
+
+
+def _analysed_forecast() -> Any:
+    paragraphs = "".join(f"<p>第{n}段：{_FORECAST * 2}湛江港今天开放。</p>" for n in range(6))
+    html = f"<html><head><title>湛江天气</title></head><body><article>{paragraphs}</article>"
+    return analyse_page(
+        html.encode(),
+        url=URL,
+        declared_charset="utf-8",
+        content_type="text/html",
+        query="湛江明天天气怎么样",
+    )
+
+
+def test_a_page_analysis_pickles_as_a_compact_record_and_back_unchanged() -> None:
+    analysis = _analysed_forecast()
+    assert analysis.snippets, "the page must yield a snippet for this test to mean anything"
+    data = pickle.dumps(analysis)
+    again = pickle.loads(data)
+    assert again == analysis
+    assert again.stats.chunk_terms == analysis.stats.chunk_terms
+    # The page text travels once: a snippet is an offset into it, not a second copy.
+    snippet = analysis.snippets[0].chunk.text.encode("utf-8")
+    assert data.count(snippet) == 1
+    assert analysis_from_record(analysis_to_record(analysis)) == analysis
+
+
+def test_a_record_of_another_layout_is_refused() -> None:
+    record = analysis_to_record(_analysed_forecast())
+    with pytest.raises(ValueError, match="record"):
+        analysis_from_record((99, *record[1:]))

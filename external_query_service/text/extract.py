@@ -202,13 +202,16 @@ def _fast_text(html: str) -> str | None:
     try:
         tree = HTMLTree.parse(html)
         options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
-        main = normalize_text(extract_plain_text(tree, main_content=True, **options))
+        raw = extract_plain_text(tree, main_content=True, **options)
+        main = normalize_text(raw)
         if not main or is_too_short(main):
             return None
-        whole = normalize_text(extract_plain_text(tree, **options))
+        # Both raw texts come out of one extractor with its whitespace collapsed alike, so
+        # their lengths compare without normalizing the whole page's text too.
+        whole = extract_plain_text(tree, **options)
     except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
         return None
-    return main if len(main) >= MIN_MAIN_SHARE * len(whole) else None
+    return main if len(raw) >= MIN_MAIN_SHARE * len(whole) else None
 
 
 @functools.cache
