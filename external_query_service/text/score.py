@@ -100,7 +100,7 @@ MIN_COPIED_TERMS: Final = 3
 #: Chunk texts whose cut (``TextTerms``) this process keeps, most recently used: the second
 #: pass (``rerank``) and every copy of a question asked at once score the very snippets the
 #: page analysis cut already.
-TERMS_KEPT: Final = 4096
+TERMS_KEPT: Final = 2048
 
 
 @dataclass(frozen=True)
