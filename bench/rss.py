@@ -45,7 +45,7 @@ async def measure(settings: Settings, count: int, every: int) -> dict[int, float
                 readings[done] = rss
                 print(
                     f"  question {done:5d}: RSS {rss:7.1f} MB (service + workers); "
-                    f"store {service.store.size() / 1e6:6.1f} MB accounted, "
+                    f"store {service.store.size / 1e6:6.1f} MB accounted, "
                     f"workers recycled {service.analysis.recycled}",
                     flush=True,
                 )
