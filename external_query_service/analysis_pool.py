@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CPU_DEADLINE",
     "WORKER_LOST",
-    "WORKER_NICENESS",
     "AnalysisPool",
     "usable_cores",
     "warm_pipeline",
@@ -88,12 +87,6 @@ _AHEAD = 2
 _PIPE_BYTES = 1024 * 1024
 
 log = logging.getLogger(__name__)
-
-#: How much lower a worker's CPU priority is than its parent's (``nice``) by default
-#: (``[analysis] worker_niceness``): the process serving the event loop (network, verifier,
-#: presenter) goes first when the cores are busy, and a one-shot question is not slowed down
-#: by workers still importing the text pipeline.
-WORKER_NICENESS = 5
 
 _BOOT = (
     "import os, sys, json; os.nice(int(sys.argv[4])); sys.path[:] = json.loads(sys.argv[1]); "
