@@ -11,10 +11,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import Field, JsonValue, field_validator, model_validator
 
-from .audit import AuditTrace
-from .language import is_language_tag
+from ._audit import AuditTrace
+from ._frozen import Frozen
+from .text.language import is_language_tag
 
 __all__ = [
     "CORE_QUERY_KINDS",
@@ -26,6 +27,7 @@ __all__ = [
     "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
+    "AskedValue",
     "AttemptCause",
     "AttemptStatus",
     "CheckResult",
@@ -62,6 +64,11 @@ __all__ = [
 ]
 
 AnswerContract = Literal["direct_fact", "summary_with_sources", "compare_with_sources"]
+#: What the question asks for, when the plan says so beyond what its kind implies:
+#: ``event_date`` is the date of the one event the question asks about (when something was
+#: or will be released, launched, held, made landfall). Unset, the value asked is what the
+#: kind implies (a temperature, a rate, a provider's named fact) or nothing in particular.
+AskedValue = Literal["event_date"]
 ProviderType = Literal["fact_api", "live_search", "doc_search"]
 PlannerSource = Literal["structured", "upstream_semantics", "fallback", "follow_up"]
 AttemptStatus = Literal["ok", "empty", "failed", "timeout", "skipped"]
@@ -126,10 +133,6 @@ CORE_QUERY_KINDS: tuple[str, ...] = (
 STRUCTURED_FACT_KINDS: frozenset[str] = frozenset({"weather", "exchange_rate", "stock_quote"})
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 def _clean_strings(values: tuple[str, ...]) -> tuple[str, ...]:
     """Strip, drop empties and duplicates, keep first-seen order."""
     seen: dict[str, None] = {}
@@ -140,7 +143,7 @@ def _clean_strings(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(seen)
 
 
-class TimeRange(_Model):
+class TimeRange(Frozen):
     """An inclusive range of calendar dates (the place's local dates for fact APIs)."""
 
     start: date
@@ -162,7 +165,7 @@ class TimeRange(_Model):
         return (self.end - self.start).days + 1
 
 
-class QuerySemantics(_Model):
+class QuerySemantics(Frozen):
     """What the host's route gateway already knows about the question. All optional."""
 
     query_kind: str | None = None
@@ -174,6 +177,7 @@ class QuerySemantics(_Model):
     freshness_required: bool | None = None
     language: str | None = None
     search_queries: tuple[str, ...] = ()
+    asked_value: AskedValue | None = None
 
     _clean = field_validator("entities", "compare_targets", "search_queries")(_clean_strings)
 
@@ -192,7 +196,7 @@ class QuerySemantics(_Model):
         return value
 
 
-class ExternalQueryPlan(_Model):
+class ExternalQueryPlan(Frozen):
     """A structured plan for gathering evidence. Built from structured fields only."""
 
     question: str = Field(min_length=1)
@@ -205,6 +209,9 @@ class ExternalQueryPlan(_Model):
     time_range: TimeRange | None = None
     freshness_required: bool = False
     language: str = "zh"
+    #: What the question asks for beyond its kind (``AskedValue``); None, the conservative
+    #: default, compares only the value the kind implies.
+    asked_value: AskedValue | None = None
     planner_source: PlannerSource = "fallback"
 
     _clean = field_validator("entities", "compare_targets", "search_queries")(_clean_strings)
@@ -216,7 +223,7 @@ class ExternalQueryPlan(_Model):
         return _clean_strings(self.compare_targets + self.entities + extra)
 
 
-class AdapterCapability(_Model):
+class AdapterCapability(Frozen):
     """What an adapter declares it can do. Ranking reads only these fields."""
 
     adapter_id: str
@@ -232,7 +239,7 @@ class AdapterCapability(_Model):
         return not self.supported_query_kinds or query_kind in self.supported_query_kinds
 
 
-class Readiness(_Model):
+class Readiness(Frozen):
     """Whether an adapter can take a question now; ``reason`` says why not (``disabled``,
     ``root_missing``, ``probe_timeout`` …)."""
 
@@ -244,7 +251,7 @@ class Readiness(_Model):
 Exclusion = Literal["not_ready", "kind_not_served"]
 
 
-class RankedAdapter(_Model):
+class RankedAdapter(Frozen):
     """One adapter's place in the ranking, with the rule that put it there.
 
     ``rank`` is 1, 2, … for adapters to try in order; ``None`` for those left out, whose
@@ -272,7 +279,7 @@ class RankedAdapter(_Model):
 PageCause = Literal["address_policy", "resolve_failed"]
 
 
-class AttemptCause(_Model):
+class AttemptCause(Frozen):
     """What an answer's sentence names about an attempt that gathered nothing, beyond its
     reason code, so a reader knows what happened and what to change. Every field is a
     code or a configuration name, never provider text."""
@@ -296,7 +303,7 @@ class AttemptCause(_Model):
     request: str | None = None
 
 
-class AdapterAttempt(_Model):
+class AdapterAttempt(Frozen):
     """One adapter's try at a question (or why it was skipped): the gateway's record."""
 
     adapter_id: str
@@ -322,7 +329,7 @@ class AdapterAttempt(_Model):
     cause: AttemptCause | None = None
 
 
-class Fact(_Model):
+class Fact(Frozen):
     """A measured value from a fact API, as a decimal string (never a float)."""
 
     name: str
@@ -338,7 +345,7 @@ _RAW_OUTSIDE_TEXT = (
 )
 
 
-class Evidence(_Model):
+class Evidence(Frozen):
     """One piece of external evidence and where it came from."""
 
     evidence_id: str
@@ -370,7 +377,7 @@ class Evidence(_Model):
     rendered_by: Literal["browser"] | None = None
 
 
-class PlaceCandidate(_Model):
+class PlaceCandidate(Frozen):
     """A place a geocoder offered for a name: where it is, its time zone and its population."""
 
     name: str
@@ -389,7 +396,7 @@ class PlaceCandidate(_Model):
         return "，".join(part for part in (self.name, self.admin1, self.country) if part)
 
 
-class Finding(_Model):
+class Finding(Frozen):
     """Something an adapter noticed that the verifier must judge (it never decides itself)."""
 
     adapter_id: str
@@ -398,7 +405,7 @@ class Finding(_Model):
     candidates: tuple[PlaceCandidate, ...] = ()
 
 
-class AdapterOutcome(_Model):
+class AdapterOutcome(Frozen):
     """What one adapter's ``gather`` produced. ``failed`` carries a reason code; ``detail``
     holds extra facts for the audit (pages tried, provider notes)."""
 
@@ -418,7 +425,7 @@ class AdapterOutcome(_Model):
     cause: AttemptCause | None = None
 
 
-class PlannerResult(_Model):
+class PlannerResult(Frozen):
     """The planner's stage result: the plan, and why a structured planner was not used
     (``None`` when it was, or when none was configured and nothing failed)."""
 
@@ -426,7 +433,7 @@ class PlannerResult(_Model):
     fallback_reason: str | None = None
 
 
-class GatherResult(_Model):
+class GatherResult(Frozen):
     """The gateway's stage result: the ranking, every attempt, and everything gathered
     (unjudged: the verifier decides what is admitted)."""
 
@@ -437,7 +444,7 @@ class GatherResult(_Model):
     findings: tuple[Finding, ...] = ()
 
 
-class CheckResult(_Model):
+class CheckResult(Frozen):
     """One verifier check: which, passed or not, its reason code, a readable detail, and the
     evidence it was about (None for a bundle check)."""
 
@@ -450,7 +457,7 @@ class CheckResult(_Model):
     evidence_id: str | None = None
 
 
-class EvidenceDecision(_Model):
+class EvidenceDecision(Frozen):
     """The verifier's decision on one evidence; ``reason`` names the first failed check."""
 
     evidence_id: str
@@ -458,12 +465,13 @@ class EvidenceDecision(_Model):
     reason: str
 
 
-class ValueConflict(_Model):
+class ValueConflict(Frozen):
     """Two admitted evidence about the same target and time that state different values for
     what is asked (``kind`` is always ``conflicting_values``). ``subject`` names the value
-    (``temperature``, ``exchange_rate``, ``quantity``); ``values`` are as a reader writes
-    them (``24 °C``), in the order of ``evidence_ids``. ``majority`` says whether one value
-    is held by more than half of the independent sources."""
+    (``temperature``, ``exchange_rate``, ``event_date``, a provider's fact name);
+    ``values`` are as a reader writes them (``24 °C``, ``2024-07-25``), in the order of
+    ``evidence_ids``. ``majority`` says whether one value is held by more than half of the
+    independent sources."""
 
     kind: Literal["conflicting_values"] = "conflicting_values"
     subject: str
@@ -475,7 +483,7 @@ class ValueConflict(_Model):
     dissenting: tuple[str, ...] = ()
 
 
-class CopyGroup(_Model):
+class CopyGroup(Frozen):
     """Near-duplicate admitted evidence (one article on several sites): ``original`` (the
     earliest published, else the first ranked) counts as a source, ``copies`` do not."""
 
@@ -485,7 +493,7 @@ class CopyGroup(_Model):
     similarity: float = Field(ge=0, le=1)
 
 
-class VerifierResult(_Model):
+class VerifierResult(Frozen):
     """The verdict: the outcome, why not answered, every check, and the per-evidence
     decisions. ``accepted`` holds only ``admit`` decisions and ``rejected`` only ``reject``
     ones, never for the same evidence: what is admitted is decided here, once."""
@@ -534,7 +542,7 @@ class VerifierResult(_Model):
         return frozenset(item.evidence_id for item in self.accepted)
 
 
-class VerifierOutcome(_Model):
+class VerifierOutcome(Frozen):
     """The verifier's stage result: the verdict, the admitted evidence (input order) and
     short notes for the reader."""
 
@@ -543,7 +551,7 @@ class VerifierOutcome(_Model):
     uncertainties: tuple[str, ...]
 
 
-class ExternalContextPacket(_Model):
+class ExternalContextPacket(Frozen):
     """The presenter's only input. Exactly these six fields; anything else is refused.
 
     ``verified_evidence`` may hold only evidence the verifier admitted (its ids are in
@@ -568,7 +576,7 @@ class ExternalContextPacket(_Model):
         return self
 
 
-class DisplaySource(_Model):
+class DisplaySource(Frozen):
     """What a reader sees of a source: display fields only, no adapter ids or raw metadata."""
 
     site: str
@@ -592,7 +600,7 @@ SentenceVerdict = Literal[
 ]
 
 
-class SentenceCheck(_Model):
+class SentenceCheck(Frozen):
     """One sentence of a model-written answer and its verdict (audited)."""
 
     sentence: str
@@ -601,7 +609,7 @@ class SentenceCheck(_Model):
     detail: str = ""
 
 
-class Presentation(_Model):
+class Presentation(Frozen):
     """The presenter's stage result: the answer text and what produced it."""
 
     text: str
@@ -618,7 +626,7 @@ class Presentation(_Model):
     sentences: tuple[SentenceCheck, ...] = ()
 
 
-class AdmissionSummary(_Model):
+class AdmissionSummary(Frozen):
     """How the answer is bound to the evidence admission contract (``admission/``)."""
 
     request_id: str
@@ -633,7 +641,7 @@ class AdmissionSummary(_Model):
     persisted: bool = False
 
 
-class ExternalAnswer(_Model):
+class ExternalAnswer(Frozen):
     """What ``answer()`` returns: the outcome, the text, its sources, and everything that
     explains it (plan, attempts, admitted evidence, the verdict, admission ids, the audit).
 

@@ -89,10 +89,11 @@ from pydantic import (
     model_validator,
 )
 
+from ._frozen import Frozen
+from ._jsonio import read_regular_file
 from ._version import __version__
 from .errors import InputError, SettingsError
-from .jsonio import read_regular_file
-from .language import LanguageSetting
+from .text.language import LanguageSetting
 
 __all__ = [
     "CACHE_URL_SCHEMES",
@@ -129,11 +130,7 @@ CACHE_URL_SCHEMES = ("redis", "rediss", "unix")
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class NetworkSettings(_Section):
+class NetworkSettings(Frozen):
     """``[network]``: which addresses may be reached, timeouts, size and page limits, the
     user agent, connection overrides and extra CA certificates."""
 
@@ -294,7 +291,7 @@ def _domain_list(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(item.strip().lower().strip(".") for item in values if item.strip())
 
 
-class SourceSettings(_Section):
+class SourceSettings(Frozen):
     """``[sources]``: domains whose evidence is allowed or denied (subdomains included)."""
 
     allow_domains: tuple[str, ...] = ()
@@ -303,7 +300,7 @@ class SourceSettings(_Section):
     _clean = field_validator("allow_domains", "deny_domains")(_domain_list)
 
 
-class VerifierSettings(_Section):
+class VerifierSettings(Frozen):
     """``[verifier]``: how many independent sources each contract needs, and how old
     evidence may be."""
 
@@ -313,7 +310,7 @@ class VerifierSettings(_Section):
     max_age_days: int = Field(default=14, ge=0)
 
 
-class GatewaySettings(_Section):
+class GatewaySettings(Frozen):
     """``[gateway]``: whether a second, bounded search round runs when the first leaves a
     compare target without evidence, too few independent sources, or a disagreement with
     no majority (within the same question deadline)."""
@@ -321,7 +318,7 @@ class GatewaySettings(_Section):
     second_round: bool = True
 
 
-class LLMSettings(_Section):
+class LLMSettings(Frozen):
     """An OpenAI-compatible chat completions endpoint. Absent: no model is used."""
 
     base_url: str = Field(min_length=1)
@@ -338,7 +335,7 @@ def is_ledger_url(text: str) -> bool:
     return text.startswith(LEDGER_URL_SCHEMES)
 
 
-class LedgerSettings(_Section):
+class LedgerSettings(Frozen):
     """Where answers' plans, receipts and admissions are persisted: ``path``, an embedded
     SQLite file (one machine), or ``url``, a PostgreSQL database that many processes share
     (``postgresql://…``, passed to libpq unchanged; needs the ``[postgres]`` extra). At most
@@ -361,14 +358,14 @@ class LedgerSettings(_Section):
         return self
 
 
-class GitHubSettings(_Section):
+class GitHubSettings(Frozen):
     """Endpoints of the public-github evidence method (overridable for loopback tests)."""
 
     api_url: str = "https://api.github.com"
     raw_url: str = "https://raw.githubusercontent.com"
 
 
-class CacheSettings(_Section):
+class CacheSettings(Frozen):
     """What a service keeps between questions (``[cache]``).
 
     ``enabled`` turns the response cache (search and fact-API replies, page bodies; HTTP
@@ -437,7 +434,7 @@ class CacheSettings(_Section):
         return url
 
 
-class AnalysisSettings(_Section):
+class AnalysisSettings(Frozen):
     """``[analysis]``: where page analysis (decode, extract, chunk, score) computes.
 
     ``processes`` worker processes analyse pages beside the event loop's own process, so
@@ -466,7 +463,7 @@ class AnalysisSettings(_Section):
 BrowserMode = Literal["off", "fallback", "always"]
 
 
-class BrowserSettings(_Section):
+class BrowserSettings(Frozen):
     """``[browser]``: reading pages as a browser shows them, in a headless Chromium (the
     ``[browser]`` extra plus a system Chromium; ``browser/``).
 
@@ -488,7 +485,7 @@ class BrowserSettings(_Section):
     max_pages: int = Field(default=3, ge=1, le=50)
 
 
-class PresenterSettings(_Section):
+class PresenterSettings(Frozen):
     """How answers are written. ``language``: ``auto`` follows the plan's language (the
     host's tag, else the question's script; Chinese when it is neither Chinese nor English),
     ``zh`` or ``en`` always."""
@@ -496,7 +493,7 @@ class PresenterSettings(_Section):
     language: LanguageSetting = "auto"
 
 
-class ServerSettings(_Section):
+class ServerSettings(Frozen):
     """``external-query serve``: per-request bounds and the follow-up sessions it keeps."""
 
     #: The longest one request may take, waiting in line included; then 504.
@@ -548,7 +545,7 @@ class ServerSettings(_Section):
         return tuple(item.lower() for item in hashes)
 
 
-class Settings(_Section):
+class Settings(Frozen):
     """Everything a service is configured with, loaded from TOML or a mapping; any problem is
     a ``SettingsError`` naming the origin."""
 

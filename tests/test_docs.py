@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from pathlib import Path
@@ -15,13 +16,15 @@ from external_query_service.gateway.registry import adapter_options
 from external_query_service.settings import (
     AnalysisSettings,
     CacheSettings,
+    GatewaySettings,
     NetworkSettings,
     ServerSettings,
     SourceSettings,
     VerifierSettings,
 )
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 #: The settings reference, moved out of the README: its full sample names every key.
 SETTINGS_DOC = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
@@ -63,6 +66,7 @@ def test_every_builtin_adapter_option_is_documented_in_the_settings_doc(kind: st
         ServerSettings,
         CacheSettings,
         AnalysisSettings,
+        GatewaySettings,
     ],
 )
 def test_every_settings_field_is_documented_in_the_settings_doc(section: type) -> None:
@@ -128,13 +132,52 @@ def test_architecture_docs_exist() -> None:
         assert (ROOT / "docs" / "architecture" / name).is_file(), name
 
 
-def test_code_reference_index_names_every_module() -> None:
+#: A document named in a text: a relative path ending in ``.md`` (linked or in backticks).
+_NAMED_DOC = re.compile(r"[\w./-]+\.md\b")
+
+
+def _named_docs(path: Path) -> set[Path]:
+    """The Markdown files ``path`` names, read from the root or from its own folder."""
+    found = set()
+    for name in _NAMED_DOC.findall(path.read_text("utf-8")):
+        for base in (ROOT, path.parent):
+            candidate = (base / name).resolve()
+            if candidate.is_file():
+                found.add(candidate)
+    return found
+
+
+def test_every_document_in_docs_is_reached_from_the_readme() -> None:
+    # Through the README's own list, or a document it names (which names the next, ...).
+    reached = {(ROOT / "README.md").resolve()}
+    pending = list(reached)
+    while pending:
+        for doc in _named_docs(pending.pop()) - reached:
+            reached.add(doc)
+            pending.append(doc)
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    assert docs
+    assert [doc.relative_to(ROOT).as_posix() for doc in docs if doc.resolve() not in reached] == []
+
+
+def test_code_reference_index_names_every_folder_and_top_level_module() -> None:
     index = (ROOT / "docs" / "architecture" / "CODE_REFERENCE_INDEX.md").read_text("utf-8")
     package = ROOT / "external_query_service"
     skipped = {"__init__.py", "__main__.py", "_version.py"}
-    modules = sorted(
+    named = [
+        f"`{path.name}/`" if path.is_dir() else f"`{path.name}`"
+        for path in package.iterdir()
+        if (path.is_dir() and (path / "__init__.py").is_file())
+        or (path.suffix == ".py" and path.name not in skipped)
+    ]
+    assert [name for name in named if name not in index] == []
+
+
+def test_every_module_says_what_it_holds() -> None:
+    package = ROOT / "external_query_service"
+    silent = [
         path.relative_to(package).as_posix()
         for path in package.rglob("*.py")
-        if path.name not in skipped and "__pycache__" not in path.parts
-    )
-    assert [module for module in modules if module not in index] == []
+        if path.stat().st_size and not ast.get_docstring(ast.parse(path.read_text("utf-8")))
+    ]
+    assert silent == []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict
+from .._frozen import Frozen
 
 __all__ = ["AdapterOptions", "Endpoints"]
 
@@ -49,10 +49,8 @@ class Endpoints:
         return self.urls.get(self.search) if self.search is not None else None
 
 
-class AdapterOptions(BaseModel):
+class AdapterOptions(Frozen):
     """No options. Subclasses add fields; unknown keys are errors."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     def endpoints(self) -> Endpoints | None:
         """Where the adapter reaches outside with these options. Default: nowhere (no URL

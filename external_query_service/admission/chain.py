@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
+from .._frozen import Frozen
 from ..models import (
     AdapterAttempt,
     Evidence,
@@ -74,11 +75,7 @@ _LIMITATION = {
 }
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ChainLink(_Frozen):
+class ChainLink(Frozen):
     """One adapter attempt as plan → receipt → admission → retirement."""
 
     adapter_id: str
@@ -90,14 +87,14 @@ class ChainLink(_Frozen):
     retirement: Retirement
 
 
-class ChainRetirement(_Frozen):
+class ChainRetirement(Frozen):
     """Whether the answer's admitted evidence may retire, and if not, why."""
 
     ready: bool
     reasons: tuple[str, ...]
 
 
-class ChainRecord(_Frozen):
+class ChainRecord(Frozen):
     """Everything one answer bound. ``decided_at`` is metadata, outside every hash."""
 
     schema_version: Literal["external_evidence_chain_v0"] = SCHEMA_CHAIN

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue, StrictBool, StrictStr
+from pydantic import ConfigDict, JsonValue, StrictBool, StrictStr
 
+from .._frozen import Frozen
+from ..errors import ContractRejected, EvidenceInputError
 from ..models import Readiness
-from .errors import ContractRejected, EvidenceInputError
 from .models import PROTOCOL, ProviderInventory, ProviderRow, parse_model
 
 __all__ = [
@@ -31,10 +32,10 @@ REGISTRY_REASON = "registry_presence_is_not_readiness"
 _INVENTORY_KEYS = frozenset(ProviderInventory.model_fields)
 
 
-class _RowInput(BaseModel):
+class _RowInput(Frozen):
     """A caller's row as written: fields typed strictly, readiness not yet judged."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)
 
     provider_id: StrictStr
     provider_kind: Literal["method", "connector"]

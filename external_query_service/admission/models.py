@@ -26,9 +26,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .._frozen import Frozen
+from ..errors import ContractRejected, EvidenceInputError
 from ..settings import format_validation_error
 from .canonical import HASH_CONTRACT, check_hashable, is_digest
-from .errors import ContractRejected, EvidenceInputError
 
 __all__ = [
     "PROTOCOL",
@@ -77,8 +78,8 @@ Decision = Literal["admit", "reject"]
 DecidedBy = Literal["parent", "verifier"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+class _Frozen(Frozen):
+    model_config = ConfigDict(strict=True)
 
 
 def _text(value: str) -> str:

@@ -26,8 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, JsonValue
 
+from .._frozen import Frozen
+from .._jsonio import read_text_file
 from ..admission import (
     ContractRejected,
     DownstreamSource,
@@ -54,10 +56,8 @@ from ..admission import (
 from ..admission.canonical import loads_value
 from ..admission.discover import connector_id, probed_rows
 from ..admission.models import Admission, ProviderRow
-from ..clock import system_clock
 from ..errors import InputError, SettingsError
 from ..gateway.registry import known_kinds
-from ..jsonio import read_text_file
 from ..methods.public_github import (
     PROVIDER_ID as PUBLIC_GITHUB,
 )
@@ -66,6 +66,7 @@ from ..methods.public_github import (
     github_endpoints,
     provider_row,
 )
+from ..runtime.clock import system_clock
 from ..service import ExternalQueryService
 from ..settings import LedgerSettings, Settings
 from ..storage import (
@@ -107,10 +108,9 @@ CALLER_ENVELOPE: dict[str, JsonValue] = {
 }
 
 
-class _ExecutionPreview(BaseModel):
+class _ExecutionPreview(Frozen):
     """``execute`` without ``--execute``: what would be read, and that nothing was."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     markdown_title: ClassVar[str] = "Execution preview (nothing read)"
 
     plan_id: str

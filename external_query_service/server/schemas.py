@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._frozen import Frozen
 from ..models import ExternalAnswer, QuerySemantics, Readiness
 from ..service import MAX_QUESTION_CHARS
 
@@ -17,11 +18,7 @@ __all__ = [
 ]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AnswerRequest(_Body):
+class AnswerRequest(Frozen):
     """A question and, optionally, what the host already knows about it. The question's
     own rules (not empty, at most 20,000 characters) are the service's."""
 
@@ -52,20 +49,20 @@ class ServedAnswer(ExternalAnswer):
     )
 
 
-class ErrorDetail(_Body):
+class ErrorDetail(Frozen):
     """Why a request failed: a reason code and one line for a reader."""
 
     reason: str = Field(description="A stable code: invalid_question, malformed_json ...")
     message: str = Field(description="One line for a person.")
 
 
-class ErrorBody(_Body):
+class ErrorBody(Frozen):
     """Every 4xx and 5xx the service itself answers."""
 
     error: ErrorDetail
 
 
-class ReadinessReport(_Body):
+class ReadinessReport(Frozen):
     """Ready when at least one adapter is and the configured ledger answers. The shared
     cache is reported but does not decide: without it answers go on, fetching directly."""
 
@@ -79,7 +76,7 @@ class ReadinessReport(_Body):
     )
 
 
-class Health(_Body):
+class Health(Frozen):
     """The process answers; how many questions it works on and holds in line."""
 
     status: str = "ok"

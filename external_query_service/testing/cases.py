@@ -37,11 +37,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
-from ..clock import fixed_clock
+from .._frozen import Frozen
 from ..errors import ExternalQueryError, InputError
 from ..models import AnswerContract, AnswerStatus, ExternalAnswer, QuerySemantics
+from ..runtime.clock import fixed_clock
 from ..service import ExternalQueryService
 from ..settings import format_validation_error
 from .world import open_world
@@ -61,17 +62,13 @@ __all__ = [
 ]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.utcoffset() is None:
         raise ValueError("now needs an offset, e.g. 2026-11-30T10:00:00+08:00")
     return value
 
 
-class Expectation(_Model):
+class Expectation(Frozen):
     """What a case expects of its answer; fields left out are not checked."""
 
     status: AnswerStatus | None = None
@@ -86,7 +83,7 @@ class Expectation(_Model):
     min_sources: int = Field(default=0, ge=0)
 
 
-class _CaseEntry(_Model):
+class _CaseEntry(Frozen):
     name: str = Field(min_length=1)
     question: str = Field(min_length=1)
     semantics: QuerySemantics | None = None
@@ -98,7 +95,7 @@ class _CaseEntry(_Model):
     _now = field_validator("now")(_aware)
 
 
-class _CaseFile(_Model):
+class _CaseFile(Frozen):
     world: str | None = None
     now: datetime | None = None
     markers: tuple[str, ...] = ()
@@ -107,7 +104,7 @@ class _CaseFile(_Model):
     _now = field_validator("now")(_aware)
 
 
-class Case(_Model):
+class Case(Frozen):
     """One case, with its world resolved to a directory."""
 
     name: str

@@ -54,9 +54,10 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
+from pydantic import Field, JsonValue, ValidationError, field_validator
 
-from ..digests import sha256_digest
+from .._digests import sha256_digest
+from .._frozen import Frozen
 from ..errors import InputError, SettingsError
 from ..gateway.registry import adapter_options
 from ..settings import Settings, format_validation_error
@@ -84,11 +85,7 @@ WORLD_FILE = "world.toml"
 MAX_WORLD_BYTES = 64 * 1024 * 1024
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class WorldInfo(_Model):
+class WorldInfo(Frozen):
     """A world's name, description and fixed "now"."""
 
     name: str = ""
@@ -104,7 +101,7 @@ class WorldInfo(_Model):
         return value
 
 
-class RecordedRun(_Model):
+class RecordedRun(Frozen):
     """How a recorded world came to be: the question asked and the answer it got."""
 
     question: str
@@ -114,7 +111,7 @@ class RecordedRun(_Model):
     reason: str | None = None
 
 
-class _Body(_Model):
+class _Body(Frozen):
     file: str | None = None
     text: str | None = None
     sha256: str | None = None
@@ -176,7 +173,7 @@ class ToolEntry(_Body):
     fault: ToolFault | None = None
 
 
-class WorldManifest(_Model):
+class WorldManifest(Frozen):
     """``world.toml`` as a typed model."""
 
     world: WorldInfo = WorldInfo()

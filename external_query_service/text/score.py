@@ -54,7 +54,7 @@ from typing import Final
 
 from rapidfuzz import fuzz
 
-from ..memo import SizedLRU
+from ..runtime.memo import SizedLRU
 from .chunk import Chunk
 from .echo import answer_terms, fold
 from .targets import target_forms

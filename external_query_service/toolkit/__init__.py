@@ -9,14 +9,15 @@ runs the task within a budget, to a ``DelegationResult``), all over one ``Eviden
 
 Tools come from toolkits (``Toolkit``: ``name``, ``observe()``, ``install(task)``):
 ``WebToolkit`` and ``WorkspaceToolkit`` built in, and any a caller adds, each tool a
-``Tool`` with ``Parameter``s (``selection="match"`` or ``"explore"``) and candidates; a
+``Tool`` with ``Parameter``s (``selection="match"`` or ``"explore"``) and candidates (or a
+``ToolDefinition`` declared once and bound to its source, as the built-in tools are); a
 ``TrustedGenerator`` feeds a candidate pool with checked text. The MCP server
-(``external_query_service.mcp_server``) exposes a session.
+(``external_query_service.server.mcp``) exposes a session.
 """
 
-from ..store import EvidenceStore
+from ..errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
+from ..runtime.evidence_store import EvidenceStore
 from .delegate import DelegationResult
-from .errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
 from .kits import WebToolkit, WorkspaceToolkit
 from .operations import Observation, OperationResult, ToolkitSession
 from .origins import OriginSet
@@ -24,7 +25,15 @@ from .reports import ArtifactReceipt, CategoryCheck, EvidenceRecord, TaskReport
 from .script import RuntimeInputs, TaskScript, load_script
 from .taskfile import DelegationRules, TaskBudget, TaskInputs, TaskSpec, load_inputs, load_task
 from .tasks import CollectionSummary, EvidenceTask, MarkerVerifier, Verifier
-from .tools import CandidateValue, GeneratorContext, Parameter, Tool, Toolkit, TrustedGenerator
+from .tools import (
+    CandidateValue,
+    GeneratorContext,
+    Parameter,
+    Tool,
+    ToolDefinition,
+    Toolkit,
+    TrustedGenerator,
+)
 from .web import WebBudget, WebPage, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools
 
@@ -54,6 +63,7 @@ __all__ = [
     "TaskScript",
     "TaskSpec",
     "Tool",
+    "ToolDefinition",
     "Toolkit",
     "ToolkitError",
     "ToolkitSession",

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from .._frozen import Frozen
 from ..llm.client import TokenLogprob
 
 __all__ = [
@@ -51,10 +50,8 @@ class Thresholds:
     explore_min_probability: float = 0.30
 
 
-class ChoiceFigures(BaseModel):
+class ChoiceFigures(Frozen):
     """The gate's figures for one choice (the tool, or one parameter's option)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     field: str
     selection: Selection

@@ -1,16 +1,20 @@
-"""The models a session shows and returns: tool contracts, candidate domains, operation
-results and the observation.
+"""The toolkit's wire models: everything that crosses to a caller, an MCP host or a model.
 
+A session's observation, the tool contracts and candidate domains it offers, operation
+results; the reply a delegated model sends each turn and the delegation's terminal result.
 They sit apart from the session (``operations.py``) and the delegation loop
-(``delegate.py``) so both depend on them and neither on the other's module.
+(``delegate.py``) so both depend on them and neither on the other's module. A tool's own
+result (a page, a file listing, a window of a capture) is defined beside the tool that
+makes it; the saved report and its receipt in ``reports.py``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import Field, JsonValue
 
+from .._frozen import Frozen
 from .confidence import Selection
 from .reports import ArtifactReceipt, CategoryCheck
 
@@ -21,6 +25,11 @@ __all__ = [
     "ArgumentOption",
     "ArgumentsResult",
     "CaptureSummary",
+    "DelegatedStep",
+    "DelegationBudget",
+    "DelegationCost",
+    "DelegationResult",
+    "DelegationStatus",
     "DelegationView",
     "Effect",
     "LastOperation",
@@ -28,6 +37,7 @@ __all__ = [
     "OperationResult",
     "ParameterContract",
     "Route",
+    "StepReply",
     "TaskView",
     "ToolContract",
     "ToolFailure",
@@ -42,11 +52,7 @@ MAX_OPTIONS = 50
 Effect = Literal["observe", "capture", "record", "save"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ParameterContract(_Frozen):
+class ParameterContract(Frozen):
     """A tool parameter; ``depends_on`` names the parameter whose choice lists its values."""
 
     name: str
@@ -57,7 +63,7 @@ class ParameterContract(_Frozen):
     selection: Selection = "match"
 
 
-class ToolContract(_Frozen):
+class ToolContract(Frozen):
     """A tool: its name, what it does, its effect and its parameters."""
 
     name: str
@@ -66,14 +72,14 @@ class ToolContract(_Frozen):
     parameters: tuple[ParameterContract, ...] = ()
 
 
-class ArgumentOption(_Frozen):
+class ArgumentOption(Frozen):
     """One value a parameter may take: the id to pass, and a label for a reader."""
 
     id: str
     label: str
 
 
-class ArgumentDomain(_Frozen):
+class ArgumentDomain(Frozen):
     """Candidates for one parameter (under ``parent`` for a dependent one)."""
 
     parameter: str
@@ -83,7 +89,7 @@ class ArgumentDomain(_Frozen):
     total: int
 
 
-class ArgumentsResult(_Frozen):
+class ArgumentsResult(Frozen):
     """The values each parameter of ``tool`` may take now, for ``state_ref``."""
 
     tool: str
@@ -93,14 +99,14 @@ class ArgumentsResult(_Frozen):
     waiting_for_parent: tuple[str, ...]
 
 
-class ToolFailure(_Frozen):
+class ToolFailure(Frozen):
     """Why an operation failed: a snake_case reason and one line of detail."""
 
     reason: str
     detail: str
 
 
-class OperationResult(_Frozen):
+class OperationResult(Frozen):
     """``ok`` with ``result``, or not ok with ``error``; ``state_ref`` is the new state's."""
 
     tool: str
@@ -110,7 +116,7 @@ class OperationResult(_Frozen):
     state_ref: str
 
 
-class CaptureSummary(_Frozen):
+class CaptureSummary(Frozen):
     """A capture as an observation lists it (no text)."""
 
     ref: str
@@ -120,7 +126,7 @@ class CaptureSummary(_Frozen):
     summary: str
 
 
-class TaskView(_Frozen):
+class TaskView(Frozen):
     """The task a session works on, as an observation shows it."""
 
     name: str
@@ -134,7 +140,7 @@ class TaskView(_Frozen):
     queries: tuple[str, ...]
 
 
-class LastOperation(_Frozen):
+class LastOperation(Frozen):
     """The previous operation's tool, whether it worked, and why not."""
 
     tool: str
@@ -145,7 +151,7 @@ class LastOperation(_Frozen):
 Route = Literal["direct", "delegated"]
 
 
-class DelegationView(_Frozen):
+class DelegationView(Frozen):
     """Whether ``delegate`` can run now (``reason`` says why not), the route this session
     took, and the goal and status of its delegation once started."""
 
@@ -156,7 +162,7 @@ class DelegationView(_Frozen):
     status: str | None = None
 
 
-class Observation(_Frozen):
+class Observation(Frozen):
     """The session's state: its ``state_ref``, the task, the tools, captures, records,
     checks, budget usage, the last operation and read, the artifact receipt once saved,
     and each installed toolkit's own compact projection (``toolkits``, by name)."""
@@ -175,4 +181,90 @@ class Observation(_Frozen):
     last_read: str | None
     receipt: ArtifactReceipt | None
     delegation: DelegationView
-    toolkits: dict[str, JsonValue] = {}
+    toolkits: dict[str, JsonValue] = {}  # noqa: RUF012 - a pydantic field; each model copies it
+
+
+# --- delegation: the model's reply and the run's result ------------------------------------
+
+DelegationStatus = Literal[
+    "completed",
+    "incomplete",
+    "budget_exhausted",
+    "uncertain_choice",
+    "refused_too_often",
+    "model_failed",
+]
+
+
+class StepReply(Frozen):
+    """What the model replies each turn (its schema is set per turn): ``step`` holds
+    ``tool`` (None: stop) and one option id per parameter, by parameter name."""
+
+    note: str
+    state_ref: str
+    step: dict[str, str | None]
+
+    @property
+    def tool(self) -> str | None:
+        """The tool the step names (None: the model stops)."""
+        return self.step.get("tool")
+
+    @property
+    def done(self) -> bool:
+        """The model stops the run."""
+        return self.step.get("tool") is None
+
+
+class DelegationBudget(Frozen):
+    """What one delegated run may spend: steps, seconds and model tokens."""
+
+    max_steps: int = Field(ge=1, le=500)
+    timeout_s: float = Field(gt=0, le=86_400)
+    max_tokens: int = Field(ge=1)
+
+
+class DelegationCost(Frozen):
+    """What the run used: operations, model calls and tokens (as the endpoint reported
+    them; ``replies_without_usage`` counts replies that reported none), time."""
+
+    steps: int
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    replies_without_usage: int
+    refusals: int
+    seconds: float
+
+
+class DelegatedStep(Frozen):
+    """One operation the run executed: the option ids (and what they stood for), its
+    outcome, who chose it (the model, or the loop's closing save) and its gate."""
+
+    step: int
+    tool: str
+    arguments: dict[str, str]
+    labels: dict[str, str]
+    ok: bool
+    reason: str | None = None
+    chosen_by: Literal["model", "loop"]
+    gated: bool
+
+
+class DelegationResult(Frozen):
+    """The terminal state of a delegated run."""
+
+    status: DelegationStatus
+    goal: str
+    #: One line: what stopped the run (and, when not completed, the failing checks).
+    stopped_because: str
+    steps: tuple[DelegatedStep, ...]
+    checks: tuple[CategoryCheck, ...]
+    failing_checks: tuple[str, ...]
+    #: This run saved the report (``receipt.matches`` says whether it still matches).
+    report_saved: bool
+    report_path: str
+    receipt: ArtifactReceipt
+    budget: DelegationBudget
+    cost: DelegationCost
+    model: str

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 from pydantic import JsonValue
 
-from ..errors import TaskDefinitionError
-from ..store import MAX_READ_CHARS, EvidenceStore
+from ..errors import StaleState, TaskDefinitionError, ToolkitError
+from ..runtime.evidence_store import MAX_READ_CHARS, EvidenceStore
 from .contracts import (
     MAX_OPTIONS,
     OBSERVED_CAPTURES,
@@ -50,8 +50,7 @@ from .contracts import (
     ToolFailure,
 )
 from .delegate import Delegation, DelegationResult
-from .errors import StaleState, ToolkitError
-from .kits import ALIASES, evidence_tools
+from .kits import ALIASES, TOOL_NAMES, evidence_tools
 from .tasks import EvidenceTask
 from .tools import Tool
 
@@ -79,19 +78,6 @@ __all__ = [
     "ToolkitSession",
 ]
 
-#: The built-in tools' advertised names, in contract order (a task offers those its
-#: toolkits install; a caller's toolkits add their own). ``ALIASES`` lists the older names.
-TOOL_NAMES: tuple[str, ...] = (
-    "web.open_link",
-    "web.read_section",
-    "files.list",
-    "files.search",
-    "files.read",
-    "read_evidence",
-    "evidence_page",
-    "record_evidence",
-    "save_report",
-)
 #: The longest a toolkit's ``observe()`` projection may be, as compact JSON.
 MAX_PROJECTION_CHARS = 4_000
 

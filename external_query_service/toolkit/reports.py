@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import StrictBool
+
+from .._frozen import Frozen
 
 __all__ = [
     "ArtifactReceipt",
@@ -24,11 +26,7 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class EvidenceRecord(_Frozen):
+class EvidenceRecord(Frozen):
     """A quote for a category: ``quote == store.quote(ref, offset, length)``."""
 
     category: str
@@ -39,7 +37,7 @@ class EvidenceRecord(_Frozen):
     source: str
 
 
-class CategoryCheck(_Frozen):
+class CategoryCheck(Frozen):
     """Whether a required category is backed by a captured passage holding its marker.
 
     ``reason``: ``quote_verified``, ``no_record``, ``quote_mismatch`` or ``marker_missing``.
@@ -53,7 +51,7 @@ class CategoryCheck(_Frozen):
     length: int | None = None
 
 
-class ReportSource(_Frozen):
+class ReportSource(Frozen):
     """A capture a report rests on: reference, source, digest and length."""
 
     ref: str
@@ -62,7 +60,7 @@ class ReportSource(_Frozen):
     length: int
 
 
-class TaskIdentity(_Frozen):
+class TaskIdentity(Frozen):
     """Which task a report is for: its name, source and digest."""
 
     name: str
@@ -70,7 +68,7 @@ class TaskIdentity(_Frozen):
     digest: str
 
 
-class TaskReport(_Frozen):
+class TaskReport(Frozen):
     """A task's saved report: its records, category checks and sources."""
 
     task: TaskIdentity
@@ -81,7 +79,7 @@ class TaskReport(_Frozen):
     created_at: datetime
 
 
-class ArtifactReceipt(_Frozen):
+class ArtifactReceipt(Frozen):
     """What is on disk: ``matches`` is True only when the saved file's bytes equal the
     report the task holds now; ``digest`` is the sha256 of the bytes last saved."""
 

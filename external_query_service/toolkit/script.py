@@ -33,33 +33,32 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from ..clock import Clock
-from ..errors import InputError, TaskDefinitionError
-from ..jsonio import loads_strict
+from .._jsonio import loads_strict
+from ..errors import InputError, TaskDefinitionError, ToolkitError
+from ..runtime.clock import Clock
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings, format_validation_error
-from ..store import EvidenceStore
-from .errors import ToolkitError
 from .fsguard import split_relpath
+from .operations import ToolkitSession
 from .taskfile import (
     MAX_TASK_BYTES,
     DelegationRules,
+    RuntimeInputs,
     TaskBudget,
-    TaskInputs,
     TaskSpec,
     resolve_inputs,
     validate_inputs,
 )
+from .tasks import EvidenceTask
 
 if TYPE_CHECKING:
     from ..llm.client import ChatCompletionsClient
-    from .operations import ToolkitSession
-    from .tasks import EvidenceTask
 
 __all__ = [
     "BoundScript",
@@ -69,53 +68,8 @@ __all__ = [
     "parse_inputs",
 ]
 
-Build = Callable[["RuntimeInputs"], "EvidenceTask"]
-
-
-class RuntimeInputs(Mapping[str, Any]):
-    """The validated runtime inputs ``build`` gets: it reads like the JSON object the caller
-    gave (``inputs["url"]``), and carries what the runner settled: ``task_inputs`` (the
-    validated model), ``root`` (a workspace task's folder, resolved), ``spec``,
-    ``task_dir`` (the folder the report is written under), ``base_dir`` (relative paths
-    resolve against it), ``network``, ``clock`` and a ``store`` shared with the MCP
-    server's answer chain."""
-
-    def __init__(
-        self,
-        given: Mapping[str, Any],
-        *,
-        task_inputs: TaskInputs,
-        root: Path | None,
-        spec: TaskSpec,
-        task_dir: Path,
-        base_dir: Path,
-        network: NetworkSettings,
-        clock: Clock | None,
-        store: EvidenceStore,
-    ) -> None:
-        self._given = dict(given)
-        self.task_inputs = task_inputs
-        self.root = root
-        self.spec = spec
-        self.task_dir = task_dir
-        self.base_dir = base_dir
-        self.network = network
-        self.clock = clock
-        self.store = store
-
-    def __getitem__(self, key: str) -> Any:
-        return self._given[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._given)
-
-    def __len__(self) -> int:
-        return len(self._given)
-
-    @property
-    def output_path(self) -> Path:
-        """Where the report will be written."""
-        return self.task_dir / self.task_inputs.output
+#: A task script's ``build``: the validated inputs → the task.
+Build = Callable[[RuntimeInputs], EvidenceTask]
 
 
 class TaskScript:
@@ -227,8 +181,6 @@ class BoundScript:
     def task(self) -> EvidenceTask:
         """The registered task, built once (``TaskDefinitionError`` if ``build`` returns
         something else)."""
-        from .tasks import EvidenceTask
-
         if self._task is None:
             self.builds += 1
             built = self.script.build(self.inputs)
@@ -243,8 +195,6 @@ class BoundScript:
         self, *, model: ChatCompletionsClient | None = None, direct_only: bool = False
     ) -> ToolkitSession:
         """A session that builds the task on its first need of it."""
-        from .operations import ToolkitSession
-
         return ToolkitSession(
             build=self.task, store=self.inputs.store, model=model, direct_only=direct_only
         )

@@ -38,18 +38,22 @@ save_incomplete = true          # save the report at the end even if a check sti
 A workspace task takes ``root`` (relative paths resolve against the inputs file's folder)
 and optional ``queries`` instead of ``url`` and ``allowed_origins``. ``output`` is a path
 inside ``reports_dir``. Every problem is an ``InputError`` with one line.
+
+``RuntimeInputs`` is what a task script's ``build`` gets (``script.py``): the inputs as
+the caller gave them, with what the runner settled (the spec, the folders, the network
+policy, the clock and the store). It lives here, beside the inputs it wraps, so the task
+(``tasks.py``) can take it without importing the script runner.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import rfc8785
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -58,17 +62,20 @@ from pydantic import (
     field_validator,
 )
 
-from ..digests import sha256_digest
-from ..errors import InputError
-from ..jsonio import load_json_file, read_text_file
-from ..settings import format_validation_error
-from .errors import ToolkitError
+from .._digests import sha256_digest
+from .._frozen import Frozen
+from .._jsonio import load_json_file, read_text_file
+from ..errors import InputError, ToolkitError
+from ..runtime.clock import Clock
+from ..runtime.evidence_store import EvidenceStore
+from ..settings import NetworkSettings, format_validation_error
 from .fsguard import split_relpath
 from .origins import OriginSet
 
 __all__ = [
     "MAX_TASK_BYTES",
     "DelegationRules",
+    "RuntimeInputs",
     "TaskBudget",
     "TaskInputs",
     "TaskSpec",
@@ -82,11 +89,7 @@ MAX_TASK_BYTES = 1_000_000
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TaskBudget(_Strict):
+class TaskBudget(Frozen):
     """A task's limits: pages, bytes, link depth, files, bytes per file and records per
     category."""
 
@@ -99,7 +102,7 @@ class TaskBudget(_Strict):
     max_records_per_category: StrictInt = Field(default=3, ge=1, le=100)
 
 
-class DelegationRules(_Strict):
+class DelegationRules(Frozen):
     """How a delegated run of the task is bounded and when its choices are trusted."""
 
     max_steps: StrictInt = Field(default=30, ge=1, le=500)
@@ -113,7 +116,7 @@ class DelegationRules(_Strict):
     save_incomplete: StrictBool = True
 
 
-class TaskSpec(_Strict):
+class TaskSpec(Frozen):
     """A validated task file. ``task_dir`` (not part of the file) is the file's folder."""
 
     name: str = Field(pattern=_NAME_PATTERN)
@@ -150,7 +153,7 @@ class TaskSpec(_Strict):
         return sha256_digest(rfc8785.dumps(self.model_dump(mode="json", exclude=exclude)))
 
 
-class TaskInputs(_Strict):
+class TaskInputs(Frozen):
     """Runtime inputs. Exactly one source: ``url`` + ``allowed_origins``, or ``root``."""
 
     markers: dict[str, str] = Field(min_length=1)
@@ -183,7 +186,53 @@ class TaskInputs(_Strict):
         return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
 
 
-def _validated(model: type[_Strict], data: Any, origin: str) -> Any:
+class RuntimeInputs(Mapping[str, Any]):
+    """The validated runtime inputs ``build`` gets: it reads like the JSON object the caller
+    gave (``inputs["url"]``), and carries what the runner settled: ``task_inputs`` (the
+    validated model), ``root`` (a workspace task's folder, resolved), ``spec``,
+    ``task_dir`` (the folder the report is written under), ``base_dir`` (relative paths
+    resolve against it), ``network``, ``clock`` and a ``store`` shared with the MCP
+    server's answer chain."""
+
+    def __init__(
+        self,
+        given: Mapping[str, Any],
+        *,
+        task_inputs: TaskInputs,
+        root: Path | None,
+        spec: TaskSpec,
+        task_dir: Path,
+        base_dir: Path,
+        network: NetworkSettings,
+        clock: Clock | None,
+        store: EvidenceStore,
+    ) -> None:
+        self._given = dict(given)
+        self.task_inputs = task_inputs
+        self.root = root
+        self.spec = spec
+        self.task_dir = task_dir
+        self.base_dir = base_dir
+        self.network = network
+        self.clock = clock
+        self.store = store
+
+    def __getitem__(self, key: str) -> Any:
+        return self._given[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    @property
+    def output_path(self) -> Path:
+        """Where the report will be written."""
+        return self.task_dir / self.task_inputs.output
+
+
+def _validated(model: type[Frozen], data: Any, origin: str) -> Any:
     if not isinstance(data, dict):
         raise InputError(f"{origin}: the root must be an object")
     try:

@@ -19,15 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
-from ..clock import Clock, system_clock
-from ..digests import sha256_digest
-from ..errors import TaskDefinitionError
+from .._digests import sha256_digest
+from .._frozen import Frozen
+from ..errors import BoundaryRefused, BudgetExhausted, TaskDefinitionError, ToolkitError
+from ..runtime.clock import Clock, system_clock
+from ..runtime.evidence_store import EvidenceStore, Passage
 from ..settings import NetworkSettings
-from ..store import EvidenceStore, Passage
-from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
+from .contracts import CaptureSummary
 from .fsguard import SafeRoot, split_relpath
+from .kits import WebToolkit, WorkspaceToolkit, evidence_tools, task_tools
 from .reports import (
     ArtifactReceipt,
     CategoryCheck,
@@ -37,8 +37,8 @@ from .reports import (
     TaskReport,
     report_bytes,
 )
-from .script import RuntimeInputs
 from .taskfile import (
+    RuntimeInputs,
     TaskInputs,
     TaskSpec,
     load_inputs,
@@ -66,18 +66,14 @@ __all__ = [
 MAX_REPORT_BYTES = 50_000_000
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Failure(_Frozen):
+class Failure(Frozen):
     """A target a collection step could not use, and why."""
 
     target: str
     reason: str
 
 
-class CollectionSummary(_Frozen):
+class CollectionSummary(Frozen):
     """What ``collect()`` did: captures made, records kept, what failed, why it stopped."""
 
     pages: int
@@ -183,8 +179,6 @@ class EvidenceTask:
                 raise TaskDefinitionError(f"two toolkits are named {toolkit.name!r}")
             names.append(toolkit.name)
             toolkit.install(self)
-        from .kits import evidence_tools, task_tools  # the kits build on this class
-
         for tool in (*evidence_tools(self.store), *task_tools(self)):
             self.add_tool(tool)
         self._saved: tuple[TaskReport, str] | None = None  # the report saved, its digest
@@ -239,8 +233,6 @@ class EvidenceTask:
 
     def _source_toolkits(self) -> tuple[Toolkit, ...]:
         """The toolkit the spec's ``source`` implies, bounded by the inputs and the budget."""
-        from .kits import WebToolkit, WorkspaceToolkit
-
         budget, inputs = self.spec.budget, self.inputs
         if self.spec.source in ("web", "browser"):
             assert inputs.url is not None  # resolve_inputs guarantees it
@@ -304,8 +296,6 @@ class EvidenceTask:
         return dict(self._pools.rejected)
 
     def _generator_context(self) -> GeneratorContext:
-        from .contracts import CaptureSummary
-
         latest = self.store.references()[-8:]
         return GeneratorContext(
             markers=dict(self.inputs.markers),
@@ -328,16 +318,12 @@ class EvidenceTask:
     @property
     def web(self) -> WebTools | None:
         """The web tools of the first web toolkit, if any."""
-        from .kits import WebToolkit
-
         kit = next((k for k in self.toolkits if isinstance(k, WebToolkit)), None)
         return kit.tools if kit is not None else None
 
     @property
     def files(self) -> WorkspaceTools | None:
         """The workspace tools of the first workspace toolkit, if any."""
-        from .kits import WorkspaceToolkit
-
         kit = next((k for k in self.toolkits if isinstance(k, WorkspaceToolkit)), None)
         return kit.tools if kit is not None else None
 

@@ -5,6 +5,11 @@ runner and, per parameter, where its candidates come from. A session offers a pa
 candidates as option ids and runs the tool only with values it offered, so a caller or a
 model never passes free text for a URL, a path or a passage.
 
+A ``ToolDefinition`` is a tool declared once, at module level, over the object its runner
+and candidates read (its source: a toolkit, a store, a task); ``bind(source)`` makes the
+``Tool``. The built-in tools are definitions, so their names, and the older names kept
+callable for a release, are known before any task exists.
+
 A ``Toolkit`` provides tools: ``name``, ``observe()`` (a compact, stable, JSON projection of
 its state that captures nothing) and ``install(task)`` (register its tools, and any
 ``TrustedGenerator``, with the task). The built-in web and workspace tools are toolkits too
@@ -19,18 +24,20 @@ selector.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import JsonValue
 
 from ..errors import TaskDefinitionError
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings
-from ..store import EvidenceStore
 from .confidence import Selection
 from .contracts import CaptureSummary, Effect, ParameterContract, ToolContract
 
@@ -43,6 +50,7 @@ __all__ = [
     "PoolSet",
     "Runner",
     "Tool",
+    "ToolDefinition",
     "ToolRegistry",
     "Toolkit",
     "TrustedGenerator",
@@ -55,6 +63,8 @@ MAX_POOL_ITEMS = 200
 
 #: Runs a tool with the values (not the ids) of its parameters; sync or async.
 Runner = Callable[[Mapping[str, str]], "Awaitable[JsonValue] | JsonValue"]
+#: What a ``ToolDefinition``'s runner and candidates read: a toolkit, a store, a task.
+Source = TypeVar("Source")
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,47 @@ class Tool:
         if inspect.isawaitable(outcome):
             return await outcome
         return outcome
+
+
+@dataclass(frozen=True)
+class ToolDefinition(Generic[Source]):
+    """A tool declared once over its ``Source`` (see the module docstring): the contract,
+    ``run(source, values)`` and, per parameter, ``candidates(source, parent)``.
+
+    ``older_name_of`` marks an older name kept callable for one release: it names the
+    advertised tool that does its job, and the bound tool is not advertised.
+    """
+
+    name: str
+    description: str
+    run: Callable[[Source, Mapping[str, str]], Awaitable[JsonValue] | JsonValue]
+    parameters: tuple[Parameter, ...] = ()
+    candidates: Mapping[str, Callable[[Source, str | None], Iterable[CandidateValue]]] = field(
+        default_factory=dict
+    )
+    effect: Effect = "observe"
+    older_name_of: str | None = None
+
+    @property
+    def advertised(self) -> bool:
+        """Listed in observations, the MCP ``tool`` enum and delegation."""
+        return self.older_name_of is None
+
+    def older_name(self, name: str) -> ToolDefinition[Source]:
+        """This tool under an older ``name``: callable for one release, not advertised."""
+        return dataclasses.replace(self, name=name, older_name_of=self.name)
+
+    def bind(self, source: Source) -> Tool:
+        """The tool over ``source`` (checked like any ``Tool``)."""
+        return Tool(
+            self.name,
+            self.description,
+            functools.partial(self.run, source),
+            self.parameters,
+            {name: functools.partial(offer, source) for name, offer in self.candidates.items()},
+            effect=self.effect,
+            advertised=self.advertised,
+        )
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,25 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from lxml import etree  # type: ignore[import-untyped]
-from pydantic import BaseModel, ConfigDict
 from trafilatura.utils import load_html
 
-from ..digests import sha256_digest
-from ..errors import ExtractionFailed, FetchError, UnsafeURL
+from .._digests import sha256_digest
+from .._frozen import Frozen
+from ..errors import (
+    BoundaryRefused,
+    BudgetExhausted,
+    ExtractionFailed,
+    FetchError,
+    ToolkitError,
+    UnsafeURL,
+)
 from ..net.fetch import FetchedPage, SafeFetcher
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings
-from ..store import EvidenceStore
 from ..text.analyse import PDF_MAX_PAGES
 from ..text.decode import decode_body
 from ..text.extract import extract_page, normalize_text
 from ..text.pdf import extract_pdf, is_pdf
-from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .links import observe_links
 from .origins import OriginSet
 
@@ -51,11 +57,7 @@ _PLAIN_TYPES = frozenset({"text/plain", "text/markdown"})
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class WebPage(_Frozen):
+class WebPage(Frozen):
     """A captured page. ``ref`` names its normalized text in the store; ``digest`` is the
     sha256 of that text, ``raw_digest`` of the body bytes received."""
 
@@ -75,7 +77,7 @@ class WebPage(_Frozen):
     links_over_limit: int
 
 
-class ObservedLink(_Frozen):
+class ObservedLink(Frozen):
     """A link a captured page showed (inside the origins). ``link_id`` is ``L<n>`` in the
     order links were first seen; ``captured_ref`` is set once it was followed."""
 
@@ -86,7 +88,7 @@ class ObservedLink(_Frozen):
     captured_ref: str | None = None
 
 
-class Section(_Frozen):
+class Section(Frozen):
     """One passage of a captured page: ``text == store.quote(ref, offset, length)``."""
 
     passage_id: str
@@ -105,7 +107,7 @@ class WebBudget:
     max_bytes: int = 5_000_000
 
 
-class WebUsage(_Frozen):
+class WebUsage(Frozen):
     """Pages and bytes fetched so far, against the budget."""
 
     pages: int

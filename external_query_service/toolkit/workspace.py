@@ -15,12 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
-from ..digests import sha256_digest
-from ..store import EvidenceStore
+from .._digests import sha256_digest
+from .._frozen import Frozen
+from ..errors import ToolkitError
+from ..runtime.evidence_store import EvidenceStore
 from ..text.decode import decode_body
-from .errors import ToolkitError
 from .fsguard import SafeRoot
 
 __all__ = [
@@ -39,10 +38,6 @@ _BINARY_SNIFF = 8192
 _LINE_CHARS = 300
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 @dataclass(frozen=True)
 class WorkspaceLimits:
     """How many files, bytes per file, matches and searched bytes one ``WorkspaceTools``
@@ -54,14 +49,14 @@ class WorkspaceLimits:
     max_search_bytes: int = 20_000_000
 
 
-class FileInfo(_Frozen):
+class FileInfo(Frozen):
     """A listed file: path relative to the root, and size."""
 
     path: str
     size: int
 
 
-class FileListing(_Frozen):
+class FileListing(Frozen):
     """Regular files below ``under``; ``omissions`` counts what was left out, by reason."""
 
     under: str
@@ -69,7 +64,7 @@ class FileListing(_Frozen):
     omissions: dict[str, int]
 
 
-class SearchMatch(_Frozen):
+class SearchMatch(Frozen):
     """One occurrence: ``line`` and ``column`` are 1-based; ``(ref, offset, length)`` is the
     whole line in the stored text; ``text`` is that line, cut at 300 characters."""
 
@@ -82,7 +77,7 @@ class SearchMatch(_Frozen):
     text: str
 
 
-class SearchResult(_Frozen):
+class SearchResult(Frozen):
     """A literal search's matches; ``omissions`` counts what was left out, by reason."""
 
     query: str
@@ -93,7 +88,7 @@ class SearchResult(_Frozen):
     omissions: dict[str, int]
 
 
-class FileCapture(_Frozen):
+class FileCapture(Frozen):
     """A file read into the store: ``digest`` of the stored text, ``raw_digest`` of the bytes."""
 
     path: str

@@ -9,15 +9,23 @@ What is asked is known only where the plan fixes it:
 - any other kind: a fact the evidence's provider named (a quote's ``price``), compared with
   the same-named fact of other evidence; more than ``QUANTITY_SPREAD`` apart (relative).
 
+A plan whose ``asked_value`` is ``event_date`` asks when its one event happened, whatever
+its kind: the value compared is then the event's date, and two different days disagree. An
+evidence states it only when its title and snippet name exactly one calendar date other
+than its own publication date (inside the plan's range, when it has one): the publication
+date is when the page was written, not when the event happened, and a text naming two
+dates does not say which is the event's. Such evidence does not vote.
+
 A page's free text about any other kind has no value the plan names, so it is never set
 against another page's (two pages quoting different figures may be about different things).
 
 Only evidence about the same target (a compare target it covers, else the plan's) and the
 same day (its first stated date in the plan's range, else its first stated date, else its
-publication date) are compared, and only with the same unit: °C against °F is no
-disagreement found, not a conversion. Each independent source votes once (its best ranked
-evidence; copies are not sources): values within the spread of one another form one
-opinion, and a value held by more than half of the votes is the majority.
+publication date; an event's date is itself the value, so it is compared across days) are
+compared, and only with the same unit: °C against °F is no disagreement found, not a
+conversion. Each independent source votes once (its best ranked evidence; copies are not
+sources): values within the spread of one another form one opinion, and a value held by
+more than half of the votes is the majority.
 
 Pure: no I/O.
 """
@@ -31,8 +39,8 @@ from datetime import date
 from decimal import Decimal
 
 from ..models import Evidence, ExternalQueryPlan, ValueConflict
-from ..sites import registrable_domain, url_host
-from ..text.dates import date_spans
+from ..net.sites import registrable_domain, url_host
+from ..text.dates import date_spans, find_dates
 from ..text.quantities import Quantity, find_quantities
 
 __all__ = ["QUANTITY_SPREAD", "RATE_SPREAD", "TEMPERATURE_SPREAD", "value_conflicts"]
@@ -41,6 +49,8 @@ TEMPERATURE_SPREAD = Decimal(2)
 RATE_SPREAD = Decimal("0.005")
 QUANTITY_SPREAD = Decimal("0.01")
 _TEMPERATURE_UNITS = frozenset({"°C", "°F"})
+#: The subject of an event's date; its value is the day's ordinal (``date.toordinal``).
+_EVENT_DATE = "event_date"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +61,8 @@ class _Value:
     subject: str
 
     def spelled(self) -> str:
+        if self.subject == _EVENT_DATE:
+            return date.fromordinal(int(self.value)).isoformat()
         return Quantity(self.value, self.unit, 0, 0).spelled()
 
 
@@ -63,7 +75,7 @@ def value_conflicts(
     groups: dict[tuple[str | None, date | None, str, str], list[_Value]] = {}
     for evidence, covered in ranked:
         for value in _values(plan, evidence):
-            day = _day(plan, evidence)
+            day = None if value.subject == _EVENT_DATE else _day(plan, evidence)
             for target in covered or (None,):
                 groups.setdefault((target, day, value.subject, value.unit), []).append(value)
     found: list[ValueConflict] = []
@@ -73,6 +85,11 @@ def value_conflicts(
 
 
 def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
+    if plan.asked_value == "event_date":
+        day = _event_date(plan, evidence)
+        if day is not None:
+            yield _Value(evidence, Decimal(day.toordinal()), "", _EVENT_DATE)
+        return
     if plan.query_kind == "weather":
         text = _without_dates(evidence.snippet)
         first = next((q for q in find_quantities(text) if q.unit in _TEMPERATURE_UNITS), None)
@@ -94,6 +111,15 @@ def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
         value = _decimal(fact.value)
         if value is not None:
             yield _Value(evidence, value, fact.unit, fact.name)
+
+
+def _event_date(plan: ExternalQueryPlan, evidence: Evidence) -> date | None:
+    """The one date ``evidence`` gives for the plan's event, if it gives exactly one."""
+    stated = find_dates(f"{evidence.title}\n{evidence.snippet}", reference=evidence.published_at)
+    days = {day for day in stated if day != evidence.published_at}
+    if plan.time_range is not None:
+        days = {day for day in days if plan.time_range.covers(day)}
+    return days.pop() if len(days) == 1 else None
 
 
 def _fact(evidence: Evidence, name: str) -> Decimal | None:
@@ -129,6 +155,8 @@ def _one_per_site(values: Sequence[_Value]) -> list[_Value]:
 
 
 def _close(subject: str, left: Decimal, right: Decimal) -> bool:
+    if subject == _EVENT_DATE:
+        return left == right
     if subject == "temperature":
         return abs(left - right) <= TEMPERATURE_SPREAD
     spread = RATE_SPREAD if subject == "exchange_rate" else QUANTITY_SPREAD

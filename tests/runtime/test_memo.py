@@ -1,0 +1,224 @@
+"""Sharing helpers: the size-bounded LRU, single-flight and the thread memo."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import pickle
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from external_query_service.adapters.base import analysis_memo
+from external_query_service.net.cache import CachedResponse, HttpExchange
+from external_query_service.runtime.memo import SingleFlight, SizedLRU, ThreadMemo, held_bytes
+from external_query_service.settings import CacheSettings
+from external_query_service.text.analyse import PageAnalysis, analyse_page
+
+
+def test_the_lru_evicts_least_recently_used_first_and_skips_kept_keys() -> None:
+    kept = {"a"}
+    lru: SizedLRU[str, bytes] = SizedLRU(10, len, keep=kept.__contains__)
+    lru.put("a", b"aaaa")
+    lru.put("b", b"bbbb")
+    lru.get("b")
+    lru.put("c", b"cccc")  # over the bound: "a" is kept, so "b" goes
+    assert sorted(lru.keys()) == ["a", "c"]
+    assert lru.total == 8
+    assert lru.put("huge", b"x" * 11) is False
+    assert "huge" not in lru
+
+
+def test_single_flight_shares_one_run_and_survives_one_cancelled_waiter() -> None:
+    runs = []
+
+    async def slow() -> str:
+        runs.append(1)
+        await asyncio.sleep(0.1)
+        return "done"
+
+    async def go() -> list[str]:
+        flights = SingleFlight()
+        calls = [asyncio.ensure_future(flights.run("k", slow)) for _ in range(4)]
+        await asyncio.sleep(0.01)
+        calls[0].cancel()
+        results = await asyncio.gather(*calls[1:])
+        assert flights.in_flight() == 0
+        return results
+
+    assert asyncio.run(go()) == ["done"] * 3
+    assert runs == [1]
+
+
+def test_single_flight_cancels_the_run_when_every_waiter_is_gone() -> None:
+    finished = []
+
+    async def slow() -> None:
+        await asyncio.sleep(5)
+        finished.append(1)
+
+    async def go() -> None:
+        flights = SingleFlight()
+        call = asyncio.ensure_future(flights.run("k", slow))
+        await asyncio.sleep(0.01)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.01)
+        assert flights.in_flight() == 0
+
+    asyncio.run(go())
+    assert finished == []
+
+
+def test_the_thread_memo_runs_identical_work_once_and_keeps_it_while_it_fits() -> None:
+    calls: list[bytes] = []
+    lock = threading.Lock()
+
+    def analyse(body: bytes, *, query: str) -> str:
+        with lock:
+            calls.append(body)
+        time.sleep(0.05)
+        return f"{len(body)}:{query}"
+
+    memo = ThreadMemo(max_size=2)
+
+    async def go() -> list[str]:
+        same = [memo.run(analyse, b"page", query="q") for _ in range(10)]
+        first = await asyncio.gather(*same)
+        again = await memo.run(analyse, b"page", query="q")
+        other = await memo.run(analyse, b"page", query="another")
+        return [*first, again, other]
+
+    results = asyncio.run(go())
+    assert results == ["4:q"] * 11 + ["4:another"]
+    assert calls == [b"page", b"page"]
+
+
+def test_a_memo_of_size_zero_keeps_nothing() -> None:
+    calls = []
+
+    def work(value: int) -> int:
+        calls.append(value)
+        return value * 2
+
+    memo = ThreadMemo()
+
+    async def go() -> None:
+        assert await memo.run(work, 2) == 4
+        assert await memo.run(work, 2) == 4
+
+    asyncio.run(go())
+    assert calls == [2, 2]
+    assert len(memo) == 0
+
+
+def test_a_memo_computes_through_its_runner_and_still_keeps_and_shares() -> None:
+    calls: list[tuple[object, ...]] = []
+
+    async def runner(fn: object, *args: object, **kwargs: object) -> str:
+        calls.append((fn, args, tuple(sorted(kwargs.items()))))
+        await asyncio.sleep(0.05)  # long enough for the second caller to join in flight
+        return f"ran {args[0]!r} elsewhere"
+
+    memo = ThreadMemo(max_size=10, runner=runner)
+
+    async def scenario() -> list[str]:
+        first = await asyncio.gather(memo.run(len, b"abc"), memo.run(len, b"abc"))
+        again = await memo.run(len, b"abc")
+        return [*first, again]
+
+    assert asyncio.run(scenario()) == ["ran b'abc' elsewhere"] * 3
+    assert calls == [(len, (b"abc",), ())]
+
+
+# --- byte accounting by what entries really hold ---------------------------------------------
+
+
+def _page(n: int) -> bytes:
+    paragraphs = "".join(
+        f"<p>第{n}号港口第{k}段：集装箱吞吐量同比增长百分之{k + n}，码头作业按计划推进。</p>"
+        for k in range(200)
+    )
+    return f"<html><body><article>{paragraphs}</article></body></html>".encode()
+
+
+def _analysis(n: int) -> PageAnalysis:
+    return analyse_page(
+        _page(n),
+        url=f"http://port-{n}.example/news",
+        declared_charset="utf-8",
+        content_type="text/html",
+        query="港口集装箱吞吐量增长多少",
+    )
+
+
+def _allocated(build: Callable[[], object]) -> tuple[object, int]:
+    """What ``build()`` returns and the bytes still allocated for it (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        built = build()
+        gc.collect()
+        return built, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_held_bytes_of_a_page_analysis_agree_with_tracemalloc() -> None:
+    data = pickle.dumps(_analysis(1))
+    # Unpickling keeps the snippets' cut for this process: once before measuring, so the
+    # measured one only replaces it.
+    pickle.loads(data)
+    analysis, allocated = _allocated(lambda: pickle.loads(data))
+    assert isinstance(analysis, PageAnalysis)
+    counted = held_bytes(analysis)
+    assert abs(counted - allocated) <= 0.05 * allocated
+    # The analysis's own count (no object walk) is the walk's, and both dwarf its text.
+    assert abs(analysis.held_bytes() - counted) <= 0.02 * counted
+    assert counted > 4 * sys.getsizeof(analysis.text)
+
+
+def test_held_bytes_of_a_cached_response_agree_with_tracemalloc() -> None:
+    def build() -> CachedResponse:
+        exchange = HttpExchange(
+            url="http://port-1.example/news",
+            status=200,
+            content_type="text/html",
+            charset="utf-8",
+            body=_page(1),
+            fetched_at=datetime(2026, 12, 1, tzinfo=UTC),
+        )
+        headers = tuple((f"x-header-{n}", f"value {n}") for n in range(20))
+        return CachedResponse(exchange, headers, 1.0, 0.0, 60.0, False, '"tag-1"', None)
+
+    entry, allocated = _allocated(build)
+    assert abs(held_bytes(entry) - allocated) <= 0.05 * allocated
+
+
+def test_the_analysis_memo_keeps_no_more_than_its_bound_by_held_bytes() -> None:
+    one = _analysis(0).held_bytes()
+    bound = int(2.5 * one)
+    memo = analysis_memo(CacheSettings(analysis_max_bytes=bound))
+
+    async def analyse_all() -> None:
+        for n in range(6):
+            await memo.run(
+                analyse_page,
+                _page(n),
+                url=f"http://port-{n}.example/news",
+                declared_charset="utf-8",
+                content_type="text/html",
+                query="港口集装箱吞吐量增长多少",
+            )
+
+    asyncio.run(analyse_all())
+    # Counted by their text alone, all six would fit; by what they hold, two do.
+    assert 6 * (sys.getsizeof(_analysis(0).text) + 1024) < bound
+    assert len(memo) == 2
