@@ -39,6 +39,8 @@ redis_retry_s = 5.0            # after a Redis failure, direct fetches this long
 [analysis]
 processes = 2                  # analysis worker processes; omitted: one per core, 0: in a thread
 page_cpu_s = 5.0               # CPU seconds one page may take in a worker, then `cpu_deadline`
+worker_max_pages = 2000        # a worker is replaced after this many pages (0: never)
+worker_niceness = 0            # how much lower the workers' CPU priority is (0..19)
 
 [browser]                      # the headless Chromium (the [browser] extra)
 mode = "off"                   # "off", "fallback" (script-written pages) or "always"
@@ -443,10 +445,19 @@ class AnalysisSettings(Frozen):
     most ``page_cpu_s`` seconds of CPU; a page over it ends as ``not_a_document:cpu_deadline``
     and the worker goes on with the next one. The default leaves room: a typical 40 KB
     article takes about 12 ms, and a 2 MB one (``max_page_bytes``' default) about 1.1 s.
+
+    A worker is replaced by a fresh one after ``worker_max_pages`` pages (``0``: never), so
+    what a long-lived interpreter accumulates (allocator fragmentation, caches) is given back
+    and the workers' memory stays flat however long the service runs. Workers run
+    ``worker_niceness`` steps below the service's CPU priority (``nice``; 0 by default: at 5,
+    beside another CPU-bound process, the workers lost the cores to it and throughput halved,
+    ``bench/niceness.py``).
     """
 
     processes: int | None = Field(default=None, ge=0, le=256)
     page_cpu_s: float = Field(default=5.0, gt=0, le=3600)
+    worker_max_pages: int = Field(default=2000, ge=0)
+    worker_niceness: int = Field(default=0, ge=0, le=19)
 
 
 BrowserMode = Literal["off", "fallback", "always"]

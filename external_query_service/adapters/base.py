@@ -8,7 +8,6 @@ built-ins (``register_adapter`` or the ``external_query_service.adapters`` entry
 from __future__ import annotations
 
 import hashlib
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from ..net.failures import status_failure_class
 from ..net.sites import url_host_port
 from ..runtime.clock import Clock
 from ..runtime.evidence_store import EvidenceStore
-from ..runtime.memo import SharedMemo, ThreadMemo
+from ..runtime.memo import SharedMemo, ThreadMemo, held_bytes
 from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
 from .options import AdapterOptions
 
@@ -152,7 +151,7 @@ def analysis_memo(
     runner: Callable[..., Awaitable[Any]] | None = None,
 ) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
-    ``analysis_max_bytes`` (their texts, roughly as Python holds them) when caching is on,
+    ``analysis_max_bytes`` (what their objects hold, term sets and all) when caching is on,
     and in ``shared`` too (other processes') when given; computed by ``runner`` (the
     service's analysis pool; a thread when None); each kept analysis used again is told to
     ``on_hit`` as an ``analysis`` hit."""
@@ -165,9 +164,9 @@ def analysis_memo(
 
 
 def _analysis_size(analysis: object) -> int:
-    text = getattr(analysis, "text", "")
-    snippets = getattr(analysis, "snippets", ())
-    return sys.getsizeof(text) + sum(sys.getsizeof(s.chunk.text) for s in snippets) + 1024
+    # What the analysis holds (its term sets most of all), plus the memo's own entry.
+    own = getattr(analysis, "held_bytes", None)
+    return (own() if callable(own) else held_bytes(analysis)) + 1024
 
 
 class Adapter(ABC):

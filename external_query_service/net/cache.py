@@ -57,7 +57,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from ..runtime.clock import Clock, system_clock
-from ..runtime.memo import SharedStore, SizedLRU
+from ..runtime.memo import SharedStore, SizedLRU, held_bytes
 from ..settings import CacheSettings
 
 __all__ = [
@@ -80,7 +80,7 @@ _T = TypeVar("_T")
 #: (caller kind, method, URL): what an entry is kept under.
 CacheKey = tuple[str, str, str]
 
-#: Bytes counted for an entry besides its body (URL, headers, bookkeeping).
+#: Bytes counted for an entry besides what it holds (its place in the map, the key).
 ENTRY_OVERHEAD = 512
 
 #: Replies kept when they state a freshness of their own (RFC 9111 §3).
@@ -228,7 +228,9 @@ def _kept(headers: Mapping[str, str] | httpx.Headers) -> tuple[tuple[str, str], 
 
 
 def _size(entry: CachedResponse) -> int:
-    return len(entry.exchange.body) + ENTRY_OVERHEAD
+    # What the entry's objects hold (body, headers, URL, the records themselves), not its
+    # body's length alone.
+    return held_bytes(entry) + ENTRY_OVERHEAD
 
 
 def encode_entry(entry: CachedResponse) -> bytes:
@@ -302,7 +304,7 @@ class CacheEntries(Protocol):
         ...
 
     def total(self) -> int:
-        """Bytes held (bodies plus ``ENTRY_OVERHEAD`` each)."""
+        """Bytes held (``memo.held_bytes`` of each entry plus ``ENTRY_OVERHEAD``)."""
         ...
 
     def __len__(self) -> int: ...

@@ -7,9 +7,12 @@ when ``processes`` is 0 or while the workers are still starting.
 
 - Lazy: no process exists until the first ``run`` (or ``start``). Workers are separate
   interpreters started with ``subprocess`` (fork + exec, safe in a threaded process; nothing of
-  the parent's ``__main__`` is run again) at a lower CPU priority (``WORKER_NICENESS``), each
+  the parent's ``__main__`` is run again) at a lower CPU priority (``worker_niceness``), each
   warming the text pipeline before it reports ready. Until one is ready, pages are analysed in
   a thread.
+- Recycling: a worker that has analysed ``worker_max_pages`` pages takes no more; once its
+  last page is back it is stopped and a fresh one started in its place, so the workers'
+  memory does not grow with the service's age.
 - Bounds: a body over ``max_page_bytes`` is refused before any parsing; in a worker, one page
   may use ``page_cpu_s`` seconds of CPU (``ITIMER_PROF``: ``KeyboardInterrupt``, a
   ``BaseException`` no ``except Exception`` swallows, raised in the page's code, as Ctrl-C
@@ -59,7 +62,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CPU_DEADLINE",
     "WORKER_LOST",
-    "WORKER_NICENESS",
     "AnalysisPool",
     "usable_cores",
     "warm_pipeline",
@@ -86,14 +88,8 @@ _PIPE_BYTES = 1024 * 1024
 
 log = logging.getLogger(__name__)
 
-#: How much lower a worker's CPU priority is than its parent's (``nice``): the process serving
-#: the event loop (network, verifier, presenter) goes first when the cores are busy, and a
-#: one-shot question is not slowed down by workers still importing the text pipeline.
-WORKER_NICENESS = 5
-
 _BOOT = (
-    f"import os; os.nice({WORKER_NICENESS}); "
-    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "import os, sys, json; os.nice(int(sys.argv[4])); sys.path[:] = json.loads(sys.argv[1]); "
     "from external_query_service.runtime.analysis_pool import _worker_main; "
     "_worker_main(int(sys.argv[2]), int(sys.argv[3]))"
 )
@@ -267,12 +263,14 @@ class _Worker:
         self.inbox = inbox  # what the worker reads
         self.outbox = outbox  # what the worker writes
         self.ready = False  # warm, and counted in the pool's ``ready``
+        self.pages = 0  # pages it has answered
         #: What the pipe to the worker holds: a page bigger than this is never sent ahead.
         self.pipe_bytes = 0
 
     @classmethod
-    def spawn(cls, limits: Mapping[str, float | int]) -> _Worker:
-        """Start a worker and hand it its limits (it warms up on its own)."""
+    def spawn(cls, limits: Mapping[str, float | int], niceness: int) -> _Worker:
+        """Start a worker ``niceness`` steps below this process's CPU priority and hand it
+        its limits (it warms up on its own)."""
         # Imported here: a process that never analyses a page in a worker does not pay for it.
         from multiprocessing.connection import Connection
 
@@ -287,6 +285,7 @@ class _Worker:
                     json.dumps([entry for entry in sys.path if entry]),
                     str(to_child_r),
                     str(from_child_w),
+                    str(niceness),
                 ],
                 pass_fds=(to_child_r, from_child_w),
                 stdin=subprocess.DEVNULL,
@@ -342,12 +341,16 @@ class AnalysisPool:
         self.processes = usable_cores() if settings.processes is None else settings.processes
         self.page_cpu_s = settings.page_cpu_s
         self.max_page_bytes = max_page_bytes
+        self.max_pages_per_worker = settings.worker_max_pages
+        self.niceness = settings.worker_niceness
         self._closed = False
         self._reset()
         self._closing = threading.Event()  # set with _closed: ends a respawn's wait at once
         #: Pages (calls) computed in a worker and in a thread of this process, so far.
         self.in_workers = 0
         self.in_thread = 0
+        #: Workers replaced after ``worker_max_pages`` pages, so far.
+        self.recycled = 0
 
     def _reset(self) -> None:
         """No worker, no thread, nothing waiting: a new pool, or one in a forked child (whose
@@ -516,7 +519,8 @@ class AnalysisPool:
                 return None
             try:
                 worker = _Worker.spawn(
-                    {"page_cpu_s": self.page_cpu_s, "max_page_bytes": self.max_page_bytes}
+                    {"page_cpu_s": self.page_cpu_s, "max_page_bytes": self.max_page_bytes},
+                    self.niceness,
                 )
             except Exception as exc:  # no interpreter to start (an embedded Python), no fds
                 log.warning("analysis worker could not start: %s", exc)
@@ -551,10 +555,21 @@ class AnalysisPool:
         soon as it is done with one instead of waiting for this thread (which needs the
         interpreter lock the event loop is using) to collect the result and hand over another.
         A page is sent ahead only when it fits in the pipe's buffer: the worker may be blocked
-        writing a large result meanwhile, and both sides must never wait on a full pipe."""
+        writing a large result meanwhile, and both sides must never wait on a full pipe.
+
+        A worker given its ``worker_max_pages`` pages takes no more; when the last of them is
+        back, True: it is replaced."""
         outstanding: deque[_Job] = deque()
+        limit = self.max_pages_per_worker
         while True:
-            while len(outstanding) < _AHEAD:
+            if limit and worker.pages >= limit and not outstanding:
+                self._count_out(worker)
+                with self._lock:
+                    self.recycled += 1
+                return True
+            while len(outstanding) < _AHEAD and not (
+                limit and worker.pages + len(outstanding) >= limit
+            ):
                 try:
                     job = self._jobs.get(timeout=_IDLE_CHECK_S) if not outstanding else None
                 except queue.Empty:
@@ -605,6 +620,7 @@ class AnalysisPool:
                     return False
                 self._requeue(outstanding)
                 return self._lost(worker)
+            worker.pages += 1
             _settle(outstanding.popleft(), reply)
 
     def _requeue(self, jobs: deque[_Job]) -> None:

@@ -8,11 +8,18 @@ text like any other.
 
 Chunks leave out the lines of the main text that are navigation (``boilerplate``: the
 page's link texts, trails of links), so no snippet opens with a menu.
+
+A ``PageAnalysis`` pickles as a compact record of plain values (``analysis_to_record``): the
+text once (snippets are offsets into it), every distinct term once (each chunk's terms are
+indexes into that vocabulary), and the snippets' own cut (term counts and folded text), which
+the receiving process keeps (``score.remember_terms``) so that the second pass does not cut
+them again. That is what an analysis worker sends back, and what a memo keeps.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -24,14 +31,16 @@ from .dates import find_dates
 from .decode import decode_body
 from .extract import extract_page
 from .pdf import extract_pdf, is_pdf
-from .score import MIN_SCORE, ScoredChunk, TermStats, score_with_stats
+from .score import MIN_SCORE, ScoredChunk, TermStats, remember_terms, score_with_stats, text_terms
 
 __all__ = [
     "PDF_MAX_PAGES",
     "PageAnalysis",
     "analyse_page",
     "analysis_from_json",
+    "analysis_from_record",
     "analysis_to_json",
+    "analysis_to_record",
 ]
 
 #: Pages of a PDF read when the caller names no other bound (``[analysis] pdf_max_pages``).
@@ -61,6 +70,29 @@ class PageAnalysis:
     encoding: str
     stats: TermStats
     pages: tuple[tuple[int, int], ...] = ()
+
+    def held_bytes(self) -> int:
+        """The memory this analysis holds (``memo.held_bytes``' count, which it matches)
+        without visiting every object one by one: the term sets are most of it, and each
+        distinct term string is counted once however many sets hold it."""
+        size = sys.getsizeof
+        sets = self.stats.chunk_terms
+        strings = {id(term): term for terms in sets for term in terms}
+        total = sum(map(size, strings.values())) + sum(map(size, sets))
+        total += size(sets) + size(self.stats) + size(self.stats.__dict__)
+        total += size(self) + size(self.__dict__) + size(self.text) + size(self.title)
+        total += size(self.encoding) + size(self.snippets) + size(self.about_dates)
+        total += sum(map(size, self.about_dates)) + size(self.pages)
+        total += sum(size(page) + size(page[0]) + size(page[1]) for page in self.pages)
+        for item in self.snippets:
+            chunk = item.chunk
+            total += size(item) + size(item.__dict__) + size(chunk) + size(chunk.__dict__)
+            total += size(chunk.text) + size(item.target_hits) + sum(map(size, item.target_hits))
+        return total
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Pickled as its compact record (module docstring), not field by field.
+        return analysis_from_record, (analysis_to_record(self),)
 
     def page_at(self, offset: int) -> int | None:
         """The PDF page number the text at ``offset`` is on; None for a page that is not a
@@ -211,4 +243,75 @@ def analysis_from_json(data: bytes) -> PageAnalysis:
         encoding=str(document["encoding"]),
         stats=TermStats(tuple({str(term) for term in terms} for terms in document["chunk_terms"])),
         pages=tuple((int(number), int(start)) for number, start in document.get("pages", ())),
+    )
+
+
+#: The layout of ``analysis_to_record``'s tuples; a record of another layout is refused.
+_RECORD_VERSION = 1
+
+
+def analysis_to_record(analysis: PageAnalysis) -> tuple[Any, ...]:
+    """``analysis`` as a tuple of plain values (str, int, None and tuples of them) that
+    ``analysis_from_record`` turns back into an equal one: the page text once, the snippets as
+    offsets into it with their cut, and the chunks' terms as indexes into one vocabulary."""
+    vocabulary: dict[str, int] = {}
+
+    def index(term: str) -> int:
+        return vocabulary.setdefault(term, len(vocabulary))
+
+    stats = analysis.stats.chunk_terms
+    chunk_terms = tuple(tuple(index(term) for term in terms) for terms in stats)
+    snippets = []
+    for item in analysis.snippets:
+        chunk = item.chunk
+        sliced = analysis.text[chunk.offset : chunk.offset + chunk.length] == chunk.text
+        cut = text_terms(chunk.text)
+        snippets.append(
+            (
+                chunk.offset,
+                chunk.length,
+                None if sliced else chunk.text,
+                item.score,
+                item.query_score,
+                item.target_hits,
+                tuple(index(term) for term in cut.counts),
+                tuple(cut.counts.values()),
+                None if cut.folded == chunk.text else cut.folded,  # folding changed nothing
+            )
+        )
+    return (
+        _RECORD_VERSION,
+        analysis.text,
+        analysis.title,
+        analysis.published_at.toordinal() if analysis.published_at else None,
+        tuple(day.toordinal() for day in analysis.about_dates),
+        tuple(snippets),
+        analysis.encoding,
+        tuple(vocabulary),
+        chunk_terms,
+        analysis.pages,
+    )
+
+
+def analysis_from_record(record: tuple[Any, ...]) -> PageAnalysis:
+    """The ``PageAnalysis`` that ``analysis_to_record`` made; the snippets' cut is kept for
+    this process (``score.remember_terms``). ``ValueError`` for a record of another layout."""
+    if not record or record[0] != _RECORD_VERSION:
+        raise ValueError("not a page analysis record of this version")
+    _, text, title, published, about, snippets, encoding, vocabulary, chunk_terms, pages = record
+    scored = []
+    for offset, length, own, score, query_score, hits, term_ids, counts, folded in snippets:
+        snippet_text = text[offset : offset + length] if own is None else own
+        counted = dict(zip((vocabulary[i] for i in term_ids), counts, strict=True))
+        remember_terms(snippet_text, counted, snippet_text if folded is None else folded)
+        scored.append(ScoredChunk(Chunk(offset, length, snippet_text), score, query_score, hits))
+    return PageAnalysis(
+        text=text,
+        title=title,
+        published_at=date.fromordinal(published) if published is not None else None,
+        about_dates=tuple(date.fromordinal(day) for day in about),
+        snippets=tuple(scored),
+        encoding=encoding,
+        stats=TermStats(tuple(frozenset(vocabulary[i] for i in ids) for ids in chunk_terms)),
+        pages=pages,
     )

@@ -109,15 +109,21 @@ def breadcrumb_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def answer_terms(text: str, question: str, query_terms: Iterable[str]) -> set[str]:
+def answer_terms(
+    text: str, question: str, query_terms: Iterable[str], *, folded: bool = False
+) -> set[str]:
     """The ``query_terms`` that ``text`` mentions outside its ``question_spans`` and
     ``breadcrumb_spans`` at least as often as inside them.
 
     ``question`` and the terms must be folded already (``fold``, ``tokens.query_terms``); the
     test is a substring test (and count) on the folded text, so a stem matches the words it was
-    cut from.
+    cut from. ``folded``: ``text`` is folded already (``score.text_terms`` keeps it so).
     """
-    folded = fold(text)
+    folded_text = text if folded else fold(text)
+    return _told(folded_text, question, query_terms)
+
+
+def _told(folded: str, question: str, query_terms: Iterable[str]) -> set[str]:
     question = question.strip(_QUESTION_ENDS)
     crumbs = breadcrumb_spans(folded) if ">" in folded or "»" in folded else []
     if not crumbs and not _ASKS.search(folded) and not (question and question in folded):

@@ -46,8 +46,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -55,7 +54,7 @@ from typing import Final
 
 from .chunk import navigation_line
 from .echo import fold, question_spans
-from .score import MAX_QUERY_CHARS, TermStats, coverage_points, passage_terms
+from .score import MAX_QUERY_CHARS, TermStats, coverage_points, text_terms
 from .tokens import query_terms, terms
 
 __all__ = [
@@ -178,15 +177,14 @@ class _Collection:
             return 0.0
         return sum(w for t, w in self.idf.items() if t in present) / self.total
 
-    def bm25(self, text: str) -> float:
+    def bm25(self, counts: Mapping[str, int]) -> float:
         if not self.total:
             return 0.0
-        counts = Counter(terms(text))
         norm = _K1 * (1 - _B + _B * len(counts) / max(self.average, 1.0))
         score = sum(
             weight * counts[term] * (_K1 + 1) / (counts[term] + norm)
             for term, weight in self.idf.items()
-            if counts[term]
+            if counts.get(term)
         )
         return score / (self.total * (_K1 + 1))
 
@@ -215,14 +213,15 @@ def features(query: str, passages: Sequence[RankerPassage], stats: TermStats) ->
     question = fold(query[:MAX_QUERY_CHARS])
     rows: list[list[float]] = []
     for passage, (whole, told) in zip(passages, covered, strict=True):
-        folded = fold(passage.text)
+        cut = text_terms(passage.text)  # cut once: kept from the coverage just computed
+        folded = cut.folded
         lines = [line for line in passage.text.split("\n") if line.strip()]
         asked = sum(end - start for start, end in _merged(question_spans(folded, question)))
         rows.append(
             [
                 whole / 10000,
                 told / 10000,
-                collection.bm25(passage.text),
+                collection.bm25(cut.counts),
                 collection.proximity(folded),
                 collection.share(set(terms(passage.title))) if passage.title else 0.0,
                 1 / (1 + passage.page),
@@ -233,7 +232,7 @@ def features(query: str, passages: Sequence[RankerPassage], stats: TermStats) ->
             ]
         )
     own_terms = set(collection.terms)
-    agreement = _agreement(passages, [passage_terms(p.text) - own_terms for p in passages])
+    agreement = _agreement(passages, [text_terms(p.text).present - own_terms for p in passages])
     best = [max((row[k] for row in rows), default=0.0) for k in range(4)]
     page_best: dict[int, float] = {}
     for passage, row in zip(passages, rows, strict=True):

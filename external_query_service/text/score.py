@@ -44,17 +44,17 @@ first (and, in ``rerank``, the earlier page: the search engine's order).
 
 from __future__ import annotations
 
-import functools
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Final
 
 from rapidfuzz import fuzz
 
+from ..runtime.memo import SizedLRU
 from .chunk import Chunk
 from .echo import answer_terms, fold
 from .targets import target_forms
@@ -68,14 +68,17 @@ __all__ = [
     "QUERY_WEIGHT",
     "TARGET_HIT_RATIO",
     "TARGET_WEIGHT",
+    "TERMS_KEPT",
     "ScoredChunk",
     "TermStats",
+    "TextTerms",
     "best_snippets",
     "coverage_points",
-    "passage_terms",
+    "remember_terms",
     "score_chunks",
     "score_with_stats",
     "term_stats",
+    "text_terms",
 ]
 
 MAX_QUERY_CHARS: Final = 64
@@ -92,6 +95,43 @@ ANSWER_WEIGHT: Final = 3
 #: A copy of the query counts as restating it only when the query has this many distinct
 #: terms: a passage that answers a keyword or two writes them out.
 MIN_COPIED_TERMS: Final = 3
+
+
+#: Chunk texts whose cut (``TextTerms``) this process keeps, most recently used: the second
+#: pass (``rerank``) and every copy of a question asked at once score the very snippets the
+#: page analysis cut already.
+TERMS_KEPT: Final = 2048
+
+
+@dataclass(frozen=True)
+class TextTerms:
+    """A chunk's text cut once for every reader of it: its index terms with their counts
+    (BM25 counts repeats), the distinct ones (the coverage scores count presence only), and
+    the text folded as the terms were (``echo.fold``: the echo spans and the ranker's
+    proximity are found in it)."""
+
+    counts: Mapping[str, int]
+    present: frozenset[str]
+    folded: str
+
+
+_TERMS: SizedLRU[str, TextTerms] = SizedLRU(TERMS_KEPT, lambda _terms: 1)
+
+
+def text_terms(text: str) -> TextTerms:
+    """The cut of ``text``: kept from an earlier call (or ``remember_terms``), else made now."""
+    found = _TERMS.get(text)
+    if found is None:
+        found = remember_terms(text, Counter(terms(text)), fold(text))
+    return found
+
+
+def remember_terms(text: str, counts: Mapping[str, int], folded: str) -> TextTerms:
+    """Keep the cut of ``text`` made elsewhere (an analysis worker's, say) so that this process
+    does not cut it again; the ``TextTerms`` kept."""
+    cut = TextTerms(counts, frozenset(counts), folded)
+    _TERMS.put(text, cut)
+    return cut
 
 
 @dataclass(frozen=True)
@@ -186,13 +226,15 @@ class _Query:
             return 0
         return max(0, min(10000, round(10000 * credit / weight * held / self.total)))
 
-    def answer_points(self, text: str, present: AbstractSet[str]) -> int:
+    def answer_points(self, cut: TextTerms) -> int:
         """``points`` blended with the points of the terms mentioned outside the question
-        spans of ``text`` (``ANSWER_WEIGHT`` tenths)."""
+        spans of the text ``cut`` is of (``ANSWER_WEIGHT`` tenths)."""
+        present = cut.present
         whole = self.points(present)
         if not whole:
             return 0
-        answered = self.points(answer_terms(text, self.question, self.wanted) & present)
+        told = answer_terms(cut.folded, self.question, self.wanted, folded=True)
+        answered = self.points(told & present)
         return (whole * (10 - ANSWER_WEIGHT) + answered * ANSWER_WEIGHT) // 10
 
 
@@ -203,24 +245,10 @@ def coverage_points(query: str, texts: Sequence[str], stats: TermStats) -> list[
     wanted = _Query(query, stats)
     out: list[tuple[int, int]] = []
     for text in texts:
-        present = _presence(text)
-        told = answer_terms(text, wanted.question, wanted.wanted) & present
-        out.append((wanted.points(present), wanted.points(told)))
+        cut = text_terms(text)
+        told = answer_terms(cut.folded, wanted.question, wanted.wanted, folded=True)
+        out.append((wanted.points(cut.present), wanted.points(told & cut.present)))
     return out
-
-
-def passage_terms(text: str) -> frozenset[str]:
-    """The distinct terms of a passage (``tokens.terms``), cut once for recent texts: the
-    ranker's features ask for the very snippets the scorer cut already."""
-    return _presence(text)
-
-
-@functools.lru_cache(maxsize=2048)
-def _presence(text: str) -> frozenset[str]:
-    """The distinct terms of a chunk. Kept for recent texts: the second pass (``rerank``)
-    and every copy of a question asked at once score the very snippets the page analysis
-    cut already."""
-    return frozenset(terms(text))
 
 
 def score_chunks(
@@ -253,12 +281,12 @@ def score_with_stats(
         forms = tuple(form[:MAX_QUERY_CHARS] for form in target_forms(target))
         if forms and forms not in folded_targets:
             folded_targets[forms] = target
-    chunk_terms = [_presence(chunk.text) for chunk in chunks]  # presence is all that counts
-    own = term_stats(chunk_terms)
+    cuts = [text_terms(chunk.text) for chunk in chunks]
+    own = TermStats(tuple(cut.present for cut in cuts))  # presence is all that counts
     wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
-    for chunk, its_terms in zip(chunks, chunk_terms, strict=True):
-        query_score = wanted.answer_points(chunk.text, its_terms)
+    for chunk, cut in zip(chunks, cuts, strict=True):
+        query_score = wanted.answer_points(cut)
         if folded_targets:
             folded_chunk = _fold(chunk.text)
             hits = tuple(

@@ -218,6 +218,33 @@ def test_a_warm_pool_computes_in_other_processes() -> None:
         analysis.close()
 
 
+def test_a_worker_is_replaced_after_its_max_pages() -> None:
+    settings = AnalysisSettings(processes=1, worker_max_pages=2)
+    analysis = AnalysisPool(settings, max_page_bytes=100_000)
+    try:
+        pids = []
+        for _ in range(5):
+            assert analysis.wait_ready(READY_S)
+            pids.append(run(lambda: analysis.run(os.getpid)))
+        assert os.getpid() not in pids  # every page in a worker, none in a thread
+        assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
+        assert analysis.recycled == 2
+        assert pids[0] not in analysis.pids()  # the replaced worker is gone
+    finally:
+        analysis.close()
+
+
+def test_workers_run_at_the_configured_niceness() -> None:
+    settings = AnalysisSettings(processes=1, worker_niceness=3)
+    analysis = AnalysisPool(settings, max_page_bytes=100_000)
+    try:
+        assert analysis.wait_ready(READY_S)
+        (worker,) = analysis.pids()
+        assert os.getpriority(os.PRIO_PROCESS, worker) == os.getpriority(os.PRIO_PROCESS, 0) + 3
+    finally:
+        analysis.close()
+
+
 def test_with_no_processes_everything_runs_in_a_thread_and_nothing_starts() -> None:
     before = children()
     analysis = pool(0)

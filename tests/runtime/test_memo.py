@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import pickle
+import sys
 import threading
 import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
-from external_query_service.runtime.memo import SingleFlight, SizedLRU, ThreadMemo
+from external_query_service.adapters.base import analysis_memo
+from external_query_service.net.cache import CachedResponse, HttpExchange
+from external_query_service.runtime.memo import SingleFlight, SizedLRU, ThreadMemo, held_bytes
+from external_query_service.settings import CacheSettings
+from external_query_service.text.analyse import PageAnalysis, analyse_page
 
 
 def test_the_lru_evicts_least_recently_used_first_and_skips_kept_keys() -> None:
@@ -125,3 +135,90 @@ def test_a_memo_computes_through_its_runner_and_still_keeps_and_shares() -> None
 
     assert asyncio.run(scenario()) == ["ran b'abc' elsewhere"] * 3
     assert calls == [(len, (b"abc",), ())]
+
+
+# --- byte accounting by what entries really hold ---------------------------------------------
+
+
+def _page(n: int) -> bytes:
+    paragraphs = "".join(
+        f"<p>第{n}号港口第{k}段：集装箱吞吐量同比增长百分之{k + n}，码头作业按计划推进。</p>"
+        for k in range(200)
+    )
+    return f"<html><body><article>{paragraphs}</article></body></html>".encode()
+
+
+def _analysis(n: int) -> PageAnalysis:
+    return analyse_page(
+        _page(n),
+        url=f"http://port-{n}.example/news",
+        declared_charset="utf-8",
+        content_type="text/html",
+        query="港口集装箱吞吐量增长多少",
+    )
+
+
+def _allocated(build: Callable[[], object]) -> tuple[object, int]:
+    """What ``build()`` returns and the bytes still allocated for it (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        built = build()
+        gc.collect()
+        return built, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_held_bytes_of_a_page_analysis_agree_with_tracemalloc() -> None:
+    data = pickle.dumps(_analysis(1))
+    # Unpickling keeps the snippets' cut for this process: once before measuring, so the
+    # measured one only replaces it.
+    pickle.loads(data)
+    analysis, allocated = _allocated(lambda: pickle.loads(data))
+    assert isinstance(analysis, PageAnalysis)
+    counted = held_bytes(analysis)
+    assert abs(counted - allocated) <= 0.05 * allocated
+    # The analysis's own count (no object walk) is the walk's, and both dwarf its text.
+    assert abs(analysis.held_bytes() - counted) <= 0.02 * counted
+    assert counted > 4 * sys.getsizeof(analysis.text)
+
+
+def test_held_bytes_of_a_cached_response_agree_with_tracemalloc() -> None:
+    def build() -> CachedResponse:
+        exchange = HttpExchange(
+            url="http://port-1.example/news",
+            status=200,
+            content_type="text/html",
+            charset="utf-8",
+            body=_page(1),
+            fetched_at=datetime(2026, 12, 1, tzinfo=UTC),
+        )
+        headers = tuple((f"x-header-{n}", f"value {n}") for n in range(20))
+        return CachedResponse(exchange, headers, 1.0, 0.0, 60.0, False, '"tag-1"', None)
+
+    entry, allocated = _allocated(build)
+    assert abs(held_bytes(entry) - allocated) <= 0.05 * allocated
+
+
+def test_the_analysis_memo_keeps_no_more_than_its_bound_by_held_bytes() -> None:
+    one = _analysis(0).held_bytes()
+    bound = int(2.5 * one)
+    memo = analysis_memo(CacheSettings(analysis_max_bytes=bound))
+
+    async def analyse_all() -> None:
+        for n in range(6):
+            await memo.run(
+                analyse_page,
+                _page(n),
+                url=f"http://port-{n}.example/news",
+                declared_charset="utf-8",
+                content_type="text/html",
+                query="港口集装箱吞吐量增长多少",
+            )
+
+    asyncio.run(analyse_all())
+    # Counted by their text alone, all six would fit; by what they hold, two do.
+    assert 6 * (sys.getsizeof(_analysis(0).text) + 1024) < bound
+    assert len(memo) == 2

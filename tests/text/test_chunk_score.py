@@ -568,7 +568,7 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "echo._COMPATIBLE",
         "echo._INTERROGATIVE",
         "echo._SENTENCE",
-        "extract._CJK",
+        "extract._CJK_RUN",
         "extract._CONTROLS",
         "extract._HAN",
         "extract._HANGUL",

@@ -1,13 +1,26 @@
 from __future__ import annotations
 
+import pickle
 from datetime import date
+from typing import Any
 
 import pytest
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.text.analyse import analyse_page
+from external_query_service.text.analyse import (
+    analyse_page,
+    analysis_from_record,
+    analysis_to_record,
+)
 from external_query_service.text.decode import decode_body
-from external_query_service.text.extract import extract_page, is_too_short, normalize_text
+from external_query_service.text.extract import (
+    FAST_READER,
+    MAX_FAST_DEPTH,
+    cjk_count,
+    extract_page,
+    is_too_short,
+    normalize_text,
+)
 from tests.support.paths import DATA
 
 PAGES = DATA / "pages"
@@ -115,6 +128,56 @@ def test_body_without_text_raises_no_main_text() -> None:
     with pytest.raises(ExtractionFailed) as caught:
         extract_page("<html><head><title>t</title></head><body></body></html>", URL)
     assert caught.value.reason == "no_main_text"
+
+
+# --- the fast reading and trafilatura ----------------------------------------------------
+
+_FORECAST = "湛江明天多云，气温二十三到二十八摄氏度，东南风三级。"
+
+
+def test_an_article_is_read_by_the_fast_reading() -> None:
+    html = f"<html><body><article><h1>湛江天气</h1><p>{_FORECAST * 8}</p></article></body></html>"
+    page = extract_page(html, URL)
+    assert page.extractor == FAST_READER
+    assert _FORECAST in page.text
+
+
+def test_fast_text_too_short_for_the_page_falls_back_to_trafilatura() -> None:
+    # resiliparse's main-content heuristics drop a container classed "sidebar" whole, so its
+    # reading of this page is empty; trafilatura finds the text.
+    html = f"<html><body><div class='sidebar'><p>{_FORECAST * 6}</p></div></body></html>"
+    page = extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert _FORECAST in page.text
+
+
+def test_fast_text_holding_a_small_share_of_the_page_falls_back_to_trafilatura() -> None:
+    # The fast reading keeps the short article and drops the long thread below it (a
+    # fragment of what the page shows): trafilatura reads the page instead.
+    posts = (f"<div class='sidebar'><p>第{n}楼：{_FORECAST * 3}</p></div>" for n in range(8))
+    thread = "".join(posts)
+    html = f"<html><body><article><p>{_FORECAST * 2}</p></article>{thread}</body></html>"
+    page = extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+
+
+def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:
+    html = (
+        "<html><body>"
+        + "<div>" * (MAX_FAST_DEPTH + 10)
+        + f"<p>{_FORECAST * 8}</p>"
+        + "</div>" * (MAX_FAST_DEPTH + 10)
+        + "</body></html>"
+    )
+    page = extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert _FORECAST in page.text
+
+
+def test_cjk_count_counts_han_kana_and_hangul_only() -> None:
+    assert cjk_count("") == 0
+    assert cjk_count("plain ASCII text") == 0
+    assert cjk_count("湛江 weather 天気 かな 한국어 café") == 2 + 2 + 2 + 3
 
 
 def test_nav_and_cookie_only_page_is_too_short() -> None:
@@ -246,3 +309,37 @@ def test_analyse_page_dates_month_days_by_the_publication_year() -> None:
     )
     assert analysis.published_at == date(2026, 11, 30)
     assert analysis.about_dates == (date(2026, 11, 30), date(2026, 12, 1))
+
+
+# --- the compact record a worker sends back ------------------------------------------------
+
+
+def _analysed_forecast() -> Any:
+    paragraphs = "".join(f"<p>第{n}段：{_FORECAST * 2}湛江港今天开放。</p>" for n in range(6))
+    html = f"<html><head><title>湛江天气</title></head><body><article>{paragraphs}</article>"
+    return analyse_page(
+        html.encode(),
+        url=URL,
+        declared_charset="utf-8",
+        content_type="text/html",
+        query="湛江明天天气怎么样",
+    )
+
+
+def test_a_page_analysis_pickles_as_a_compact_record_and_back_unchanged() -> None:
+    analysis = _analysed_forecast()
+    assert analysis.snippets, "the page must yield a snippet for this test to mean anything"
+    data = pickle.dumps(analysis)
+    again = pickle.loads(data)
+    assert again == analysis
+    assert again.stats.chunk_terms == analysis.stats.chunk_terms
+    # The page text travels once: a snippet is an offset into it, not a second copy.
+    snippet = analysis.snippets[0].chunk.text.encode("utf-8")
+    assert data.count(snippet) == 1
+    assert analysis_from_record(analysis_to_record(analysis)) == analysis
+
+
+def test_a_record_of_another_layout_is_refused() -> None:
+    record = analysis_to_record(_analysed_forecast())
+    with pytest.raises(ValueError, match="record"):
+        analysis_from_record((99, *record[1:]))
