@@ -13,6 +13,7 @@ import pytest
 from external_query_service.adapters.page_walk import ANALYSIS_MARKUP_BUDGET, markup_units
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
+from external_query_service.testing.content import markup_bombs
 
 from .test_search_page_walk import ADAPTER, NOW, QUESTION, SEARX, SNIPPET, page_failures
 
@@ -22,21 +23,7 @@ NETWORK = {"max_pages": 5, "max_page_bytes": 4_000_000, "timeout_s": 30.0, "dead
 ANSWER = "湛江港集团发布数据显示，今年前十个月湛江港货物吞吐量达到2.6亿吨，同比增长百分之八。"
 
 
-def _page(inner: str) -> str:
-    return f"<html><head><title>湛江港吞吐量</title></head><body>{inner}</body></html>"
-
-
-#: Each took seconds to minutes of CPU to analyse in one worker (bench/analysis_cut_off.py).
-BOMBS = {
-    "table": _page(
-        "<table>"
-        + "".join(f"<tr><td>{i}</td><td>湛江</td><td>港口</td></tr>" for i in range(10_000))
-        + "</table>"
-    ),
-    "attributes": _page("<div " + " ".join(f'a{i}="v"' for i in range(60_000)) + ">湛江港</div>"),
-    "nested": _page("<div><span>湛江港</span>" * 30_000 + "</div>" * 30_000),
-    "links": _page("".join(f'<p><a href="/n{i}">湛江港新闻{i}</a></p>' for i in range(20_000))),
-}
+BOMBS = markup_bombs()
 
 
 @pytest.fixture
