@@ -349,7 +349,8 @@ async def _walk(
     )
     upcoming = iter(enumerate(candidates))
     reads: dict[int, _Read] = {}
-    # Each hit's task: its fetch (a FetchedPage, or the _Read of a failure), then its analysis.
+    # Each hit's task: its fetch (the body _Arrived, or the _Read of a failure), then its
+    # analysis (a _Read).
     running: dict[asyncio.Task[_Read | _Arrived], int] = {}
     arrivals: dict[int, _Arrived] = {}  # pages whose body is in hand
     cut: dict[asyncio.Task[_Read | _Arrived], int] = {}  # pages cut off while still loading
