@@ -12,38 +12,49 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ._audit import AuditEvent, AuditTrace
     from ._version import __version__
     from .adapters.base import Adapter, AdapterOutcome, AdapterRuntime
-    from .admission.errors import ContractRejected, EvidenceInputError
-    from .audit import AuditEvent, AuditTrace
-    from .clock import Clock, fixed_clock, system_clock
     from .errors import (
         AdapterError,
+        AnswerRejected,
         BlockedDestination,
+        BoundaryRefused,
         BrowserUnavailable,
+        BudgetExhausted,
+        CaseFailed,
         ContentTooLarge,
+        ContractRejected,
+        EvidenceEvicted,
+        EvidenceInputError,
         ExternalQueryError,
         ExtractionFailed,
         FetchDeadlineExceeded,
         FetchError,
         InputError,
+        IntegrationUnavailable,
         InvalidQuery,
+        LedgerError,
+        LLMError,
+        McpUnavailable,
+        NothingAnswered,
         NotRecorded,
         RenderFailed,
+        ServerUnavailable,
         ServiceClosed,
         SettingsError,
+        StaleState,
         TaskDefinitionError,
+        ToolkitError,
         TooManyRedirects,
         UnknownAdapterKind,
+        UnsafePlatform,
         UnsafeURL,
+        UnsoundLedger,
         UnsupportedContent,
         UpstreamStatus,
     )
     from .gateway.registry import register_adapter
-    from .integrations.common import IntegrationUnavailable
-    from .llm.client import LLMError
-    from .llm.presenter import AnswerRejected
-    from .mcp_server import McpUnavailable
     from .models import (
         AdapterAttempt,
         AdapterCapability,
@@ -57,21 +68,11 @@ if TYPE_CHECKING:
         TimeRange,
         VerifierResult,
     )
-    from .server import ServerUnavailable
+    from .runtime.clock import Clock, fixed_clock, system_clock
+    from .runtime.evidence_store import EvidenceStore
     from .server.errors import ApiError
     from .service import ExternalQueryService, Session
     from .settings import Settings
-    from .storage.models import LedgerError, UnsoundLedger
-    from .store import EvidenceEvicted, EvidenceStore
-    from .testing.plugin import CaseFailed
-    from .testing.recorder import NothingAnswered
-    from .toolkit.errors import (
-        BoundaryRefused,
-        BudgetExhausted,
-        StaleState,
-        ToolkitError,
-        UnsafePlatform,
-    )
 
 # Each public name and the module that defines it, imported on first access: importing the
 # package alone loads nothing heavy.
@@ -84,22 +85,22 @@ _EXPORTS = {
     "AdapterRuntime": ".adapters.base",
     "ApiError": ".server.errors",
     "AdmissionSummary": ".models",
-    "AnswerRejected": ".llm.presenter",
-    "AuditEvent": ".audit",
-    "AuditTrace": ".audit",
+    "AnswerRejected": ".errors",
+    "AuditEvent": "._audit",
+    "AuditTrace": "._audit",
     "BlockedDestination": ".errors",
     "BrowserUnavailable": ".errors",
-    "BoundaryRefused": ".toolkit.errors",
-    "BudgetExhausted": ".toolkit.errors",
-    "CaseFailed": ".testing.plugin",
-    "Clock": ".clock",
+    "BoundaryRefused": ".errors",
+    "BudgetExhausted": ".errors",
+    "CaseFailed": ".errors",
+    "Clock": ".runtime.clock",
     "ContentTooLarge": ".errors",
-    "ContractRejected": ".admission.errors",
+    "ContractRejected": ".errors",
     "DisplaySource": ".models",
     "Evidence": ".models",
-    "EvidenceInputError": ".admission.errors",
-    "EvidenceEvicted": ".store",
-    "EvidenceStore": ".store",
+    "EvidenceInputError": ".errors",
+    "EvidenceEvicted": ".errors",
+    "EvidenceStore": ".runtime.evidence_store",
     "ExternalAnswer": ".models",
     "ExternalContextPacket": ".models",
     "ExternalQueryError": ".errors",
@@ -109,35 +110,35 @@ _EXPORTS = {
     "FetchDeadlineExceeded": ".errors",
     "FetchError": ".errors",
     "InputError": ".errors",
-    "IntegrationUnavailable": ".integrations.common",
+    "IntegrationUnavailable": ".errors",
     "InvalidQuery": ".errors",
-    "LLMError": ".llm.client",
-    "LedgerError": ".storage.models",
-    "McpUnavailable": ".mcp_server",
+    "LLMError": ".errors",
+    "LedgerError": ".errors",
+    "McpUnavailable": ".errors",
     "NotRecorded": ".errors",
-    "NothingAnswered": ".testing.recorder",
+    "NothingAnswered": ".errors",
     "QuerySemantics": ".models",
     "RenderFailed": ".errors",
-    "ServerUnavailable": ".server",
+    "ServerUnavailable": ".errors",
     "ServiceClosed": ".errors",
     "Session": ".service",
     "Settings": ".settings",
     "SettingsError": ".errors",
     "TaskDefinitionError": ".errors",
-    "StaleState": ".toolkit.errors",
+    "StaleState": ".errors",
     "TimeRange": ".models",
     "TooManyRedirects": ".errors",
-    "ToolkitError": ".toolkit.errors",
+    "ToolkitError": ".errors",
     "UnknownAdapterKind": ".errors",
-    "UnsoundLedger": ".storage.models",
-    "UnsafePlatform": ".toolkit.errors",
+    "UnsoundLedger": ".errors",
+    "UnsafePlatform": ".errors",
     "UnsafeURL": ".errors",
     "UnsupportedContent": ".errors",
     "UpstreamStatus": ".errors",
     "VerifierResult": ".models",
-    "fixed_clock": ".clock",
+    "fixed_clock": ".runtime.clock",
     "register_adapter": ".gateway.registry",
-    "system_clock": ".clock",
+    "system_clock": ".runtime.clock",
     "__version__": "._version",
 }
 

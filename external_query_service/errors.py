@@ -1,8 +1,10 @@
-"""Every exception the library raises on purpose, in one tree.
+"""Every exception the library raises on purpose, in one tree, all defined here.
 
-A name written ``module.Name`` lives in that module of the package (beside the code that
-raises it, where moving it here would make ``errors`` import that code's types); the others
-live here. Every one is exported from the package root.
+New exception classes go here too: one place to read what can go wrong, and every module
+imports from it. Two kinds live elsewhere: ``server.errors.ApiError`` (it is also a
+Starlette ``HTTPException``, and the core does not depend on the ``[server]`` extra), and
+the private control-flow exceptions a module raises and catches itself. Every public one is
+exported from the package root.
 
 ```
 ExternalQueryError
@@ -10,14 +12,12 @@ ExternalQueryError
 │   ├── InvalidQuery                    a question or query_semantics that cannot be planned
 │   ├── SettingsError                   settings that do not validate
 │   │   └── UnknownAdapterKind          an [[adapters]] kind nobody registered
-│   ├── admission.errors.EvidenceInputError
-│   │                                   evidence-contract input that cannot be read (exit 2)
-│   ├── integrations.common.IntegrationUnavailable
-│   │                                   an integration's framework is not installed
-│   ├── mcp_server.McpUnavailable       the optional mcp package is not installed
+│   ├── EvidenceInputError              evidence-contract input that cannot be read (exit 2)
+│   ├── IntegrationUnavailable          an integration's framework is not installed
+│   ├── McpUnavailable                  the optional mcp package is not installed
 │   ├── TaskDefinitionError             a task script, toolkit, tool or parameter declared wrongly
 │   ├── BrowserUnavailable              the browser extra or a Chromium executable is missing
-│   └── server.ServerUnavailable        the optional server extra is not installed
+│   └── ServerUnavailable               the optional server extra is not installed
 ├── FetchError                          a URL could not be fetched safely (carries url + reason)
 │   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
 │   ├── BlockedDestination              the resolved address is outside the network policy
@@ -31,20 +31,20 @@ ExternalQueryError
 ├── RenderFailed                        a page could not be rendered in the browser (url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
-├── server.errors.ApiError             an HTTP error answer of the server, with its reason
-├── store.EvidenceEvicted              a stored text was evicted to keep the store bounded
-├── admission.errors.ContractRejected   readable input the evidence contract refuses (exit 3)
-├── storage.models.LedgerError          the ledger cannot be used (unavailable, busy, unmigrated)
-│   └── storage.models.UnsoundLedger   a ledger that does not verify where one must
-├── llm.client.LLMError                 the model endpoint gave no usable structured reply
-│   └── llm.presenter.AnswerRejected    the model's draft answer failed a check in code
-├── toolkit.errors.ToolkitError         a toolkit tool could not do what was asked
-│   ├── toolkit.errors.BoundaryRefused  outside the caller's bounds (origin, link, path, file)
-│   ├── toolkit.errors.BudgetExhausted  a page, byte or file budget of the task is used up
-│   ├── toolkit.errors.UnsafePlatform   no O_NOFOLLOW / dir_fd opens here: fail closed
-│   └── toolkit.errors.StaleState       a state_ref that is unknown, stale or already used
-├── testing.recorder.NothingAnswered    no provider answered a recorded run; nothing written
-└── testing.plugin.CaseFailed           a regression case's answer missed its expectations
+├── server.errors.ApiError              an HTTP error answer of the server, with its reason
+├── EvidenceEvicted                     a stored text was evicted to keep the store bounded
+├── ContractRejected                    readable input the evidence contract refuses (exit 3)
+├── LedgerError                         the ledger cannot be used (unavailable, busy, unmigrated)
+│   └── UnsoundLedger                   a ledger that does not verify where one must
+├── LLMError                            the model endpoint gave no usable structured reply
+│   └── AnswerRejected                  the model's draft answer failed a check in code
+├── ToolkitError                        a toolkit tool could not do what was asked
+│   ├── BoundaryRefused                 outside the caller's bounds (origin, link, path, file)
+│   ├── BudgetExhausted                 a page, byte or file budget of the task is used up
+│   ├── UnsafePlatform                  no O_NOFOLLOW / dir_fd opens here: fail closed
+│   └── StaleState                      a state_ref that is unknown, stale or already used
+├── NothingAnswered                     no provider answered a recorded run; nothing written
+└── CaseFailed                          a regression case's answer missed its expectations
 ```
 
 A class that defines a ``reason`` (a class default or an ``__init__`` argument) sets it on
@@ -58,25 +58,50 @@ by their type and carry what they are about as attributes. Nothing returns ``Non
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # payload types, for annotations only (never imported at run time)
+    from .models import ExternalAnswer, SentenceCheck
+    from .storage.models import LedgerVerification
+    from .testing.cases import CaseResult
+
 __all__ = [
+    "INPUT_ERROR_REASONS",
     "AdapterError",
+    "AnswerRejected",
     "BlockedDestination",
+    "BoundaryRefused",
     "BrowserUnavailable",
+    "BudgetExhausted",
+    "CaseFailed",
     "ContentTooLarge",
+    "ContractRejected",
+    "EvidenceEvicted",
+    "EvidenceInputError",
     "ExternalQueryError",
     "ExtractionFailed",
     "FetchDeadlineExceeded",
     "FetchError",
     "InputError",
+    "IntegrationUnavailable",
     "InvalidQuery",
+    "LLMError",
+    "LedgerError",
+    "McpUnavailable",
     "NotRecorded",
+    "NothingAnswered",
     "RenderFailed",
+    "ServerUnavailable",
     "ServiceClosed",
     "SettingsError",
+    "StaleState",
     "TaskDefinitionError",
     "TooManyRedirects",
+    "ToolkitError",
     "UnknownAdapterKind",
+    "UnsafePlatform",
     "UnsafeURL",
+    "UnsoundLedger",
     "UnsupportedContent",
     "UpstreamStatus",
 ]
@@ -250,3 +275,230 @@ class ServiceClosed(ExternalQueryError):
 
     def __init__(self) -> None:
         super().__init__("the service is closed")
+
+
+# --- inputs the evidence admission contract cannot read, and input it refuses ---------
+
+
+#: Every ``EvidenceInputError.reason``; each is a distinct, documented input problem.
+INPUT_ERROR_REASONS = frozenset(
+    {
+        "file_unreadable",  # missing, not a regular file, too large, no permission
+        "invalid_json",  # syntax, bad UTF-8, duplicate key, NaN/Infinity, too deep
+        "lone_surrogate",  # a string holding half of a UTF-16 surrogate pair
+        "float_in_hashed_record",  # floats are never hashed (basis points, decimal strings)
+        "integer_out_of_range",  # beyond ±(2**53 - 1), where JSON numbers stop being exact
+        "non_object_root",  # the root is not a JSON object
+        "bare_providers_array",  # an inventory given as [...] instead of {"providers": [...]}
+        "missing_argument",  # a flag the chosen mode needs was not given
+        "ledger_unavailable",  # the ledger file cannot be opened or written
+        "settings_unreadable",  # --config names a settings file that does not load
+    }
+)
+
+
+class EvidenceInputError(InputError):
+    """Input the contract cannot even read. ``reason`` is one of ``INPUT_ERROR_REASONS``;
+    ``origin`` (a file name, when known) prefixes the message."""
+
+    def __init__(self, reason: str, message: str, *, origin: str | None = None) -> None:
+        if reason not in INPUT_ERROR_REASONS:
+            raise ValueError(f"unknown input error reason {reason!r}")
+        self.reason = reason
+        self.origin = origin
+        super().__init__(f"{origin}: {message}" if origin else message)
+
+
+class ContractRejected(ExternalQueryError):
+    """Readable input the contract refuses: a tampered plan, a foreign provider, an unknown
+    source, a ledger blocker. ``reason`` is snake_case; ``detail`` is one line."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+# --- optional extras that are not installed -------------------------------------------
+
+
+class IntegrationUnavailable(InputError, ImportError):
+    """An integration's framework is not installed.
+
+    Also an ``ImportError``, so code that guards optional imports with ``except ImportError``
+    (or ``pytest.importorskip``) treats it like any other missing package.
+    """
+
+    def __init__(self, framework: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"the {framework} integration needs the optional '{extra}' extra: "
+            f"pip install 'external_query_service[{extra}]'"
+        )
+
+
+class McpUnavailable(InputError):
+    """The optional ``mcp`` package is not installed."""
+
+    install_hint = "pip install 'external_query_service[mcp]'"
+
+    def __init__(self) -> None:
+        super().__init__(f"the MCP server needs the optional 'mcp' package: {self.install_hint}")
+
+
+class ServerUnavailable(InputError):
+    """The optional ``[server]`` extra (FastAPI, uvicorn, prometheus_client) is missing."""
+
+    install_hint = "pip install 'external_query_service[server]'"
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(
+            f"the HTTP server needs the optional {missing!r} package: {self.install_hint}"
+        )
+
+
+# --- the evidence store and the ledger ------------------------------------------------
+
+
+class EvidenceEvicted(ExternalQueryError, KeyError):
+    """The reference was stored here once and has been evicted to keep the store bounded."""
+
+
+class LedgerError(ExternalQueryError):
+    """The ledger cannot be used. ``reason``:
+
+    - ``ledger_unavailable``: it cannot be opened, reached, created or read (also a schema
+      newer than this program knows);
+    - ``ledger_busy``: another writer held the lock past the timeout (retryable);
+    - ``ledger_needs_migration``: its schema is missing or older than this program's; run
+      ``external-query ledger migrate``;
+    - ``ledger_copy_conflict``: ``ledger copy`` met a target holding other records;
+    - ``ledger_unsound``: a ledger that does not verify (``UnsoundLedger``);
+    - ``ledger_head_invalid``: an expected head that is not ``SEQ:DIGEST``.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason}: {detail}")
+
+    @property
+    def retryable(self) -> bool:
+        """True for ``ledger_busy``: another writer held the lock; trying again may work."""
+        return self.reason == "ledger_busy"
+
+
+class UnsoundLedger(LedgerError):
+    """A ledger that does not verify where an operation needs a sound one (``ledger
+    copy``'s source before, and its target after copying)."""
+
+    def __init__(self, target: str, verification: LedgerVerification) -> None:
+        self.verification = verification
+        where = f" at seq {verification.first_bad_seq}" if verification.first_bad_seq else ""
+        found = verification.problem or f"integrity {verification.integrity}"
+        super().__init__("ledger_unsound", f"{target} does not verify: {found}{where}")
+
+
+# --- the model endpoint ---------------------------------------------------------------
+
+
+_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+_TRANSIENT_REASONS = frozenset({"timeout", "transport_error"})
+
+
+class LLMError(ExternalQueryError):
+    """The model endpoint gave no usable structured reply.
+
+    ``reason`` is a snake_case code: ``missing_api_key``, ``timeout``, ``transport_error``,
+    ``http_status`` (``status`` set), ``response_too_large``, ``invalid_response``,
+    ``invalid_json``, ``schema_violation``, ``truncated``, ``refused``, ``empty_reply``, or
+    one a caller adds (``unknown_query_kind``; ``AnswerRejected`` reasons). The message
+    never contains the API key.
+    """
+
+    def __init__(self, reason: str, detail: str = "", *, status: int | None = None) -> None:
+        self.reason = reason
+        self.detail = detail
+        self.status = status
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+    @property
+    def transient(self) -> bool:
+        """Worth another attempt (the same request may well succeed)."""
+        if self.reason == "http_status":
+            return self.status in _RETRY_STATUSES
+        return self.reason in _TRANSIENT_REASONS
+
+
+class AnswerRejected(LLMError):
+    """The model's answer failed a check in code (``reason`` says which). A sentence that
+    failed its grounding check leaves every sentence's verdict in ``sentences``."""
+
+    sentences: tuple[SentenceCheck, ...] = ()
+
+
+# --- the toolkit ----------------------------------------------------------------------
+
+
+class ToolkitError(ExternalQueryError):
+    """A tool failed; ``reason`` is a snake_case code, ``detail`` one line for a reader."""
+
+    reason: str = "tool_failed"
+
+    def __init__(self, detail: str, *, reason: str | None = None) -> None:
+        if reason is not None:
+            self.reason = reason
+        self.detail = detail
+        super().__init__(f"{self.reason}: {detail}")
+
+
+class BoundaryRefused(ToolkitError):
+    """Outside the caller's bounds: an origin not allowed, a link never observed, a symlink,
+    a path escaping the root, a FIFO, an existing report file."""
+
+    reason = "boundary_refused"
+
+
+class BudgetExhausted(ToolkitError):
+    """A page, byte or file budget of the task is used up."""
+
+    reason = "budget_exhausted"
+
+
+class UnsafePlatform(ToolkitError):
+    """No ``O_NOFOLLOW`` / ``dir_fd`` opens on this platform: workspace tools fail closed."""
+
+    reason = "unsafe_platform"
+
+
+class StaleState(ToolkitError):
+    """A ``state_ref`` that is unknown, stale or already used."""
+
+    reason = "stale_state"
+
+
+# --- testing --------------------------------------------------------------------------
+
+
+class NothingAnswered(ExternalQueryError):
+    """No provider answered the recorded run (every request failed, or none was made);
+    nothing was written. ``answer`` is the run's answer, whose attempts say why."""
+
+    def __init__(self, answer: ExternalAnswer) -> None:
+        self.answer = answer
+        attempts = ", ".join(
+            f"{item.adapter_id} {item.status}" + (f" ({item.reason})" if item.reason else "")
+            for item in answer.attempts
+        )
+        super().__init__(f"no provider answered ({attempts or 'no adapter was tried'})")
+
+
+class CaseFailed(ExternalQueryError):
+    """A case's answer did not meet its expectations; ``result`` holds the answer and what
+    differed, and the message is its diff."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.diff())
+        self.result = result

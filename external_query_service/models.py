@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from .audit import AuditTrace
-from .language import is_language_tag
+from ._audit import AuditTrace
+from .text.language import is_language_tag
 
 __all__ = [
     "CORE_QUERY_KINDS",

@@ -15,16 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._closing import Closing
-from ._portal import Portal
+from ._audit import AuditLog, caller
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
 from .admission.chain import ChainRecord, bind_answer, service_envelope
-from .analysis_pool import AnalysisPool, warm_pipeline
-from .audit import AuditLog, caller
-from .clock import Clock, system_clock
-from .concurrency import QuestionGate
 from .errors import InvalidQuery, ServiceClosed
-from .events import CacheHits
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
 from .gateway.second_round import second_round_queries
@@ -43,17 +37,24 @@ from .models import (
 )
 from .net.cache import response_cache
 from .net.fetch import HttpRuntime
-from .planner import ExternalQueryPlanner, PlannerResult, StructuredPlanner
-from .presenter import ExternalAnswerPresenter
+from .net.sites import registrable_domain
+from .planner.structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
+from .presenter.extractive import ExternalAnswerPresenter
+from .runtime._closing import Closing
+from .runtime._portal import Portal
+from .runtime.analysis_pool import AnalysisPool, warm_pipeline
+from .runtime.clock import Clock, system_clock
+from .runtime.concurrency import QuestionGate
+from .runtime.events import CacheHits
+from .runtime.evidence_store import EvidenceStore
+from .runtime.tracing import span
 from .settings import CacheSettings, Settings, format_validation_error
-from .sites import registrable_domain
-from .store import EvidenceStore
-from .tracing import span
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
-    from .llm import ChatCompletionsClient, LLMAnswerPresenter
+    from .llm import ChatCompletionsClient
+    from .presenter import LLMAnswerPresenter
     from .storage import Ledger
     from .storage.redis_cache import RedisMemo, SharedCache
 
@@ -181,7 +182,9 @@ class ExternalQueryService(Closing):
         self.llm: ChatCompletionsClient | None = None
         self._llm_presenter: LLMAnswerPresenter | None = None
         if self.settings.llm:
-            from .llm import ChatCompletionsClient, LLMAnswerPresenter, LLMPlanner
+            from .llm import ChatCompletionsClient
+            from .planner import LLMPlanner
+            from .presenter import LLMAnswerPresenter
 
             self.llm = ChatCompletionsClient(self.settings.llm)
             if planner is None:  # an explicit hook still wins

@@ -87,10 +87,10 @@ from pydantic import (
     model_validator,
 )
 
+from ._jsonio import read_regular_file
 from ._version import __version__
 from .errors import InputError, SettingsError
-from .jsonio import read_regular_file
-from .language import LanguageSetting
+from .text.language import LanguageSetting
 
 __all__ = [
     "CACHE_URL_SCHEMES",

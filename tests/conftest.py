@@ -13,8 +13,7 @@ import pytest
 
 from external_query_service.storage import LedgerTarget, migrate_ledger, open_ledger
 from external_query_service.testing import LoopbackServer
-
-from .llm_chat import ChatServer
+from tests.support.llm_chat import ChatServer
 
 #: Set (to 1) where the services must be there — CI: a test that needs PostgreSQL or Redis
 #: then fails instead of skipping when the service does not answer.

@@ -1,8 +1,13 @@
-"""The package's shape: no import cycles between folders, and each folder keeps its rule.
+"""The package's shape: no import cycles, a small public top level, each folder keeps its rule.
 
-The units are the package's folders and top-level modules. Every ``from``/``import`` counts,
-including those under ``TYPE_CHECKING`` and inside functions: a cycle hidden in a function is
-still a cycle a reader has to hold in their head.
+Two graphs are checked: one whose units are the package's folders and top-level modules, and
+one whose units are single modules (so no two modules inside a folder import each other).
+Every ``from``/``import`` counts, including those under ``TYPE_CHECKING`` and inside
+functions: a cycle hidden in a function is still a cycle a reader has to hold in their head.
+One exception: ``errors.py`` holds every exception class, and the few that carry a result
+(an answer, a ledger's verification) name its type for annotations only, under
+``TYPE_CHECKING``; those names are never imported at run time, and every module imports
+``errors``, so counting them would make every module a cycle.
 """
 
 from __future__ import annotations
@@ -17,11 +22,27 @@ PACKAGE = "external_query_service"
 ROOT = Path(external_query_service.__file__).parent
 
 
+def _annotation_only(tree: ast.Module) -> set[ast.AST]:
+    """The import nodes under ``if TYPE_CHECKING:`` at a module's top level."""
+    return {
+        node
+        for statement in tree.body
+        if isinstance(statement, ast.If)
+        and isinstance(statement.test, ast.Name)
+        and statement.test.id == "TYPE_CHECKING"
+        for node in ast.walk(statement)
+    }
+
+
 def _imports(path: Path) -> Iterator[str]:
     """Absolute dotted names of what ``path`` imports from this package or outside it."""
     relative = path.relative_to(ROOT.parent).with_suffix("")
     package = list(relative.parts[:-1])
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _annotation_only(tree) if path == ROOT / "errors.py" else set()
+    for node in ast.walk(tree):
+        if node in skipped:
+            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -55,6 +76,31 @@ def _graph() -> dict[str, set[str]]:
             target = _unit(name)
             if target is not None and target != source:
                 edges.add(target)
+    return graph
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(ROOT.parent).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports. A package's ``__init__`` re-exports its
+    modules, so importing a name through the package counts as importing the package only."""
+    paths = sorted(ROOT.rglob("*.py"))
+    known = {_module_name(path) for path in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        source = _module_name(path)
+        if source == PACKAGE:
+            continue  # the package root re-exports everything, lazily
+        edges = graph.setdefault(source, set())
+        for name in _imports(path):
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name.startswith(PACKAGE + ".") and name != source:
+                edges.add(name)
     return graph
 
 
@@ -104,10 +150,42 @@ def test_no_import_cycle_between_folders_and_top_level_modules() -> None:
     assert _cycles(graph) == []
 
 
+def test_no_import_cycle_between_any_two_modules() -> None:
+    graph = _module_graph()
+    assert f"{PACKAGE}.runtime.clock" in graph[f"{PACKAGE}.net.cache"]
+    # A package importing its own modules (its __init__ re-exporting them) is not a cycle
+    # a reader has to follow; drop those edges, keep every other.
+    acyclic = {
+        module: {
+            target
+            for target in targets
+            if not (target.startswith(module + ".") or module.startswith(target + "."))
+        }
+        for module, targets in graph.items()
+    }
+    assert _cycles(acyclic) == []
+
+
+#: The public top-level modules: the pipeline's vocabulary. Everything else lives in a
+#: folder or carries a leading underscore.
+PUBLIC_TOP_LEVEL = {"__init__", "errors", "mcp_server", "models", "service", "settings"}
+
+
+def test_the_top_level_is_the_pipeline_vocabulary() -> None:
+    modules = {path.stem for path in ROOT.glob("*.py") if not path.stem.startswith("_")}
+    assert modules | {"__init__"} == PUBLIC_TOP_LEVEL
+    folders = {path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file()}
+    assert {"planner", "gateway", "verifier", "presenter", "runtime", "net", "text"} <= folders
+
+
 def _third_party(unit: str) -> set[str]:
     folder = ROOT / unit
     paths = folder.rglob("*.py") if folder.is_dir() else [ROOT / f"{unit}.py"]
     return {name.split(".")[0] for path in paths for name in _imports(path)}
+
+
+def test_errors_imports_nothing_of_the_package_at_run_time() -> None:
+    assert _graph()["errors"] == set()
 
 
 def test_text_is_pure_it_neither_connects_nor_reads_settings() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +20,9 @@ from external_query_service.settings import (
     SourceSettings,
     VerifierSettings,
 )
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 #: The settings reference, moved out of the README: its full sample names every key.
 SETTINGS_DOC = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
@@ -128,13 +129,24 @@ def test_architecture_docs_exist() -> None:
         assert (ROOT / "docs" / "architecture" / name).is_file(), name
 
 
-def test_code_reference_index_names_every_module() -> None:
+def test_code_reference_index_names_every_folder_and_top_level_module() -> None:
     index = (ROOT / "docs" / "architecture" / "CODE_REFERENCE_INDEX.md").read_text("utf-8")
     package = ROOT / "external_query_service"
     skipped = {"__init__.py", "__main__.py", "_version.py"}
-    modules = sorted(
+    named = [
+        f"`{path.name}/`" if path.is_dir() else f"`{path.name}`"
+        for path in package.iterdir()
+        if (path.is_dir() and (path / "__init__.py").is_file())
+        or (path.suffix == ".py" and path.name not in skipped)
+    ]
+    assert [name for name in named if name not in index] == []
+
+
+def test_every_module_says_what_it_holds() -> None:
+    package = ROOT / "external_query_service"
+    silent = [
         path.relative_to(package).as_posix()
         for path in package.rglob("*.py")
-        if path.name not in skipped and "__pycache__" not in path.parts
-    )
-    assert [module for module in modules if module not in index] == []
+        if path.stat().st_size and not ast.get_docstring(ast.parse(path.read_text("utf-8")))
+    ]
+    assert silent == []

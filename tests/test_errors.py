@@ -8,35 +8,32 @@ import importlib
 import inspect
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 import external_query_service as eqs
 from external_query_service import errors
 from external_query_service.adapters.mcp_docs import _McpFailure
-from external_query_service.admission.errors import (
+from external_query_service.errors import (
     INPUT_ERROR_REASONS,
-    ContractRejected,
-    EvidenceInputError,
-)
-from external_query_service.errors import ExternalQueryError
-from external_query_service.ledger import LedgerError
-from external_query_service.llm.client import LLMError
-from external_query_service.llm.presenter import AnswerRejected
-from external_query_service.storage.models import LedgerVerification, UnsoundLedger
-from external_query_service.toolkit.delegate import _Refused
-from external_query_service.toolkit.errors import (
     BoundaryRefused,
     BudgetExhausted,
+    ContractRejected,
+    EvidenceInputError,
+    ExternalQueryError,
     StaleState,
     ToolkitError,
     UnsafePlatform,
 )
+from external_query_service.llm.client import LLMError
+from external_query_service.presenter.model import AnswerRejected
+from external_query_service.storage import LedgerError
+from external_query_service.storage.models import LedgerVerification, UnsoundLedger
+from external_query_service.toolkit.delegate import _Refused
+from tests.support.package_modules import package_modules
+from tests.support.paths import REPO
 
-from .package_modules import package_modules
-
-OVERVIEW = Path(__file__).resolve().parent.parent / "docs" / "architecture" / "overview.md"
+OVERVIEW = REPO / "docs" / "architecture" / "overview.md"
 _BRANCH = re.compile(r"^((?:│   |    )*)(?:├── |└── )(\S+)")
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 import external_query_service
+from external_query_service._jsonio import load_json_file, loads_strict, read_text_file
 from external_query_service.admission.canonical import loads_value
-from external_query_service.admission.errors import EvidenceInputError
-from external_query_service.errors import InputError
-from external_query_service.jsonio import load_json_file, loads_strict, read_text_file
+from external_query_service.errors import EvidenceInputError, InputError
 
 REFUSED = [
     ('{"a": 1, "a": 2}', "duplicate key 'a'"),
@@ -80,4 +79,4 @@ def test_no_other_module_parses_json_with_its_own_strict_hooks() -> None:
         for path in root.rglob("*.py")
         if "object_pairs_hook" in path.read_text(encoding="utf-8")
     )
-    assert owners == ["jsonio.py"]
+    assert owners == ["_jsonio.py"]

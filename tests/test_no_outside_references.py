@@ -8,9 +8,10 @@ the repository.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
+
+REPO = REPO
 FOLDERS = ("external_query_service", "tests", "docs", "bench", "examples", "prompts")
 SUFFIXES = {".py", ".md", ".toml", ".j2"}
 

@@ -15,10 +15,10 @@ import pytest
 
 from external_query_service.cli import main
 from external_query_service.testing import LoopbackServer, World, json_reply
+from tests.cli.test_evidence import provider_receipt
+from tests.support.paths import REPO
 
-from .test_cli_evidence import provider_receipt
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 #: The CLI reference, where the online example and the evidence flow moved from the README.
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, Settings, SettingsError
-from external_query_service.concurrency import QuestionGate
 from external_query_service.models import QuerySemantics
+from external_query_service.runtime.concurrency import QuestionGate
 from external_query_service.testing import World, article, hit, json_reply, searx_body
 
 QUESTION = "Which new aircraft were shown at the air show?"

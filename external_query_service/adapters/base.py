@@ -19,10 +19,8 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
-from ..clock import Clock
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..errors import NotRecorded, UpstreamStatus
-from ..memo import SharedMemo, ThreadMemo
 from ..models import (
     AdapterCapability,
     AdapterOutcome,
@@ -34,9 +32,11 @@ from ..models import (
     Readiness,
 )
 from ..net.failures import status_failure_class
+from ..net.sites import url_host_port
+from ..runtime.clock import Clock
+from ..runtime.evidence_store import EvidenceStore
+from ..runtime.memo import SharedMemo, ThreadMemo
 from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
-from ..sites import url_host_port
-from ..store import EvidenceStore
 from .options import AdapterOptions
 
 if TYPE_CHECKING:

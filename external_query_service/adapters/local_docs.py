@@ -30,15 +30,14 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
-from ..digests import sha256_digest
-from ..errors import ExtractionFailed, SettingsError
+from .._digests import sha256_digest
+from ..errors import ExtractionFailed, SettingsError, ToolkitError
 from ..models import Evidence, ExternalQueryPlan, ProviderType, Readiness
 from ..settings import AdapterSettings
 from ..text.chunk import Chunk, chunk_text
 from ..text.decode import decode_body
 from ..text.extract import extract_page, normalize_text
 from ..text.score import MIN_SCORE, best_snippets
-from ..toolkit.errors import ToolkitError
 from ..toolkit.fsguard import SafeRoot
 from .base import Adapter, AdapterOutcome, AdapterRuntime, evidence_id
 

@@ -44,7 +44,7 @@ from urllib.parse import quote
 
 from pydantic import Field, JsonValue, field_validator
 
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..errors import ExternalQueryError
 from ..models import Evidence, ExternalQueryPlan, FailureClass, ProviderType, Readiness
 from ..text.score import MIN_SCORE

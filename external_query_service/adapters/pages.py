@@ -55,9 +55,8 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
-from ..adapters.base import AdapterRuntime, evidence_id
+from .._digests import sha256_digest
 from ..browser.chain import QuestionBrowser, question_browser, wants_rendering
-from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     BrowserUnavailable,
@@ -80,13 +79,14 @@ from ..models import (
     ProviderType,
 )
 from ..net.fetch import FetchedPage
-from ..sites import source_allowed
+from ..net.sites import source_allowed
+from ..runtime.tracing import span
 from ..text.analyse import PageAnalysis, analyse_page
 from ..text.chunk import Chunk
 from ..text.dates import find_dates
 from ..text.rerank import Candidate, rerank
 from ..text.score import TermStats, best_snippets
-from ..tracing import span
+from .base import AdapterRuntime, evidence_id
 from .page_walk import (
     STRAGGLER_FLOOR_S,
     STRAGGLER_GRACE_S,

@@ -24,10 +24,10 @@ from typing import ClassVar
 
 from pydantic import Field, JsonValue
 
-from ..credentials import SECRET_IN_RESULT, repeats_credential
 from ..errors import UpstreamStatus
 from ..models import AttemptCause, Evidence, ExternalQueryPlan, ProviderType
 from ..net.fetch import ApiResponse
+from ..text.credentials import SECRET_IN_RESULT, repeats_credential
 from .base import Adapter, AdapterOutcome, EndpointClient
 from .options import Endpoints
 from .pages import DEADLINE_MARGIN_S, SearchHit, gather_deadline, harvest_pages

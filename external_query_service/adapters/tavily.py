@@ -21,7 +21,7 @@ from pydantic import Field, JsonValue
 
 from ..models import Evidence, ExternalQueryPlan
 from ..net.fetch import ApiResponse
-from ..sites import url_host
+from ..net.sites import url_host
 from .base import EndpointClient
 from .pages import PAGE_MIN_SCORE, SearchHit
 from .search_api import Found, KeyedSearchAdapter, published_date, web_results

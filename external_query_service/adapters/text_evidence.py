@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date
 
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..models import Evidence, EvidenceBasis, ExternalQueryPlan, ProviderType
 from ..text.chunk import chunk_text
 from ..text.dates import find_dates

@@ -4,11 +4,11 @@ discover → plan → (provider executes) → receipt → admit → readback →
 content-addressed with RFC 8785 canonical JSON and ``sha256:<hex>`` ids.
 """
 
+from ..errors import INPUT_ERROR_REASONS, ContractRejected, EvidenceInputError
 from .admit import admission_id_of, check_admission, decide, verify_admission
 from .canonical import HASH_CONTRACT, canonical_json, content_id, loads_record, loads_value
 from .chain import ChainLink, ChainRecord, ChainRetirement, bind_answer, service_envelope
 from .discover import discover, parse_inventory, project_row, registry_rows
-from .errors import INPUT_ERROR_REASONS, ContractRejected, EvidenceInputError
 from .models import (
     PROTOCOL,
     Admission,

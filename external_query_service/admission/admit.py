@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from ..errors import ContractRejected
 from .canonical import content_id
-from .errors import ContractRejected
 from .models import (
     Admission,
     EvidencePlan,

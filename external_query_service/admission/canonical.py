@@ -20,9 +20,9 @@ from typing import Any, Final
 import rfc8785
 from pydantic import JsonValue
 
-from ..digests import sha256_digest
-from ..jsonio import loads_strict
-from .errors import EvidenceInputError
+from .._digests import sha256_digest
+from .._jsonio import loads_strict
+from ..errors import EvidenceInputError
 
 __all__ = [
     "DIGEST_PATTERN",

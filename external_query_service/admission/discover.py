@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue, StrictBool, StrictStr
 
+from ..errors import ContractRejected, EvidenceInputError
 from ..models import Readiness
-from .errors import ContractRejected, EvidenceInputError
 from .models import PROTOCOL, ProviderInventory, ProviderRow, parse_model
 
 __all__ = [

@@ -26,9 +26,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ..errors import ContractRejected, EvidenceInputError
 from ..settings import format_validation_error
 from .canonical import HASH_CONTRACT, check_hashable, is_digest
-from .errors import ContractRejected, EvidenceInputError
 
 __all__ = [
     "PROTOCOL",

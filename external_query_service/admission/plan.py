@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from ..errors import ContractRejected, EvidenceInputError
 from .canonical import check_hashable, content_id
-from .errors import ContractRejected, EvidenceInputError
 from .models import (
     SCHEMA_REQUEST,
     EvidencePlan,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import ContractRejected
 from .canonical import content_id
-from .errors import ContractRejected
 from .models import EvidencePlan, EvidenceReceipt, ReceiptObservation, parse_model
 from .plan import verify_plan
 

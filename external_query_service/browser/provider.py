@@ -41,10 +41,10 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from .._portal import Portal
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..errors import BrowserUnavailable, FetchError, RenderFailed
 from ..net.fetch import FetchedPage, SafeFetcher
+from ..runtime._portal import Portal
 from ..settings import BrowserSettings, NetworkSettings
 
 if TYPE_CHECKING:

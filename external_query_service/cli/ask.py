@@ -9,12 +9,12 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..audit import AuditEvent, listening
-from ..clock import fixed_clock, parse_now
+from .._audit import AuditEvent, listening
+from .._jsonio import load_json_file, read_regular_file
 from ..errors import InputError
-from ..jsonio import load_json_file, read_regular_file
 from ..models import ExternalAnswer
-from ..progress import describe, progress_event
+from ..runtime.clock import fixed_clock, parse_now
+from ..runtime.progress import describe, progress_event
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import Settings
 from ._help import Subparsers, add_command

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from .._jsonio import read_text_file
 from ..admission import (
     ContractRejected,
     DownstreamSource,
@@ -54,10 +55,8 @@ from ..admission import (
 from ..admission.canonical import loads_value
 from ..admission.discover import connector_id, probed_rows
 from ..admission.models import Admission, ProviderRow
-from ..clock import system_clock
 from ..errors import InputError, SettingsError
 from ..gateway.registry import known_kinds
-from ..jsonio import read_text_file
 from ..methods.public_github import (
     PROVIDER_ID as PUBLIC_GITHUB,
 )
@@ -66,6 +65,7 @@ from ..methods.public_github import (
     github_endpoints,
     provider_row,
 )
+from ..runtime.clock import system_clock
 from ..service import ExternalQueryService
 from ..settings import LedgerSettings, Settings
 from ..storage import (

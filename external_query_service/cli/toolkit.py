@@ -28,14 +28,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, fixed_clock, parse_now
-from ..errors import InputError
-from ..jsonio import load_json_file
+from .._jsonio import load_json_file
+from ..errors import InputError, ToolkitError
 from ..llm.client import ChatCompletionsClient
+from ..runtime.clock import Clock, fixed_clock, parse_now
 from ..service import ExternalQueryService
 from ..settings import Settings
 from ..toolkit.delegate import DelegationResult
-from ..toolkit.errors import ToolkitError
 from ..toolkit.operations import ToolkitSession
 from ..toolkit.script import BoundScript, load_script, parse_inputs
 from ..toolkit.taskfile import MAX_TASK_BYTES, TaskSpec, load_task, resolve_inputs, validate_inputs
@@ -392,7 +391,7 @@ async def _collect(task: EvidenceTask) -> Any:
 
 def _serve_mcp(args: argparse.Namespace) -> int:
     # Import before anything else so a missing SDK fails fast, with the install hint.
-    from ..mcp_server import McpUnavailable, serve_stdio
+    from ..server.mcp import McpUnavailable, serve_stdio
 
     try:
         import mcp  # noqa: F401

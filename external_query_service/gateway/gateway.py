@@ -9,9 +9,9 @@ import logging
 import time
 from collections.abc import Sequence
 
+from .._audit import AuditLog
 from ..adapters.base import Adapter
 from ..adapters.pages import gather_deadline
-from ..audit import AuditLog
 from ..errors import AdapterError, FetchError, UpstreamStatus
 from ..models import (
     AdapterAttempt,
@@ -26,10 +26,10 @@ from ..models import (
     Readiness,
 )
 from ..net.failures import failure_class
+from ..net.sites import registrable_domain, source_allowed, url_host
+from ..runtime.tracing import span
 from ..settings import SourceSettings, VerifierSettings
-from ..sites import registrable_domain, source_allowed, url_host
 from ..text.targets import mentions_target
-from ..tracing import span
 from .ranking import rank_adapters
 
 __all__ = ["ExternalQueryGateway"]

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .._closing import Closing
-from ..errors import InputError, InvalidQuery
-from ..mcp_server import SEMANTICS_FIELD_DESCRIPTIONS
+from ..errors import InputError, IntegrationUnavailable, InvalidQuery
 from ..models import Evidence, ExternalAnswer, QuerySemantics
+from ..runtime._closing import Closing
+from ..server.mcp import SEMANTICS_FIELD_DESCRIPTIONS
 from ..service import ExternalQueryService, SemanticsInput, coerce_semantics
 from ..settings import Settings, format_validation_error
 
@@ -56,21 +56,6 @@ TOOL_DESCRIPTION = (
     "insufficient or the question needs clarifying, it says so instead of answering. Give "
     "the question as the user asked it; fill in the other fields only when you know them."
 )
-
-
-class IntegrationUnavailable(InputError, ImportError):
-    """An integration's framework is not installed.
-
-    Also an ``ImportError``, so code that guards optional imports with ``except ImportError``
-    (or ``pytest.importorskip``) treats it like any other missing package.
-    """
-
-    def __init__(self, framework: str, extra: str) -> None:
-        self.extra = extra
-        super().__init__(
-            f"the {framework} integration needs the optional '{extra}' extra: "
-            f"pip install 'external_query_service[{extra}]'"
-        )
 
 
 def _close_owned(service: ExternalQueryService) -> None:

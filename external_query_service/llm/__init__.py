@@ -1,8 +1,9 @@
-"""An optional model behind the planner and the presenter (any OpenAI-compatible endpoint).
+"""The client for an optional OpenAI-compatible model (``ChatCompletionsClient``).
 
-One ``ChatCompletionsClient`` per service, built from ``Settings.llm``; ``LLMPlanner`` and
-``LLMAnswerPresenter`` receive it and never build their own. The model proposes and drafts;
-code validates, and every failure falls back to the model-free path with its reason.
+One client per service, built from ``Settings.llm``; the planner's ``LLMPlanner`` and the
+presenter's ``LLMAnswerPresenter`` receive it and never build their own. The model proposes
+and drafts; code validates, and every failure falls back to the model-free path with its
+reason.
 
     client = ChatCompletionsClient(settings.llm)
     planner = ExternalQueryPlanner(LLMPlanner(client, clock=clock))
@@ -19,21 +20,14 @@ from .client import (
     TokenUsage,
     json_schema_for,
 )
-from .planner import LLMPlanner
-from .presenter import AnswerRejected, LLMAnswerPresenter, ModelAnswer, check_answer
 
 __all__ = [
-    "AnswerRejected",
     "ChatCompletionsClient",
     "ChatMessage",
     "Completion",
-    "LLMAnswerPresenter",
     "LLMError",
-    "LLMPlanner",
-    "ModelAnswer",
     "ResponseMode",
     "TokenLogprob",
     "TokenUsage",
-    "check_answer",
     "json_schema_for",
 ]

@@ -36,9 +36,9 @@ from typing import Any, Generic, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from .._jsonio import loads_strict
 from .._version import __version__
-from ..errors import ExternalQueryError, InputError, SettingsError
-from ..jsonio import loads_strict
+from ..errors import InputError, LLMError, SettingsError
 from ..settings import LLMSettings, format_validation_error
 
 __all__ = [
@@ -66,36 +66,10 @@ _DETAIL_CHARS = 200
 #: (a hostile ``Retry-After`` is capped too).
 _BACKOFF_S = 0.5
 _MAX_WAIT_S = 8.0
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
-_TRANSIENT_REASONS = frozenset({"timeout", "transport_error"})
 _SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Reasoning models served through some endpoints put their thoughts before the answer.
 _THINKING = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"\A\s*```(?:json)?\s*\n(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
-
-
-class LLMError(ExternalQueryError):
-    """The model endpoint gave no usable structured reply.
-
-    ``reason`` is a snake_case code: ``missing_api_key``, ``timeout``, ``transport_error``,
-    ``http_status`` (``status`` set), ``response_too_large``, ``invalid_response``,
-    ``invalid_json``, ``schema_violation``, ``truncated``, ``refused``, ``empty_reply``, or
-    one a caller adds (``unknown_query_kind``; ``AnswerRejected`` reasons). The message
-    never contains the API key.
-    """
-
-    def __init__(self, reason: str, detail: str = "", *, status: int | None = None) -> None:
-        self.reason = reason
-        self.detail = detail
-        self.status = status
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-
-    @property
-    def transient(self) -> bool:
-        """Worth another attempt (the same request may well succeed)."""
-        if self.reason == "http_status":
-            return self.status in _RETRY_STATUSES
-        return self.reason in _TRANSIENT_REASONS
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 import httpx
 
-from ..admission.errors import ContractRejected
+from .._digests import sha256_digest
 from ..admission.models import (
     PROTOCOL,
     EvidencePlan,
@@ -35,11 +35,10 @@ from ..admission.models import (
 )
 from ..admission.plan import build_plan, build_request, verify_plan
 from ..admission.projection import compact
-from ..clock import Clock
-from ..digests import sha256_digest
-from ..errors import FetchError, UpstreamStatus
+from ..errors import ContractRejected, FetchError, UpstreamStatus
 from ..net.fetch import TrustedEndpoint, check_url
 from ..net.policy import Resolver
+from ..runtime.clock import Clock
 from ..settings import GitHubSettings, NetworkSettings
 
 __all__ = [

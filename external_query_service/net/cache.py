@@ -39,7 +39,7 @@ entries in memory they run inline (no thread hop for a dictionary lookup).
 
 Every fresh reply served is a hit, told to ``on_hit`` with the kind of caller it was kept
 for (the key's first part: ``page``, ``search`` or ``api``) as it happens
-(``events.py``); a revalidated reply (a 304) is not counted as one.
+(``runtime/events.py``); a revalidated reply (a 304) is not counted as one.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from ..clock import Clock, system_clock
-from ..memo import SharedStore, SizedLRU
+from ..runtime.clock import Clock, system_clock
+from ..runtime.memo import SharedStore, SizedLRU
 from ..settings import CacheSettings
 
 __all__ = [

@@ -28,8 +28,7 @@ from urllib.parse import unquote
 import httpx
 from pydantic import JsonValue
 
-from ..clock import Clock, system_clock
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     ContentTooLarge,
@@ -41,7 +40,8 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
-from ..memo import SingleFlight
+from ..runtime.clock import Clock, system_clock
+from ..runtime.memo import SingleFlight
 from ..settings import NetworkSettings
 from .backend import guarded_backend, guarded_client
 from .body import media_type, read_body

@@ -18,7 +18,7 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from ..errors import InputError
+from ..errors import ServerUnavailable
 
 if TYPE_CHECKING:
     from .app import create_app
@@ -35,16 +35,9 @@ __all__ = [
     "serve",
 ]
 
-INSTALL_HINT = "pip install 'external_query_service[server]'"
+INSTALL_HINT = ServerUnavailable.install_hint
 #: The import names the ``[server]`` extra provides.
 _EXTRA = ("fastapi", "uvicorn", "prometheus_client")
-
-
-class ServerUnavailable(InputError):
-    """The optional ``[server]`` extra (FastAPI, uvicorn, prometheus_client) is missing."""
-
-    def __init__(self, missing: str) -> None:
-        super().__init__(f"the HTTP server needs the optional {missing!r} package: {INSTALL_HINT}")
 
 
 def require_server_extra() -> None:

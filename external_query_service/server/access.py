@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..settings import ServerSettings
 from .errors import error_response
 

@@ -22,9 +22,9 @@ from fastapi.responses import JSONResponse, Response
 from .._version import __version__
 from ..errors import ServiceClosed
 from ..models import ExternalAnswer
+from ..runtime.evidence_store import MAX_READ_CHARS, ReadWindow
+from ..runtime.tracing import span
 from ..service import ExternalQueryService
-from ..store import MAX_READ_CHARS, ReadWindow
-from ..tracing import span
 from .access import AccessRules, Guard, document_access
 from .connections import limit_accept_errors
 from .correlation import RequestIds, log_answer

@@ -26,9 +26,9 @@ from typing import Any
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..audit import on_behalf_of
+from .._audit import on_behalf_of
 from ..models import ExternalAnswer
-from ..tracing import continue_trace, trace_id_of
+from ..runtime.tracing import continue_trace, trace_id_of
 from .errors import error_response
 
 __all__ = ["ANSWER_LOG", "MAX_REQUEST_ID_CHARS", "RequestIds", "log_answer", "request_id"]

@@ -42,8 +42,8 @@ from prometheus_client import (
     multiprocess,
 )
 
-from ..events import CACHE_HIT_KINDS
 from ..models import ExternalAnswer
+from ..runtime.events import CACHE_HIT_KINDS
 from ..service import ExternalQueryService
 
 __all__ = ["CONTENT_TYPE_LATEST", "MULTIPROC_ENV", "ServerMetrics"]

@@ -23,9 +23,9 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
-from ..audit import AuditEvent, listening
+from .._audit import AuditEvent, listening
 from ..errors import InputError, InvalidQuery, ServiceClosed
-from ..progress import ProgressEvent, progress_event
+from ..runtime.progress import ProgressEvent, progress_event
 from .errors import ApiError
 
 __all__ = [

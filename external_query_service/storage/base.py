@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Literal, Protocol, Self
 
+from .._digests import sha256_digest
 from ..admission.admit import admission_id_of, check_admission, verify_admission
 from ..admission.canonical import canonical_json, content_id
 from ..admission.chain import ChainRecord
-from ..admission.errors import ContractRejected, EvidenceInputError
 from ..admission.models import (
     Admission,
     EvidencePlan,
@@ -30,8 +30,8 @@ from ..admission.models import (
 from ..admission.plan import normalize_one_line, verify_plan
 from ..admission.projection import compact
 from ..admission.receipt import check_identity, parse_receipt, receipt_digest
-from ..clock import Clock
-from ..digests import sha256_digest
+from ..errors import ContractRejected, EvidenceInputError
+from ..runtime.clock import Clock
 from .models import (
     Backend,
     LedgerCopy,

@@ -9,15 +9,13 @@ keep the same records, ids, hash chain and rules (``base.py``); callers hold a
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, Self
-from urllib.parse import SplitResult, urlsplit
 
 from ..admission.chain import ChainRecord
 from ..admission.models import Admission, EvidencePlan, EvidenceReceipt, LedgerCoverage
-from ..clock import Clock, system_clock
+from ..runtime.clock import Clock, system_clock
 from ..settings import LedgerSettings, Settings, is_ledger_url
 from .base import DEFAULT_SOURCE_BUDGET, BaseLedger, RecordKind, copy_ledger
 from .models import (
@@ -28,7 +26,9 @@ from .models import (
     LedgerHead,
     LedgerMigration,
     LedgerProject,
+    LedgerTarget,
     LedgerVerification,
+    show_target,
 )
 
 __all__ = [
@@ -49,9 +49,6 @@ __all__ = [
 
 APP_FOLDER = "external-query"
 LEDGER_FILE = "ledger.sqlite3"
-
-#: A SQLite file, or a ``postgresql://`` URL.
-LedgerTarget = Path | str
 
 
 class Ledger(Protocol):
@@ -176,20 +173,6 @@ def resolve_ledger(
     if settings is not None and settings.ledger.path is not None:
         return settings.ledger.path
     return default_ledger_path(env)
-
-
-def show_target(target: LedgerTarget) -> str:
-    """``target`` fit to print: a URL loses its password (in the authority or as a
-    ``password=`` parameter)."""
-    if isinstance(target, Path):
-        return str(target)
-    parts = urlsplit(target)
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, hosts = netloc.rpartition("@")
-        netloc = f"{userinfo.partition(':')[0]}:***@{hosts}"
-    query = re.sub(r"(^|&)password=[^&]*", r"\1password=***", parts.query)
-    return SplitResult(parts.scheme, netloc, parts.path, query, parts.fragment).geturl()
 
 
 def open_ledger(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import ClassVar, Literal
+from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from ..digests import sha256_digest
-from ..errors import ExternalQueryError
+from .._digests import sha256_digest
+from ..errors import LedgerError, UnsoundLedger
 
 __all__ = [
     "Backend",
@@ -18,35 +21,31 @@ __all__ = [
     "LedgerHead",
     "LedgerMigration",
     "LedgerProject",
+    "LedgerTarget",
     "LedgerVerification",
     "UnsoundLedger",
+    "show_target",
 ]
 
+#: A SQLite file, or a ``postgresql://`` URL.
+LedgerTarget = Path | str
+
+
+def show_target(target: LedgerTarget) -> str:
+    """``target`` fit to print: a URL loses its password (in the authority or as a
+    ``password=`` parameter)."""
+    if isinstance(target, Path):
+        return str(target)
+    parts = urlsplit(target)
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, hosts = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}:***@{hosts}"
+    query = re.sub(r"(^|&)password=[^&]*", r"\1password=***", parts.query)
+    return SplitResult(parts.scheme, netloc, parts.path, query, parts.fragment).geturl()
+
+
 Backend = Literal["sqlite", "postgresql"]
-
-
-class LedgerError(ExternalQueryError):
-    """The ledger cannot be used. ``reason``:
-
-    - ``ledger_unavailable``: it cannot be opened, reached, created or read (also a schema
-      newer than this program knows);
-    - ``ledger_busy``: another writer held the lock past the timeout (retryable);
-    - ``ledger_needs_migration``: its schema is missing or older than this program's; run
-      ``external-query ledger migrate``;
-    - ``ledger_copy_conflict``: ``ledger copy`` met a target holding other records;
-    - ``ledger_unsound``: a ledger that does not verify (``UnsoundLedger``);
-    - ``ledger_head_invalid``: an expected head that is not ``SEQ:DIGEST``.
-    """
-
-    def __init__(self, reason: str, detail: str) -> None:
-        self.reason = reason
-        self.detail = detail
-        super().__init__(f"{reason}: {detail}")
-
-    @property
-    def retryable(self) -> bool:
-        """True for ``ledger_busy``: another writer held the lock; trying again may work."""
-        return self.reason == "ledger_busy"
 
 
 class _Frozen(BaseModel):
@@ -173,14 +172,3 @@ class LedgerCopy(_Frozen):
     projects: int
     project_sources: int
     verification: LedgerVerification
-
-
-class UnsoundLedger(LedgerError):
-    """A ledger that does not verify where an operation needs a sound one (``ledger
-    copy``'s source before, and its target after copying)."""
-
-    def __init__(self, target: str, verification: LedgerVerification) -> None:
-        self.verification = verification
-        where = f" at seq {verification.first_bad_seq}" if verification.first_bad_seq else ""
-        found = verification.problem or f"integrity {verification.integrity}"
-        super().__init__("ledger_unsound", f"{target} does not verify: {found}{where}")

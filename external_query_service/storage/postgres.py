@@ -33,10 +33,9 @@ import psycopg
 from psycopg import IsolationLevel, errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..clock import Clock, system_clock
+from ..runtime.clock import Clock, system_clock
 from .base import SCHEMA_V1, BaseLedger, Tx
-from .ledger import show_target
-from .models import LedgerError, LedgerHead
+from .models import LedgerError, LedgerHead, show_target
 
 __all__ = [
     "LOCK_CLASS",

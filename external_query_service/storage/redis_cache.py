@@ -38,7 +38,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import InputError
-from ..memo import SharedMemo
+from ..runtime.memo import SharedMemo
 from ..settings import CacheSettings
 from .signing import TAG_BYTES, EntrySigner, entry_signer
 

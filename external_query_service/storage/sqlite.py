@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, system_clock
+from ..runtime.clock import Clock, system_clock
 from .base import SCHEMA_V1, BaseLedger, Tx
 from .models import LedgerError, LedgerHead
 

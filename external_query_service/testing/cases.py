@@ -39,9 +39,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..clock import fixed_clock
 from ..errors import ExternalQueryError, InputError
 from ..models import AnswerContract, AnswerStatus, ExternalAnswer, QuerySemantics
+from ..runtime.clock import fixed_clock
 from ..service import ExternalQueryService
 from ..settings import format_validation_error
 from .world import open_world

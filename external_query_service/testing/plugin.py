@@ -3,7 +3,7 @@
 ``-k``, ``-m`` and xdist work as for any test. A failure shows expected against actual, the
 sources, attempts and the verifier's checks.
 
-The options and hooks live in ``external_query_service.pytest_plugin``, which imports this
+The options and hooks live in ``external_query_service.testing.pytest_plugin``, which imports this
 module only once a run names a case folder.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ..errors import ExternalQueryError
-from .cases import Case, CaseResult, is_case_file, load_cases, run_case
+from ..errors import CaseFailed
+from .cases import Case, is_case_file, load_cases, run_case
 
 __all__ = ["CaseFailed", "CaseFile", "CaseItem", "collect_case_file"]
 
@@ -28,15 +28,6 @@ def collect_case_file(file_path: Path, parent: pytest.Collector, marker: str) ->
     file: CaseFile = CaseFile.from_parent(parent, path=file_path)
     file.marker = marker
     return file
-
-
-class CaseFailed(ExternalQueryError):
-    """A case's answer did not meet its expectations; ``result`` holds the answer and what
-    differed, and the message is its diff."""
-
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__(result.diff())
-        self.result = result
 
 
 class CaseFile(pytest.File):

@@ -29,17 +29,16 @@ from typing import Any, Literal
 
 import httpx
 
+from .._digests import sha256_digest
 from ..adapters.base import ToolCall
 from ..adapters.options import AdapterOptions, Endpoints
-from ..clock import fixed_clock
-from ..digests import sha256_digest
 from ..errors import (
     BlockedDestination,
     ContentTooLarge,
-    ExternalQueryError,
     FetchDeadlineExceeded,
     FetchError,
     InputError,
+    NothingAnswered,
     TooManyRedirects,
     UnsafeURL,
     UnsupportedContent,
@@ -49,6 +48,7 @@ from ..gateway.registry import adapter_options
 from ..models import ExternalAnswer, QuerySemantics
 from ..net.fetch import ApiResponse, FetchedPage, HttpRuntime, SafeFetcher, TrustedEndpoint
 from ..net.policy import Resolver
+from ..runtime.clock import fixed_clock
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, NetworkSettings, Settings
 from .faults import ORIGIN_FAULTS, Fault
@@ -486,19 +486,6 @@ def _tool_entries(
             scrubbed.append(file)
         entries.append(ToolEntry(**common, file=file, sha256=sha256_digest(body)))
     return entries
-
-
-class NothingAnswered(ExternalQueryError):
-    """No provider answered the recorded run (every request failed, or none was made);
-    nothing was written. ``answer`` is the run's answer, whose attempts say why."""
-
-    def __init__(self, answer: ExternalAnswer) -> None:
-        self.answer = answer
-        attempts = ", ".join(
-            f"{item.adapter_id} {item.status}" + (f" ({item.reason})" if item.reason else "")
-            for item in answer.attempts
-        )
-        super().__init__(f"no provider answered ({attempts or 'no adapter was tried'})")
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,13 @@ from urllib.parse import parse_qsl
 import httpx
 from pydantic import ValidationError
 
-from .._closing import Closing
+from .._digests import sha256_digest
 from ..adapters.options import Endpoints
-from ..clock import Clock, fixed_clock, system_clock
-from ..digests import sha256_digest
 from ..errors import InputError, SettingsError
 from ..gateway.registry import adapter_options
 from ..net.fetch import NOT_RECORDED_HEADER
+from ..runtime._closing import Closing
+from ..runtime.clock import Clock, fixed_clock, system_clock
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, Settings, format_validation_error
 from .content import brave_body, searx_body, tavily_body

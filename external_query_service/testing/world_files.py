@@ -56,7 +56,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
-from ..digests import sha256_digest
+from .._digests import sha256_digest
 from ..errors import InputError, SettingsError
 from ..gateway.registry import adapter_options
 from ..settings import Settings, format_validation_error

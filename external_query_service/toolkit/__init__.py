@@ -11,12 +11,12 @@ Tools come from toolkits (``Toolkit``: ``name``, ``observe()``, ``install(task)`
 ``WebToolkit`` and ``WorkspaceToolkit`` built in, and any a caller adds, each tool a
 ``Tool`` with ``Parameter``s (``selection="match"`` or ``"explore"``) and candidates; a
 ``TrustedGenerator`` feeds a candidate pool with checked text. The MCP server
-(``external_query_service.mcp_server``) exposes a session.
+(``external_query_service.server.mcp``) exposes a session.
 """
 
-from ..store import EvidenceStore
+from ..errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
+from ..runtime.evidence_store import EvidenceStore
 from .delegate import DelegationResult
-from .errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
 from .kits import WebToolkit, WorkspaceToolkit
 from .operations import Observation, OperationResult, ToolkitSession
 from .origins import OriginSet

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..digests import sha256_digest
-from ..errors import ExternalQueryError
+from .._digests import sha256_digest
+from ..errors import ExternalQueryError, ToolkitError
 from ..llm.client import ChatCompletionsClient, ChatMessage, Completion, LLMError
 from ..settings import format_validation_error
 from .confidence import (
@@ -63,7 +63,6 @@ from .contracts import (
     ParameterContract,
     ToolContract,
 )
-from .errors import ToolkitError
 from .reports import ArtifactReceipt, CategoryCheck
 from .steplog import StepArchive
 

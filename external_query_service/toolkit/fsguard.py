@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .errors import BoundaryRefused, ToolkitError, UnsafePlatform
+from ..errors import BoundaryRefused, ToolkitError, UnsafePlatform
 
 __all__ = [
     "MAX_DEPTH",

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, JsonValue
 
+from ..runtime.evidence_store import MAX_READ_CHARS, EvidenceStore
 from ..settings import NetworkSettings
-from ..store import MAX_READ_CHARS, EvidenceStore
 from .tools import CandidateValue, Parameter, Tool, ToolRegistry
 from .web import WebBudget, WebTools
 from .workspace import WorkspaceLimits, WorkspaceTools

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 from pydantic import JsonValue
 
-from ..errors import TaskDefinitionError
-from ..store import MAX_READ_CHARS, EvidenceStore
+from ..errors import StaleState, TaskDefinitionError, ToolkitError
+from ..runtime.evidence_store import MAX_READ_CHARS, EvidenceStore
 from .contracts import (
     MAX_OPTIONS,
     OBSERVED_CAPTURES,
@@ -50,7 +50,6 @@ from .contracts import (
     ToolFailure,
 )
 from .delegate import Delegation, DelegationResult
-from .errors import StaleState, ToolkitError
 from .kits import ALIASES, evidence_tools
 from .tasks import EvidenceTask
 from .tools import Tool

@@ -39,12 +39,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from ..clock import Clock
-from ..errors import InputError, TaskDefinitionError
-from ..jsonio import loads_strict
+from .._jsonio import loads_strict
+from ..errors import InputError, TaskDefinitionError, ToolkitError
+from ..runtime.clock import Clock
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings, format_validation_error
-from ..store import EvidenceStore
-from .errors import ToolkitError
 from .fsguard import split_relpath
 from .taskfile import (
     MAX_TASK_BYTES,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import BoundaryRefused, ToolkitError
+from ..errors import BoundaryRefused, ToolkitError
 
 __all__ = ["StepArchive"]
 

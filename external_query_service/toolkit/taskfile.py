@@ -58,11 +58,10 @@ from pydantic import (
     field_validator,
 )
 
-from ..digests import sha256_digest
-from ..errors import InputError
-from ..jsonio import load_json_file, read_text_file
+from .._digests import sha256_digest
+from .._jsonio import load_json_file, read_text_file
+from ..errors import InputError, ToolkitError
 from ..settings import format_validation_error
-from .errors import ToolkitError
 from .fsguard import split_relpath
 from .origins import OriginSet
 

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from ..clock import Clock, system_clock
-from ..digests import sha256_digest
-from ..errors import TaskDefinitionError
+from .._digests import sha256_digest
+from ..errors import BoundaryRefused, BudgetExhausted, TaskDefinitionError, ToolkitError
+from ..runtime.clock import Clock, system_clock
+from ..runtime.evidence_store import EvidenceStore, Passage
 from ..settings import NetworkSettings
-from ..store import EvidenceStore, Passage
-from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .fsguard import SafeRoot, split_relpath
 from .reports import (
     ArtifactReceipt,

@@ -29,8 +29,8 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from ..errors import TaskDefinitionError
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings
-from ..store import EvidenceStore
 from .confidence import Selection
 from .contracts import CaptureSummary, Effect, ParameterContract, ToolContract
 

@@ -23,16 +23,22 @@ from lxml import etree  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
 from trafilatura.utils import load_html
 
-from ..digests import sha256_digest
-from ..errors import ExtractionFailed, FetchError, UnsafeURL
+from .._digests import sha256_digest
+from ..errors import (
+    BoundaryRefused,
+    BudgetExhausted,
+    ExtractionFailed,
+    FetchError,
+    ToolkitError,
+    UnsafeURL,
+)
 from ..net.fetch import FetchedPage, SafeFetcher
+from ..runtime.evidence_store import EvidenceStore
 from ..settings import NetworkSettings
-from ..store import EvidenceStore
 from ..text.analyse import PDF_MAX_PAGES
 from ..text.decode import decode_body
 from ..text.extract import extract_page, normalize_text
 from ..text.pdf import extract_pdf, is_pdf
-from .errors import BoundaryRefused, BudgetExhausted, ToolkitError
 from .links import observe_links
 from .origins import OriginSet
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ..digests import sha256_digest
-from ..store import EvidenceStore
+from .._digests import sha256_digest
+from ..errors import ToolkitError
+from ..runtime.evidence_store import EvidenceStore
 from ..text.decode import decode_body
-from .errors import ToolkitError
 from .fsguard import SafeRoot
 
 __all__ = [

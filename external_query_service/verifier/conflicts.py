@@ -31,7 +31,7 @@ from datetime import date
 from decimal import Decimal
 
 from ..models import Evidence, ExternalQueryPlan, ValueConflict
-from ..sites import registrable_domain, url_host
+from ..net.sites import registrable_domain, url_host
 from ..text.dates import date_spans
 from ..text.quantities import Quantity, find_quantities
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-from ..language import AnswerLanguage
+from ..text.language import AnswerLanguage
 
 __all__ = ["ReaderNote", "render_note"]
 

@@ -61,7 +61,6 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 
-from ..language import AnswerLanguage, answer_language
 from ..models import (
     AdapterAttempt,
     AnswerStatus,
@@ -79,9 +78,10 @@ from ..models import (
     VerifierOutcome,
     VerifierResult,
 )
+from ..net.sites import check_origin, registrable_domain, url_host
 from ..settings import Settings
-from ..sites import check_origin, registrable_domain, url_host
 from ..text.currencies import currency_aliases, currency_code, currency_pair, iso_codes
+from ..text.language import AnswerLanguage, answer_language
 from ..text.targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
 from .conflicts import value_conflicts
 from .copies import copy_groups

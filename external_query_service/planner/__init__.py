@@ -1,0 +1,33 @@
+"""The planner stage: question + host semantics -> ``ExternalQueryPlan``.
+
+``structured`` holds the planner every service runs (``ExternalQueryPlanner``: validates a
+proposal, falls back to a conservative plan built from structured fields only); ``model``
+holds the optional hook that asks an OpenAI-compatible model for a proposal (``LLMPlanner``).
+Names are imported on first access, so a service without a model never loads the client.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .model import LLMPlanner
+    from .structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner, default_contract
+
+_EXPORTS = {
+    "ExternalQueryPlanner": ".structured",
+    "LLMPlanner": ".model",
+    "PlannerResult": ".structured",
+    "StructuredPlanner": ".structured",
+    "default_contract": ".structured",
+}
+
+__all__ = [
+    "ExternalQueryPlanner",
+    "LLMPlanner",
+    "PlannerResult",
+    "StructuredPlanner",
+    "default_contract",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

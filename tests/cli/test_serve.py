@@ -1,0 +1,129 @@
+"""``external-query serve``: a real process on loopback, stopped by a signal; bad input and a
+missing extra are one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from external_query_service.cli import main
+from tests.support.paths import REPO
+from tests.support.serving import DOCS, DOCS_QUESTION, write_docs
+
+ROOT = REPO
+
+
+def test_a_missing_server_extra_is_one_line_with_the_install_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # what an uninstalled package looks like
+    assert main(["serve", "--docs", str(write_docs(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "external-query: error: the HTTP server needs the optional 'fastapi' package: "
+        "pip install 'external_query_service[server]'\n"
+    )
+
+
+def test_an_address_in_use_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("uvicorn")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code = main(["serve", "--docs", str(write_docs(tmp_path)), "--port", str(port)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"external-query: error: cannot listen on 127.0.0.1:{port}: ")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["serve"], "no data source is configured"),
+        (["serve", "--docs", "x", "--port", "70000"], "not a port number"),
+        (["serve", "--config", "no-such.toml"], "settings file not found"),
+    ],
+)
+def test_bad_serve_flags_are_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("uvicorn")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+
+
+@pytest.fixture
+def serving(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``external-query serve`` in a process of its own on a free port; yields it and its URL
+    (read from its first log line)."""
+    pytest.importorskip("uvicorn")
+    docs = write_docs(tmp_path / "docs")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = ["serve", "--docs", str(docs), "--port", "0"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "external_query_service.cli", *command],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    stderr = process.stderr
+    assert stderr is not None
+
+    def read() -> None:
+        for line in stderr:
+            lines.put(line)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        url = None
+        while url is None:
+            found = re.search(r"Serving on (http://\S+)", lines.get(timeout=60))
+            url = found.group(1) if found else None
+        with httpx.Client(base_url=url) as client:
+            for _ in range(200):  # the socket is bound before the log line; wait for startup
+                try:
+                    client.get("/healthz")
+                    break
+                except httpx.TransportError:
+                    threading.Event().wait(0.05)
+        yield process, url
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)
+        reader.join(10)
+        stderr.close()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_serve_answers_over_http_and_a_signal_stops_it_with_exit_0(
+    serving: tuple[subprocess.Popen[str], str], stop: signal.Signals
+) -> None:
+    process, url = serving
+    reply = httpx.post(
+        f"{url}/v1/answer", json={"question": DOCS_QUESTION, "semantics": DOCS}, timeout=30
+    )
+    assert reply.status_code == 200
+    assert reply.json()["status"] == "answered"
+    process.send_signal(stop)
+    assert process.wait(30) == 0

@@ -1,0 +1,311 @@
+"""Sources that disagree are said, not hidden; an article copied onto several sites is one
+source. Against loopback worlds: a SearXNG, article pages, and a scripted chat endpoint."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+import pytest
+
+from external_query_service import ExternalQueryService, fixed_clock
+from external_query_service.models import Evidence, ValueConflict, VerifierResult
+from external_query_service.presenter.extractive import ExternalAnswerPresenter
+from external_query_service.testing import LoopbackServer, Reply
+from external_query_service.verifier.copies import COPY_SIMILARITY, copy_groups, similarity
+from tests.presenter.test_extractive import make_evidence, make_packet
+from tests.support.llm_chat import ChatServer, answer_json
+from tests.support.world import NOW, World, article, hit
+
+QUESTION = "湛江12月1日天气怎么样？"
+WEATHER = {
+    "query_kind": "weather",
+    "location": "湛江",
+    "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
+}
+#: Generous: the machine running the suite may be loaded, and nothing here is about time.
+NETWORK = {"deadline_s": 60.0, "timeout_s": 20.0}
+WARM = "湛江市气象台预计，12月1日湛江多云，最高气温24°C，东北风3级，空气质量良好。"
+HOT = "据本地天气网站消息，湛江12月1日将以晴为主，白天最高温度可达31°C，请注意防晒补水。"
+
+
+def two_forecasts(world: World) -> None:
+    """Two weather pages for Zhanjiang on 2026-12-01: one says 24 °C, the other 31 °C."""
+    warm = world.page(
+        "weather-a.test", "/zj", article("湛江天气预报", [WARM], published="2026-11-30")
+    )
+    hot = world.page("weather-b.test", "/zj", article("湛江天气", [HOT], published="2026-11-30"))
+    world.results(QUESTION, [hit(warm, "湛江天气预报", "湛江 24°C"), hit(hot, "湛江天气", "31°C")])
+
+
+def ask(world: World, contract: str, *, language: str = "auto", **sections: Any) -> Any:
+    settings = world.settings(
+        world.searxng(), presenter={"language": language}, network=NETWORK, **sections
+    )
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        return service.answer(QUESTION, {**WEATHER, "answer_contract": contract})
+
+
+# --- conflicting values -----------------------------------------------------------------------
+
+
+def test_two_forecasts_that_disagree_record_conflicting_values(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    two_forecasts(world)
+
+    answer = ask(world, "summary_with_sources")
+
+    (conflict,) = answer.verifier.conflicts
+    by_id = {item.evidence_id: item for item in answer.evidence}
+    assert conflict.kind == "conflicting_values"
+    assert conflict.subject == "temperature"
+    assert {
+        by_id[eid].site: value
+        for eid, value in zip(conflict.evidence_ids, conflict.values, strict=True)
+    } == {
+        "weather-a.test": "24 °C",
+        "weather-b.test": "31 °C",
+    }
+    assert conflict.majority is False
+    (check,) = [c for c in answer.verifier.checks if c.check == "values"]
+    assert check.reason == "conflicting_values"
+    assert check.passed
+    outcome = answer.audit.named("outcome")[-1].detail
+    assert outcome["conflicts"] == [conflict.model_dump(mode="json")]
+
+
+def test_a_direct_fact_without_a_majority_is_conflicting_evidence(
+    loopback: LoopbackServer,
+) -> None:
+    world = World(loopback)
+    two_forecasts(world)
+
+    answer = ask(world, "direct_fact")
+
+    assert (answer.status, answer.reason, answer.retryable) == (
+        "insufficient_evidence",
+        "conflicting_evidence",
+        False,
+    )
+    assert "来源之间对所问数值的说法不一致" in answer.text
+    assert "24" not in answer.text
+    assert "31" not in answer.text
+
+
+def test_a_majority_of_independent_sources_answers_a_direct_fact(
+    loopback: LoopbackServer,
+) -> None:
+    world = World(loopback)
+    two_forecasts(world)
+    third = world.page(
+        "weather-c.test",
+        "/zj",
+        article(
+            "湛江明日天气",
+            ["湛江12月1日阴转多云，气温最高约24.5°C，夜间有轻雾。"],
+            published="2026-11-30",
+        ),
+    )
+    world.search[QUESTION] = [*world.search[QUESTION], hit(third, "湛江明日天气", "24.5°C")]
+
+    answer = ask(world, "direct_fact")
+
+    assert answer.status == "answered"
+    (conflict,) = answer.verifier.conflicts
+    assert conflict.majority is True
+    assert conflict.values[1] == "31 °C"  # the minority's value is still named
+    assert [by_site(answer, eid) for eid in conflict.dissenting] == ["weather-b.test"]
+    quoted = answer.text.split("」", 1)[0]
+    assert "31°C" not in quoted  # the answer quotes a page of the majority
+    assert "24" in quoted
+
+
+def by_site(answer: Any, evidence_id: str) -> str:
+    return next(item.site for item in answer.evidence if item.evidence_id == evidence_id)
+
+
+@pytest.mark.parametrize(
+    ("language", "line"), [("zh", "来源之间说法不一："), ("en", "The sources disagree:")]
+)
+def test_a_summary_shows_both_quotes_under_a_line_saying_the_sources_disagree(
+    loopback: LoopbackServer, language: str, line: str
+) -> None:
+    world = World(loopback)
+    two_forecasts(world)
+
+    answer = ask(world, "summary_with_sources", language=language)
+
+    assert answer.status == "answered"
+    block = answer.text.split(line, 1)[1]
+    assert "24 °C" in block
+    assert "31 °C" in block
+    assert "最高气温24°C" in block
+    assert "最高温度可达31°C" in block
+
+
+def test_a_compare_answer_shows_the_disagreement_too(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    two_forecasts(world)
+    settings = world.settings(world.searxng(), network=NETWORK)
+    semantics = {**WEATHER, "location": None, "compare_targets": ["湛江"]}
+    semantics["answer_contract"] = "compare_with_sources"
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(QUESTION, semantics)
+
+    assert answer.status == "answered"
+    assert answer.verifier.conflicts[0].target == "湛江"
+    assert "来源之间说法不一：" in answer.text
+
+
+def test_a_model_written_summary_carries_the_disagreement_block(
+    loopback: LoopbackServer, chat: ChatServer
+) -> None:
+    world = World(loopback)
+    two_forecasts(world)
+
+    def writes(body: dict[str, Any]) -> Reply:
+        prompt = "\n".join(message["content"] for message in body["messages"])
+        cited = re.findall(r"ev-[0-9a-f]{12}", prompt)[:2]
+        text = f"两家来源对12月1日湛江最高气温说法不同 [{cited[0]}][{cited[1]}]。"
+        return answer_json({"text": text, "citations": cited})
+
+    chat.then(writes, writes)
+    settings = world.settings(world.searxng(), network=NETWORK)
+    settings = settings.model_copy(update={"llm": chat.settings()})
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(QUESTION, {**WEATHER, "answer_contract": "summary_with_sources"})
+
+    render = answer.audit.named("render")[-1].detail
+    assert render["renderer"] == "llm", render["fallback_reason"]
+    assert answer.text.startswith("外部实时查询：两家来源对12月1日湛江最高气温说法不同 [1][2]。")
+    block = answer.text.split("来源之间说法不一：", 1)[1]
+    assert "最高气温24°C" in block
+    assert "最高温度可达31°C" in block
+
+
+# --- copies ---------------------------------------------------------------------------------
+
+PORT = "湛江港吞吐量的问题？"
+STORY = [
+    "湛江港今年前十个月完成货物吞吐量2.3亿吨，同比增长百分之八，集装箱航线持续加密。",
+    "港口集团表示，新建的30万吨级航道将在明年投入使用，进一步提升港口的通过能力。",
+]
+OTHER = ["湛江港务局统计显示，港口吞吐量今年保持增长，铁矿石与粮食进港量增加明显。"]
+
+
+def syndicated(world: World, *, independent: bool) -> list[str]:
+    """The same article on three sites (the earliest on copy-b), plus one independent page."""
+    urls = [
+        world.page(site, "/port", article("湛江港吞吐量创新高", STORY, published=day))
+        for site, day in (
+            ("copy-a.test", "2026-11-20"),
+            ("copy-b.test", "2026-11-18"),
+            ("copy-c.test", "2026-11-21"),
+        )
+    ]
+    if independent:
+        urls.append(
+            world.page("own.test", "/port", article("港口吞吐量", OTHER, published="2026-11-25"))
+        )
+    world.results(PORT, [hit(url, "湛江港吞吐量", "湛江港吞吐量") for url in urls])
+    return urls
+
+
+def ask_port(world: World) -> Any:
+    settings = world.settings(world.searxng(), verifier={"min_sources_summary": 2}, network=NETWORK)
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        return service.answer(PORT, {"query_kind": "news", "entities": ["湛江港"]})
+
+
+def test_three_copies_and_one_independent_page_are_two_sources(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    a, b, c, _own = syndicated(world, independent=True)
+
+    answer = ask_port(world)
+
+    assert answer.status == "answered"
+    url_of = {item.evidence_id: item.url for item in answer.evidence}
+    (group,) = answer.verifier.copies
+    assert url_of[group.original] == b  # the earliest published
+    assert {url_of[copy] for copy in group.copies} == {a, c}
+    (sources,) = [check for check in answer.verifier.checks if check.check == "sources"]
+    assert sources.passed
+    assert sources.detail.startswith("2 of 2 sites")
+    copies_check = [check for check in answer.verifier.checks if check.check == "copies"]
+    assert len(copies_check) == 1
+    assert group.original in copies_check[0].detail
+    assert answer.audit.named("outcome")[-1].detail["copies"] == [group.model_dump(mode="json")]
+    # The source list shows the original with its copies as "also at", and the independent page.
+    listing = answer.text.split("来源：", 1)[1]
+    assert f"链接：<{b}>；另见：<" in listing
+    assert a in listing
+    assert c in listing
+    assert [line[:3] for line in listing.strip().splitlines()] == ["1. ", "2. "]
+    assert answer.text.count("前十个月完成货物吞吐量") == 1  # the copied text is quoted once
+
+
+def test_three_copies_alone_do_not_make_two_sources(loopback: LoopbackServer) -> None:
+    world = World(loopback)
+    syndicated(world, independent=False)
+
+    answer = ask_port(world)
+
+    assert (answer.status, answer.reason) == ("insufficient_evidence", "insufficient_sources")
+    assert len(answer.verifier.copies) == 1
+
+
+def _page(n: int, text: str, published: date | None = None) -> Evidence:
+    return Evidence(
+        evidence_id=f"ev-{n:012x}",
+        adapter_id="searx",
+        provider_type="live_search",
+        basis="page_body",
+        url=f"https://site{n}.test/a",
+        site=f"site{n}.test",
+        snippet=text,
+        score=9000 - n,
+        published_at=published,
+        accessed_at=NOW,
+        content_digest="sha256:" + "0" * 64,
+        raw_digest="sha256:" + "1" * 64,
+    )
+
+
+def test_copies_are_found_by_shingle_similarity_and_the_original_is_the_earliest() -> None:
+    story = "".join(STORY)
+    edited = story.replace("集装箱航线持续加密", "集装箱航线进一步加密")  # a syndicator's edit
+    pages = [
+        _page(1, story, date(2026, 11, 20)),
+        _page(2, edited, date(2026, 11, 19)),
+        _page(3, "".join(OTHER)),
+        _page(4, story),  # undated: never the original while a dated copy exists
+    ]
+
+    (group,) = copy_groups(pages)
+
+    assert similarity(story, edited) >= COPY_SIMILARITY
+    assert similarity(story, "".join(OTHER)) < 0.2
+    assert group.original == pages[1].evidence_id
+    assert group.copies == (pages[0].evidence_id, pages[3].evidence_id)
+    assert copy_groups([pages[0], pages[2]]) == ()
+
+
+def test_an_answered_direct_fact_quotes_the_majority_not_a_better_ranked_dissent() -> None:
+    hot = make_evidence(1, snippet=HOT, score=9900)
+    warm = make_evidence(2, snippet=WARM, score=8000)
+    mild = make_evidence(3, snippet="湛江12月1日最高约24.5°C。", score=7000)
+    conflict = ValueConflict(
+        subject="temperature",
+        evidence_ids=(warm.evidence_id, hot.evidence_id),
+        values=("24 °C", "31 °C"),
+        majority=True,
+        dissenting=(hot.evidence_id,),
+    )
+    verdict = VerifierResult(status="answered", conflicts=(conflict,))
+    packet = make_packet((hot, warm, mild), contract="direct_fact", verifier=verdict)
+
+    text = ExternalAnswerPresenter().present(packet).text
+
+    assert "最高气温24°C" in text
+    assert "31°C" not in text
