@@ -20,10 +20,9 @@ busy the host is. Two rules see to that:
   pages on every run of a busy host.
 - **The grace for pages still loading is relative.** Once the walk has what it can get, a
   page still loading gets ``STRAGGLER_GRACE_S``, or twice as long as the slowest page read
-  took when that is longer (at most a second). A busy host slows every page of a walk
-  alike, so a page that came in beside the others in the recording still does in the
-  replay; a fixed quarter second cut off a page one redirect further away whenever the host
-  was loaded.
+  took when that is longer. A busy host slows every page of a walk alike, so a page that
+  came in beside the others in the recording still does in the replay; a fixed quarter
+  second cut off a page one redirect further away whenever the host was loaded.
 """
 
 from __future__ import annotations
@@ -60,8 +59,6 @@ STRAGGLER_FLOOR_S = 0.1
 #: walk has what it can get: a page one redirect away makes two exchanges where the page
 #: read made one.
 _GRACE_RATIO = 2.0
-#: The most that grace grows to: however slow the host, a silent page adds at most a second.
-_GRACE_CAP_S = 1.0
 
 #: Markup units (``markup_units``) past which a page's analysis is deferred, and cut off once
 #: another page was read. The 249 pages of the extraction corpus (news, blogs, encyclopaedia
@@ -102,8 +99,8 @@ def straggler_patience(slowest_s: float) -> float:
 def straggler_grace(slowest_s: float) -> float:
     """How much longer pages still loading may take once the walk has what it can get, when
     the slowest page read took ``slowest_s``: ``STRAGGLER_GRACE_S``, or twice ``slowest_s``
-    when that is longer, but never over a second (module docstring)."""
-    return min(_GRACE_CAP_S, max(STRAGGLER_GRACE_S, _GRACE_RATIO * slowest_s))
+    when that is longer (module docstring)."""
+    return max(STRAGGLER_GRACE_S, _GRACE_RATIO * slowest_s)
 
 
 class HeldPages(Enum):

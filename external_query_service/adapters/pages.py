@@ -8,18 +8,18 @@ page still loading after another page was read, for as long again as the slowest
 took (at least ``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it
 keeps loading); once ``max_pages`` pages were read the pages still in flight are cut off at
 once, and once at least one was read and nothing is left to start the pages still loading
-get ``STRAGGLER_GRACE_S`` more (twice the slowest read page's time if longer, at most 1 s)
-and are then cut off. A page whose body has arrived is no straggler: its analysis is waited
-for, within the question's deadline, unless its markup is over ``ANALYSIS_MARKUP_BUDGET``;
-such a heavy page (a huge table, tens of thousands of attributes) is analysed only when no
-other page was read, and is otherwise cut off (``cut_off:analysis``) without reaching a
-worker. A read page is decoded, extracted, chunked and scored; its best snippets become
-``page_body`` evidence. A PDF is read page by page, and each snippet's URL names its page
-(``…#page=3``, ``page_locator``). With ``[browser] mode`` on, an HTML page is read again as
-the question's headless browser shows it (``browser/chain.py``): in ``fallback`` one whose
-scripts must write its text (no main text, or too little, and a ``<script>``), in ``always``
-every one; its evidence says ``rendered_by = "browser"``, and the attempt's ``rendered``
-detail lists each rendering and why it was made.
+get ``STRAGGLER_GRACE_S`` more (twice the slowest read page's time, if longer) and are then
+cut off. A page whose body has arrived is no straggler: its analysis is waited for, within
+the question's deadline, unless its markup is over ``ANALYSIS_MARKUP_BUDGET``; such a heavy
+page (a huge table, tens of thousands of attributes) is analysed only when no other page
+was read, and is otherwise cut off (``cut_off:analysis``) without reaching a worker.
+A read page is decoded, extracted, chunked and scored; its
+best snippets become ``page_body`` evidence. A PDF is read page by page, and each snippet's
+URL names its page (``…#page=3``, ``page_locator``). With ``[browser] mode`` on, an HTML
+page is read again as the question's headless browser shows it (``browser/chain.py``): in
+``fallback`` one whose scripts must write its text (no main text, or too little, and a
+``<script>``), in ``always`` every one; its evidence says ``rendered_by = "browser"``, and
+the attempt's ``rendered`` detail lists each rendering and why it was made.
 
 Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by what it proved:
 
