@@ -1,15 +1,19 @@
 """Search hits → page bodies → evidence: the body-evidence chain every search adapter shares.
 
-The walk. Hits are tried in list order, ``network.max_pages`` at a time, through the safe
-fetcher; each page that fails frees its place for the next hit, until ``max_pages`` pages
-were read, ``ATTEMPTS_PER_PAGE × max_pages`` fetches were started, the list ran out, or the
-question's deadline is near. Stragglers do not set the latency: a page still loading after
-another page was read, for as long again as the slowest read page took (at least
-``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it keeps loading);
-once ``max_pages`` pages were read the pages still loading are cut off at once, and once at
-least one was read and nothing is left to start they get ``STRAGGLER_GRACE_S`` more and are
-then cut off. A page whose body has arrived is no straggler: its analysis is waited for,
-within the question's deadline. A read page is decoded, extracted, chunked and scored; its
+The walk (its rules in ``page_walk.py``). Hits are tried in list order, ``network.max_pages``
+at a time, through the safe fetcher; each page that fails frees its place for the next hit,
+until ``max_pages`` pages were read, ``ATTEMPTS_PER_PAGE × max_pages`` fetches were started,
+the list ran out, or the question's deadline is near. Stragglers do not set the latency: a
+page still loading after another page was read, for as long again as the slowest read page
+took (at least ``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it
+keeps loading); once ``max_pages`` pages were read the pages still in flight are cut off at
+once, and once at least one was read and nothing is left to start the pages still loading
+get ``STRAGGLER_GRACE_S`` more (twice the slowest read page's time, if longer) and are then
+cut off. A page whose body has arrived is no straggler: its analysis is waited for, within
+the question's deadline, unless its markup is over ``ANALYSIS_MARKUP_BUDGET``; such a heavy
+page (a huge table, tens of thousands of attributes) is analysed only when no other page
+was read, and is otherwise cut off (``cut_off:analysis``) without reaching a worker.
+A read page is decoded, extracted, chunked and scored; its
 best snippets become ``page_body`` evidence. A PDF is read page by page, and each snippet's
 URL names its page (``…#page=3``, ``page_locator``). With ``[browser] mode`` on, an HTML
 page is read again as the question's headless browser shows it (``browser/chain.py``): in
@@ -28,6 +32,9 @@ Every other page is recorded as ``url reason`` (``PageHarvest.failures``), by wh
 - ``cut_off``: the response began but did not finish in time (a drip cut off by a deadline,
   a body broken off mid-way), or the page was still loading when its straggler grace ran
   out. Nothing.
+- ``cut_off:analysis``: the body arrived, but the page was still waiting for its analysis
+  or in it when the walk ended (enough pages read, a heavy page once another was read, the
+  deadline). Nothing.
 - ``no_response:<reason>``: no answer at all (connection refused or reset before a status
   line, name not resolved, deadline before any response, host's circuit open). Its search
   snippet may stand in (``basis=search_snippet``), but only when no hit of the same search
@@ -43,7 +50,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -80,6 +87,14 @@ from ..text.dates import find_dates
 from ..text.rerank import Candidate, rerank
 from ..text.score import TermStats, best_snippets
 from .base import AdapterRuntime, evidence_id
+from .page_walk import (
+    STRAGGLER_FLOOR_S,
+    STRAGGLER_GRACE_S,
+    HeldPages,
+    PageWalk,
+    markup_units,
+    straggler_patience,
+)
 
 __all__ = [
     "ATTEMPTS_PER_PAGE",
@@ -116,19 +131,6 @@ gather_deadline: ContextVar[float | None] = ContextVar("gather_deadline", defaul
 DEADLINE_MARGIN_S = 0.25
 #: Of that margin, how long a page already read may still spend in analysis.
 _ANALYSIS_GRACE_S = 0.15
-#: Once the walk has what it can get short of ``max_pages`` (some pages read and nothing
-#: left to start), how much longer pages still loading may take before they are cut off;
-#: also the longest a page may still load after another was read before it loses its
-#: place. (With ``max_pages`` pages read nothing more is waited for.) A quarter second is
-#: the same allowance as ``DEADLINE_MARGIN_S``: long enough for a page whose last bytes are
-#: already on the way plus its analysis (``_ANALYSIS_GRACE_S``), short enough that one
-#: dripping or silent page adds no noticeable latency to the answer.
-STRAGGLER_GRACE_S = 0.25
-#: The least a page still loading after another was read keeps its place, however quick the
-#: read pages were: on a busy host a fast page can be held up by scheduling for tens of
-#: milliseconds, and which pages a walk reads must not hang on that (a replayed fixture world
-#: answers every time with the same pages).
-STRAGGLER_FLOOR_S = 0.1
 
 _NOT_A_DOCUMENT = "not_a_document"
 _NOT_DOCUMENTS = (
@@ -257,13 +259,6 @@ class _Read:
     rendered: str | None = None
 
 
-def straggler_patience(slowest_s: float) -> float:
-    """How long a page still loading keeps its place after another page was read, when the
-    slowest page read so far took ``slowest_s``: as long again, at least
-    ``STRAGGLER_FLOOR_S`` and at most ``STRAGGLER_GRACE_S``."""
-    return min(STRAGGLER_GRACE_S, max(STRAGGLER_FLOOR_S, slowest_s))
-
-
 async def harvest_pages(
     hits: Sequence[SearchHit],
     plan: ExternalQueryPlan,
@@ -282,8 +277,10 @@ async def harvest_pages(
     a query with page-body evidence gets none. At most ``max_pages`` fetches run at once
     (under the fetcher's own global and per-host limits); every fetch ends by the question's
     deadline (``gather_deadline``) less ``DEADLINE_MARGIN_S``, and no new one starts then.
-    Pages still loading once ``max_pages`` pages are read are cut off then (``cut_off``);
-    once the walk has what it can get short of that, after ``STRAGGLER_GRACE_S``.
+    Pages still in flight once ``max_pages`` pages are read are cut off then (``cut_off``
+    while loading, ``cut_off:analysis`` once their body arrived); once the walk has what it
+    can get short of that, pages still loading after ``straggler_grace`` and heavy pages at
+    once (``page_walk.py``).
     """
     source = _Source(adapter_id, provider_type)
     candidates = _dedupe(hits)
@@ -338,98 +335,86 @@ async def _walk(
     source: _Source,
     runtime: AdapterRuntime,
 ) -> list[tuple[SearchHit, _Read]]:
-    """Every hit the walk reached, in list order, with what it gave."""
+    """Every hit the walk reached, in list order, with what it gave: ``PageWalk`` decides,
+    this runs each hit's fetch and then its analysis as tasks and tells it what happened."""
     loop = asyncio.get_running_loop()
     deadline = gather_deadline.get()
     fetch_by = None if deadline is None else deadline - DEADLINE_MARGIN_S
     wanted = runtime.network.max_pages
-    budget = ATTEMPTS_PER_PAGE * wanted
+    walk = PageWalk(
+        wanted,
+        ATTEMPTS_PER_PAGE * wanted,
+        fetch_by=fetch_by,
+        stop_at=None if fetch_by is None else fetch_by + _ANALYSIS_GRACE_S,
+    )
     upcoming = iter(enumerate(candidates))
     reads: dict[int, _Read] = {}
-    running: dict[asyncio.Task[_Read], int] = {}  # task → its hit's index
-    started = read = 0
-    exhausted = False  # no hit left to start: the list ran out or the budget is spent
-    cut_by: float | None = None  # when the stragglers still loading are cut off
-    patience_over = False  # cut_by has passed: pages still loading were cut off
-    # Pages still loading after another page was read, for as long again as the slowest read
-    # page took (between STRAGGLER_FLOOR_S and STRAGGLER_GRACE_S), no longer hold a place:
-    # the next hit starts beside them (still within the fetch budget).
-    stragglers: set[asyncio.Task[_Read]] = set()
-    demote_at: float | None = None
-    begun: dict[asyncio.Task[_Read], float] = {}  # when each fetch started
-    slowest = 0.0  # the longest a read page took (fetch and analysis)
-    # Pages whose body has arrived: they are in analysis, no longer loading, so the straggler
-    # rules leave them alone (the question's deadline still bounds them).
-    arrived: set[asyncio.Task[Any]] = set()
-    cut: dict[asyncio.Task[_Read], int] = {}  # pages cut off while still loading
-    hard_stop = None if fetch_by is None else fetch_by + _ANALYSIS_GRACE_S
+    # Each hit's task: its fetch (the body _Arrived, or the _Read of a failure), then its
+    # analysis (a _Read).
+    running: dict[asyncio.Task[_Read | _Arrived], int] = {}
+    arrivals: dict[int, _Arrived] = {}  # pages whose body is in hand
+    cut: dict[asyncio.Task[_Read | _Arrived], int] = {}  # pages cut off while still loading
 
     def start_more() -> None:
-        nonlocal started, exhausted
-        while read + len(running) - len(stragglers) < wanted:
-            if started >= budget:
-                exhausted = True
-                return
-            if fetch_by is not None and loop.time() >= fetch_by:
-                return  # too late to read another page: hand back what we have
+        while walk.may_start(loop.time()):
             index, hit = next(upcoming, (-1, None))
             if hit is None:
-                exhausted = True
+                walk.ran_out()
                 return
             if not source_allowed(_host(hit.url), runtime.sources):
                 # Not fetched: the snippet still goes to the verifier, which rejects it visibly.
                 found = _snippet_evidence(hit, plan, source, runtime, min_score=0)
                 reads[index] = _Read(tuple(found), "source_policy")
                 continue
-            started += 1
-            task = asyncio.create_task(_read(hit, plan, source, runtime, fetch_by, arrived))
-            running[task] = index
-            begun[task] = loop.time()
+            running[asyncio.create_task(_fetch(hit, runtime, fetch_by))] = index
+            walk.started(index, loop.time())
+
+    def analyse(index: int) -> None:
+        hit, arrived = candidates[index], arrivals[index]
+        running[asyncio.create_task(_analyse(hit, arrived, plan, source, runtime, fetch_by))] = (
+            index
+        )
 
     try:
         start_more()
-        while running:
-            if read >= wanted:
-                # Every page the walk wants is read: the pages still loading (stragglers that
-                # lost their place) would only add to it, so they end now.
+        while running or walk.held:
+            if walk.enough():
                 break
-            if cut_by is None and read and exhausted:
-                # The walk has what it can get: a slow page must not set the latency.
-                cut_by = loop.time() + STRAGGLER_GRACE_S
-            if not patience_over and cut_by is not None and loop.time() >= cut_by:
-                # Out of patience: the pages still loading are cut off; those whose body
-                # arrived finish their analysis.
-                patience_over = True
-                for task in [task for task in running if task not in arrived]:
-                    task.cancel()
-                    cut[task] = running.pop(task)
-                if not running:
-                    break
-            ends = [
-                end
-                for end in (None if patience_over else cut_by, hard_stop, demote_at)
-                if end is not None
-            ]
-            timeout = max(0.0, min(ends) - loop.time()) if ends else None
+            walk.settle(loop.time())
+            for index in walk.cut_loading(loop.time()):
+                task = next(task for task, at in running.items() if at == index)
+                task.cancel()
+                cut[task] = running.pop(task)
+            fate = walk.held_pages()
+            if fate is HeldPages.CUT_OFF:
+                break  # a page was read: the heavy pages would only hold the answer
+            if fate is HeldPages.ANALYSE:
+                for index in walk.release():
+                    analyse(index)
+            if not running:
+                break
+            wake = walk.wake_at()
             done, _ = await asyncio.wait(
-                set(running), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                set(running),
+                timeout=None if wake is None else max(0.0, wake - loop.time()),
+                return_when=asyncio.FIRST_COMPLETED,
             )
             if not done:
-                if hard_stop is not None and loop.time() >= hard_stop:
-                    break  # out of time
-                if demote_at is not None and loop.time() >= demote_at:
-                    stragglers.update(task for task in running if task not in arrived)
-                    demote_at = None
+                if walk.out_of_time(loop.time()):
+                    break
+                walk.demote(loop.time())
             for task in done:
                 index = running.pop(task)
-                stragglers.discard(task)
-                reads[index] = task.result()
-                if reads[index].failure is None:
-                    read += 1
-                    slowest = max(slowest, loop.time() - begun[task])
-                    # Pages as quick as these leave a page still loading as long again
-                    # after them no excuse: its place goes to the next hit sooner.
-                    demote_at = loop.time() + straggler_patience(slowest)
+                outcome = task.result()
+                if isinstance(outcome, _Arrived):
+                    arrivals[index] = outcome
+                    if walk.arrived(
+                        index, markup_units(outcome.page.body, outcome.page.content_type)
+                    ):
+                        analyse(index)
+                    continue
+                reads[index] = outcome
+                walk.finished(index, read=outcome.failure is None, now=loop.time())
             start_more()
     except Exception:
         # Not a page failure (a bug, a recording over its cap): the fetches in flight end
@@ -443,34 +428,54 @@ async def _walk(
         for task in running:
             task.cancel()
         await asyncio.gather(*running, *cut, return_exceptions=True)
+
+    def dropped(index: int) -> _Read:
+        # Not done by the deadline, by the straggler grace, or once the answer could be
+        # formed: nothing is known about its answer, so not even its snippet is trusted.
+        arrived = arrivals.get(index)
+        return _Read(failure=walk.dropped(index), received=arrived.received if arrived else 0)
+
     for task, index in (*running.items(), *cut.items()):
-        # Not done by the deadline (the fetch's own deadline came first, so most likely in
-        # analysis) or by the straggler grace: nothing is known about its answer, so not
-        # even its snippet is trusted. (One that finished as it was cut off counts.)
-        reads[index] = _Read(failure="cut_off") if task.cancelled() else task.result()
+        # One that finished as it was cut off counts, if it got as far as a verdict.
+        result = None if task.cancelled() else task.result()
+        reads[index] = result if isinstance(result, _Read) else dropped(index)
+    for index in walk.held:
+        reads[index] = dropped(index)
     return [(candidates[index], reads[index]) for index in sorted(reads)]
 
 
-async def _read(
-    hit: SearchHit,
-    plan: ExternalQueryPlan,
-    source: _Source,
-    runtime: AdapterRuntime,
-    fetch_by: float | None,
-    arrived: set[asyncio.Task[Any]],
-) -> _Read:
-    """One hit's page: fetched, then analysed (rendered in the question's browser first, or
-    after its fetched body gave no text, when ``wants_rendering`` says so); its task joins
-    ``arrived`` once the body is in hand (from then on it is analysing, not loading)."""
+@dataclass(frozen=True)
+class _Arrived:
+    """A page whose body is in hand, before its analysis."""
+
+    page: FetchedPage
+    #: Body bytes received from the network (0 for a kept reply).
+    received: int
+
+
+async def _fetch(
+    hit: SearchHit, runtime: AdapterRuntime, fetch_by: float | None
+) -> _Read | _Arrived:
+    """One hit's page body, or what its failed fetch proved about the page."""
     try:
         with span("page_fetch", host=_host(hit.url)):
             page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
     except FetchError as exc:
         return _fetch_failure(exc)
-    task = asyncio.current_task()
-    if task is not None:
-        arrived.add(task)
-    received = len(page.body) if page.fetched_at is None else 0
+    return _Arrived(page, len(page.body) if page.fetched_at is None else 0)
+
+
+async def _analyse(
+    hit: SearchHit,
+    arrived: _Arrived,
+    plan: ExternalQueryPlan,
+    source: _Source,
+    runtime: AdapterRuntime,
+    fetch_by: float | None,
+) -> _Read:
+    """An arrived page analysed (rendered in the question's browser first, or after its
+    fetched body gave no text, when ``wants_rendering`` says so)."""
+    page, received = arrived.page, arrived.received
     browser = question_browser.get()
     mode = browser.mode if browser is not None else "off"
     why = wants_rendering(mode, page, None)

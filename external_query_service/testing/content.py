@@ -1,5 +1,6 @@
-"""Content for hand-made worlds: realistic article pages, and search answers in SearXNG's,
-Brave's and Tavily's formats (built from the same ``hit()`` results)."""
+"""Content for hand-made worlds: realistic article pages, pages that are costly to analyse,
+and search answers in SearXNG's, Brave's and Tavily's formats (built from the same ``hit()``
+results)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["article", "brave_body", "hit", "searx_body", "tavily_body"]
+__all__ = ["article", "brave_body", "hit", "markup_bombs", "searx_body", "tavily_body"]
 
 
 def article(
@@ -42,6 +43,26 @@ def article(
 <aside><h3>相关阅读</h3><ul>{related}</ul></aside>
 <footer><p>版权所有 © {site_name} 保留所有权利</p><p>联系我们 | 广告服务 | 隐私政策</p></footer>
 </body></html>"""
+
+
+def markup_bombs(title: str = "湛江港吞吐量") -> dict[str, str]:
+    """Four pages whose markup makes analysis costly (name → HTML, 0.3 to 0.7 MB each): a
+    10,000-row table, one tag with 60,000 attributes, 30,000 levels of nesting, 12,000 links.
+    Analysed, the table and the links take seconds of CPU and the attributes over a minute;
+    each is over the page walk's markup budget."""
+
+    def page(inner: str) -> str:
+        return f"<html><head><title>{html.escape(title)}</title></head><body>{inner}</body></html>"
+
+    cells = "".join(f"<tr><td>{i}</td><td>湛江</td><td>港口</td></tr>" for i in range(10_000))
+    attributes = " ".join(f'a{i}="v"' for i in range(60_000))
+    links = "".join(f'<p><a href="/n{i}">湛江港新闻{i}</a></p>' for i in range(12_000))
+    return {
+        "table": page(f"<table>{cells}</table>"),
+        "attributes": page(f"<div {attributes}>湛江港</div>"),
+        "nested": page("<div>" * 30_000 + "湛江港" + "</div>" * 30_000),
+        "links": page(links),
+    }
 
 
 def hit(url: str, title: str, content: str, published: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,251 @@
+"""The page walk's rules one by one: a ``PageWalk`` told what happened, with times passed in
+(no network, no event loop)."""
+
+from __future__ import annotations
+
+import pytest
+
+from external_query_service.adapters.page_walk import (
+    ANALYSIS_MARKUP_BUDGET,
+    CUT_OFF,
+    CUT_OFF_ANALYSIS,
+    STRAGGLER_FLOOR_S,
+    STRAGGLER_GRACE_S,
+    HeldPages,
+    PageWalk,
+    markup_units,
+    straggler_grace,
+)
+
+LIGHT = 100  # markup units of an ordinary page
+HEAVY = ANALYSIS_MARKUP_BUDGET + 1
+
+
+def walk_with(*indices: int, wanted: int = 2, budget: int = 4, at: float = 0.0) -> PageWalk:
+    walk = PageWalk(wanted, budget)
+    for index in indices:
+        assert walk.may_start(at)
+        walk.started(index, at)
+    return walk
+
+
+def read(walk: PageWalk, index: int, *, now: float, markup: int = LIGHT) -> None:
+    """Page ``index`` arrives and its analysis reads it, at ``now``."""
+    assert walk.arrived(index, markup)
+    walk.finished(index, read=True, now=now)
+
+
+# -- when to start the next page --------------------------------------------------------------
+
+
+def test_a_page_starts_while_a_place_is_free_and_not_beyond() -> None:
+    walk = walk_with(0, 1, wanted=2)
+    assert not walk.may_start(0.0)  # both places taken by pages loading
+    walk.finished(0, read=False, now=0.1)  # a failed page frees its place
+    assert walk.may_start(0.1)
+
+
+def test_the_fetch_budget_ends_the_starts_and_exhausts_the_walk() -> None:
+    walk = walk_with(0, 1, wanted=2, budget=3)
+    walk.finished(0, read=False, now=0.1)
+    walk.finished(1, read=False, now=0.1)
+    walk.started(2, 0.1)
+    walk.finished(2, read=False, now=0.2)
+    assert not walk.exhausted
+    assert not walk.may_start(0.2)
+    assert walk.exhausted
+
+
+def test_no_page_starts_once_the_fetch_time_is_over() -> None:
+    walk = PageWalk(2, 4, fetch_by=5.0)
+    assert walk.may_start(4.9)
+    assert not walk.may_start(5.0)
+    assert not walk.exhausted  # too late is not the list running out
+
+
+def test_a_page_read_and_one_analysing_hold_their_places() -> None:
+    walk = walk_with(0, 1, wanted=2)
+    read(walk, 0, now=0.1)
+    assert walk.arrived(1, LIGHT)  # analysing now
+    assert not walk.may_start(0.1)
+
+
+def test_a_straggler_loses_its_place_after_the_patience_of_the_read_pages() -> None:
+    walk = walk_with(0, 1, wanted=2)
+    read(walk, 0, now=0.02)  # a quick page: the floor applies
+    assert walk.demote_at == pytest.approx(0.02 + STRAGGLER_FLOOR_S)
+    walk.demote(0.05)
+    assert not walk.may_start(0.05)  # not yet
+    walk.demote(0.02 + STRAGGLER_FLOOR_S)
+    assert walk.stragglers == {1}
+    assert walk.may_start(0.2)  # page 1 keeps loading, the next hit starts beside it
+    assert walk.demote_at is None
+
+
+def test_a_page_whose_body_arrived_is_never_demoted() -> None:
+    walk = walk_with(0, 1, 2, wanted=3)
+    read(walk, 0, now=0.02)
+    assert walk.arrived(1, LIGHT)
+    walk.demote(1.0)
+    assert walk.stragglers == {2}
+
+
+def test_a_heavy_page_holds_no_place() -> None:
+    walk = walk_with(0, 1, wanted=2)
+    assert not walk.arrived(0, HEAVY)
+    assert walk.held.keys() == {0}
+    assert walk.may_start(0.1)
+
+
+# -- when enough pages are read -----------------------------------------------------------
+
+
+def test_enough_is_max_pages_read_and_failures_do_not_count() -> None:
+    walk = walk_with(0, 1, wanted=2)
+    read(walk, 0, now=0.1)
+    walk.finished(1, read=False, now=0.1)
+    assert not walk.enough()
+    walk.started(2, 0.1)
+    read(walk, 2, now=0.2)
+    assert walk.enough()
+
+
+# -- the grace ----------------------------------------------------------------------------
+
+
+def test_the_grace_begins_only_once_a_page_was_read_and_nothing_is_left_to_start() -> None:
+    walk = walk_with(0, 1, wanted=3)
+    walk.settle(0.1)
+    assert walk.cut_by is None  # nothing read yet
+    read(walk, 0, now=0.1)
+    walk.settle(0.1)
+    assert walk.cut_by is None  # hits may still start
+    walk.ran_out()
+    walk.settle(0.1)
+    assert walk.cut_by == pytest.approx(0.1 + STRAGGLER_GRACE_S)
+    walk.settle(0.2)
+    assert walk.cut_by == pytest.approx(0.1 + STRAGGLER_GRACE_S)  # set once
+
+
+@pytest.mark.parametrize(
+    ("slowest", "grace"),
+    [(0.0, STRAGGLER_GRACE_S), (0.1, STRAGGLER_GRACE_S), (0.5, 1.0), (1.2, 2.4)],
+)
+def test_the_grace_is_twice_the_slowest_read_page_when_that_is_longer(
+    slowest: float, grace: float
+) -> None:
+    # On a loaded host every page of a walk slows alike: a page one redirect further away
+    # than the page read keeps its chance, so a replay cuts off the same pages.
+    assert straggler_grace(slowest) == pytest.approx(grace)
+
+
+def test_a_slow_read_page_widens_the_grace_of_the_walk() -> None:
+    walk = walk_with(0, 1, wanted=3)
+    read(walk, 0, now=0.8)
+    walk.ran_out()
+    walk.settle(0.8)
+    assert walk.cut_by == pytest.approx(0.8 + 1.6)
+
+
+# -- the cut-off --------------------------------------------------------------------------
+
+
+def test_pages_still_loading_are_cut_off_once_the_grace_has_passed_and_only_once() -> None:
+    walk = walk_with(0, 1, 2, wanted=3)
+    read(walk, 0, now=0.1)
+    assert walk.arrived(1, LIGHT)  # analysing: no straggler
+    walk.ran_out()
+    walk.settle(0.1)
+    assert walk.cut_loading(0.2) == []
+    assert walk.cut_loading(0.1 + STRAGGLER_GRACE_S) == [2]
+    assert walk.cut_loading(9.0) == []
+    assert walk.patience_over
+    assert walk.analysing.keys() == {1}
+
+
+def test_held_heavy_pages_wait_while_anything_else_is_in_flight() -> None:
+    walk = walk_with(0, 1, 2, wanted=3)
+    assert not walk.arrived(0, HEAVY)
+    read(walk, 1, now=0.1)
+    assert walk.held_pages() is HeldPages.WAIT  # page 2 is still loading
+    walk.finished(2, read=False, now=0.2)
+    assert walk.held_pages() is HeldPages.CUT_OFF
+
+
+def test_held_heavy_pages_are_analysed_in_list_order_when_no_page_was_read() -> None:
+    walk = walk_with(3, 1, 2, wanted=3)
+    assert not walk.arrived(3, HEAVY)
+    assert not walk.arrived(1, HEAVY)
+    walk.finished(2, read=False, now=0.2)
+    assert walk.held_pages() is HeldPages.ANALYSE
+    assert walk.release() == [1, 3]
+    assert walk.held == {}
+    assert walk.held_pages() is HeldPages.WAIT  # released pages are analysing
+    walk.finished(1, read=True, now=0.9)
+    assert walk.read == 1
+
+
+def test_nothing_held_means_nothing_to_decide() -> None:
+    walk = walk_with(0, wanted=1)
+    read(walk, 0, now=0.1)
+    assert walk.held_pages() is HeldPages.WAIT
+
+
+def test_the_walk_is_out_of_time_at_its_stop() -> None:
+    walk = PageWalk(2, 4, fetch_by=4.75, stop_at=4.9)
+    assert not walk.out_of_time(4.8)
+    assert walk.out_of_time(4.9)
+    assert not PageWalk(2, 4).out_of_time(1e9)
+
+
+def test_the_walk_wakes_for_the_nearest_rule_that_can_act() -> None:
+    walk = PageWalk(3, 6, stop_at=9.0)
+    for index in (0, 1):
+        walk.started(index, 0.0)
+    assert walk.wake_at() == 9.0
+    read(walk, 0, now=0.5)
+    assert walk.wake_at() == pytest.approx(0.5 + STRAGGLER_GRACE_S)  # the demotion
+    walk.ran_out()
+    walk.settle(0.5)
+    walk.demote(0.75)
+    assert walk.wake_at() == pytest.approx(0.5 + 1.0)  # the cut-off
+    walk.cut_loading(1.5)
+    assert walk.wake_at() == 9.0
+    assert PageWalk(1, 2).wake_at() is None
+
+
+# -- what to drop -------------------------------------------------------------------------
+
+
+def test_a_page_left_unfinished_is_cut_off_by_what_it_was_doing() -> None:
+    walk = walk_with(0, 1, 2, 3, wanted=4, budget=8)
+    assert walk.arrived(1, LIGHT)
+    assert not walk.arrived(2, HEAVY)
+    assert walk.dropped(0) == CUT_OFF  # still loading
+    assert walk.dropped(1) == CUT_OFF_ANALYSIS  # analysing
+    assert walk.dropped(2) == CUT_OFF_ANALYSIS  # held
+    walk.ran_out()
+    walk.finished(1, read=True, now=0.1)
+    walk.settle(0.1)
+    assert walk.cut_loading(5.0) == [0, 3]
+    assert walk.dropped(3) == CUT_OFF
+
+
+# -- the markup measure --------------------------------------------------------------------
+
+
+def test_markup_units_count_tags_and_attributes_of_markup_only() -> None:
+    html = b'<p class="a" id="b">x = 1</p>'
+    assert markup_units(html, "text/html") == 2 + 3
+    assert markup_units(html, "application/xhtml+xml") == 5
+    assert markup_units(html, "text/plain") == 0
+    assert markup_units(b"%PDF-1.7 <<>>", "application/pdf") == 0
+
+
+def test_the_budget_sits_between_long_prose_and_markup_bombs() -> None:
+    prose = ("<p>" + "湛江港货物吞吐量达到2.6亿吨。" * 3 + "</p>\n") * 6000
+    table = "<table>" + "<tr><td>1</td><td>2</td></tr>" * 10_000 + "</table>"
+    attributes = "<div " + " ".join(f'a{i}="v"' for i in range(60_000)) + ">x</div>"
+    assert markup_units(prose.encode(), "text/html") < ANALYSIS_MARKUP_BUDGET
+    assert markup_units(table.encode(), "text/html") > ANALYSIS_MARKUP_BUDGET
+    assert markup_units(attributes.encode(), "text/html") > ANALYSIS_MARKUP_BUDGET
