@@ -289,12 +289,18 @@ async def harvest_pages(
         hit.query for hit, read in reads if any(e.basis == "page_body" for e in read.evidence)
     }
     evidence: list[Evidence] = []
-    ranks: list[int] = []  # each evidence's hit's place among the hits the walk reached
-    for rank, (hit, read) in enumerate(reads):
+    # Each evidence's hit's place among the hits the walk judged, in the engine's order: a
+    # page cut off before it was read (``cut_off``, ``cut_off:analysis``) does not push the
+    # pages after it down; one read and found wanting does.
+    ranks: list[int] = []
+    rank = 0
+    for hit, read in reads:
         evidence.extend(read.evidence)
         if read.stand_in and hit.query not in with_bodies:
             evidence.extend(_snippet_evidence(hit, plan, source, runtime, min_score=PAGE_MIN_SCORE))
         ranks += [rank] * (len(evidence) - len(ranks))
+        if not (read.failure or "").startswith("cut_off"):
+            rank += 1
     stats = sum((read.stats for _, read in reads), TermStats())
     evidence = _best_first(evidence, ranks, plan, stats)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)

@@ -130,12 +130,8 @@ class Tx(Protocol):
         ...
 
 
-def _sha256(text: str) -> str:
-    return sha256_digest(text)
-
-
 def _chain(previous: str, body_digest: str) -> str:
-    return _sha256(f"{previous}\n{body_digest}")
+    return sha256_digest(f"{previous}\n{body_digest}")
 
 
 class BaseLedger(ABC):
@@ -259,7 +255,7 @@ class BaseLedger(ABC):
         if found is not None:
             return LedgerEntry(kind=kind, digest=digest, seq=found[0], inserted=False)
         text = canonical_json(body).decode("utf-8")
-        body_digest = _sha256(text)
+        body_digest = sha256_digest(text)
         # The write transaction keeps every other writer out: the next seq is last + 1,
         # with no gap and no second record at the same seq.
         last = tx.one("SELECT seq, chain FROM records ORDER BY seq DESC LIMIT 1")
@@ -720,7 +716,7 @@ def _check_row(
 ) -> str | None:
     if seq != expected_seq:
         return "seq_gap"
-    if _sha256(body) != body_digest:
+    if sha256_digest(body) != body_digest:
         return "body_digest_mismatch"
     try:
         data = json.loads(body)

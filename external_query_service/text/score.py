@@ -45,8 +45,9 @@ first (and, in ``rerank``, the earlier page: the search engine's order).
 from __future__ import annotations
 
 import math
+import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -54,7 +55,6 @@ from typing import Final
 
 from rapidfuzz import fuzz
 
-from ..runtime.memo import SizedLRU
 from .chunk import Chunk
 from .echo import answer_terms, fold
 from .targets import target_forms
@@ -115,22 +115,31 @@ class TextTerms:
     folded: str
 
 
-_TERMS: SizedLRU[str, TextTerms] = SizedLRU(TERMS_KEPT, lambda _terms: 1)
+# The kept cuts, least recently used first. A plain ordered map under a lock: this module is
+# pure text work, so it keeps its own few lines of LRU instead of the runtime's memo.
+_TERMS: OrderedDict[str, TextTerms] = OrderedDict()
+_TERMS_LOCK = threading.Lock()
 
 
 def text_terms(text: str) -> TextTerms:
     """The cut of ``text``: kept from an earlier call (or ``remember_terms``), else made now."""
-    found = _TERMS.get(text)
-    if found is None:
-        found = remember_terms(text, Counter(terms(text)), fold(text))
-    return found
+    with _TERMS_LOCK:
+        found = _TERMS.get(text)
+        if found is not None:
+            _TERMS.move_to_end(text)
+            return found
+    return remember_terms(text, Counter(terms(text)), fold(text))
 
 
 def remember_terms(text: str, counts: Mapping[str, int], folded: str) -> TextTerms:
     """Keep the cut of ``text`` made elsewhere (an analysis worker's, say) so that this process
     does not cut it again; the ``TextTerms`` kept."""
     cut = TextTerms(counts, frozenset(counts), folded)
-    _TERMS.put(text, cut)
+    with _TERMS_LOCK:
+        _TERMS[text] = cut
+        _TERMS.move_to_end(text)
+        while len(_TERMS) > TERMS_KEPT:
+            _TERMS.popitem(last=False)
     return cut
 
 
