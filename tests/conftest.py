@@ -190,3 +190,18 @@ def redis_url() -> str:
     if not answer.startswith(b"+PONG"):
         service_missing("Redis", f"{REDIS_URL} answered {answer!r} to PING")
     return REDIS_URL
+
+
+@pytest.fixture
+def prefix(redis_url: str) -> Iterator[str]:
+    """A Redis key prefix of this test's own; its keys are deleted afterwards."""
+    name = f"eq-test-{uuid.uuid4().hex[:12]}:"
+    yield name
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for key in client.scan_iter(match=name + "*", count=500):
+            client.delete(key)
+    finally:
+        client.close()
