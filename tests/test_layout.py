@@ -1,11 +1,12 @@
 """The tests' own layout: they mirror the package, and what they share lives in tests/support/.
 
 A test module takes shared helpers from ``tests/support/`` and shared fixtures from a
-``conftest.py``, never from another test module: the importer would carry the other module's
-import-time effects (its ``importorskip`` of an extra skips the importer too), a fixture
-taken that way is an import nothing seems to use, and a reader looks for a helper among tests
-it has nothing to do with. Code written into strings (a script a test runs in a subprocess, a
-plugin file it writes) is held to the same rule.
+``conftest.py``, and imports neither another test module nor a ``conftest.py`` (which pytest
+loads itself): the importer would carry the other module's import-time effects (its
+``importorskip`` of an extra skips the importer too), a fixture taken that way is an import
+nothing seems to use, and a reader looks for a helper among tests it has nothing to do with.
+Code written into strings (a script a test runs in a subprocess, a plugin file it writes) is
+held to the same rule.
 
 A test file sits in the folder that mirrors the package folder of what it tests
 (``tests/net/`` for ``external_query_service/net/``); behaviour suites across the pipeline sit
@@ -72,11 +73,15 @@ def imported(source: str, package: list[str]) -> Iterator[str]:
 
 
 def owning_test_module(dotted: str) -> str | None:
-    """The test module (``tests.….test_*``, as pytest collects it) ``dotted`` is or is in."""
+    """The module pytest loads itself (a ``test_*`` module, or a ``conftest``) that ``dotted``
+    is or is in."""
     parts = dotted.split(".")
     if parts[0] != "tests":
         return None
-    found = next((n for n, part in enumerate(parts) if part.startswith("test_")), None)
+    found = next(
+        (n for n, part in enumerate(parts) if part.startswith("test_") or part == "conftest"),
+        None,
+    )
     return None if found is None else ".".join(parts[: found + 1])
 
 
@@ -108,7 +113,7 @@ def misplaced(relative: PurePosixPath, modules: set[str]) -> bool:
     return not (PACKAGE.joinpath(*folders) / "__init__.py").is_file()
 
 
-def test_the_import_check_sees_every_way_of_importing_a_test_module() -> None:
+def test_the_import_check_sees_every_way_of_importing_a_test_module_or_conftest() -> None:
     package = ["tests", "toolkit"]
     forms = [
         "from tests.toolkit.test_tasks import write",
@@ -117,14 +122,15 @@ def test_the_import_check_sees_every_way_of_importing_a_test_module() -> None:
         "from .test_delegate import pick",
         "from .. import test_settings",
         'SCRIPT = "from tests.gateway.test_registry import QuoteAdapter\\n"',
+        "from tests.conftest import service_missing",
     ]
     for form in forms:
         assert {owning_test_module(name) for name in imported(form, package)} - {None}, form
-    fine = "from tests.support.toolkit_tasks import write\nfrom . import conftest\n"
+    fine = "from tests.support.toolkit_tasks import write\nfrom ..support import paths\n"
     assert {owning_test_module(name) for name in imported(fine, package)} == {None}
 
 
-def test_no_file_of_the_tests_imports_a_test_module() -> None:
+def test_no_file_of_the_tests_imports_a_test_module_or_conftest() -> None:
     found = {
         str(path.relative_to(TESTS)): names
         for path in sorted(TESTS.rglob("*.py"))

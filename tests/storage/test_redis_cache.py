@@ -36,8 +36,8 @@ from external_query_service.text.analyse import (
     analysis_from_json,
     analysis_to_json,
 )
-from tests.conftest import service_missing
 from tests.support.paths import REPO
+from tests.support.services import service_missing
 from tests.support.serving import CLI, served_workers
 
 QUESTION = "What did the Zhanjiang port authority announce about the new berth?"
