@@ -30,7 +30,7 @@ from psycopg import sql
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from external_query_service.storage import LedgerTarget, migrate_ledger, open_ledger
-from tests.ledger_records import make_chain
+from tests.support.ledger_records import make_chain
 
 RECORDS_PER_ANSWER = 4
 

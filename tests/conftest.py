@@ -6,7 +6,6 @@ import socket
 import uuid
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import NoReturn
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,10 +13,8 @@ import pytest
 from external_query_service.storage import LedgerTarget, migrate_ledger, open_ledger
 from external_query_service.testing import LoopbackServer
 from tests.support.llm_chat import ChatServer
+from tests.support.services import REQUIRE_SERVICES, service_missing
 
-#: Set (to 1) where the services must be there — CI: a test that needs PostgreSQL or Redis
-#: then fails instead of skipping when the service does not answer.
-REQUIRE_SERVICES = "EXTERNAL_QUERY_REQUIRE_SERVICES"
 #: The PostgreSQL database tests make their schemas in, and the Redis server they use.
 POSTGRES_URL = os.environ.get(
     "EXTERNAL_QUERY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
@@ -54,13 +51,6 @@ def shared_loopback(module_server: LoopbackServer) -> LoopbackServer:
     making its ``loopback`` this one)."""
     module_server.requests.clear()
     return module_server
-
-
-def service_missing(service: str, why: str) -> NoReturn:
-    """Skip the test — or fail it where ``EXTERNAL_QUERY_REQUIRE_SERVICES=1``."""
-    if os.environ.get(REQUIRE_SERVICES, "") not in ("", "0"):
-        pytest.fail(f"{service} is required ({REQUIRE_SERVICES} is set) but {why}")
-    pytest.skip(f"{service} is not available: {why}")
 
 
 #: How ``pytest.importorskip`` words its skip: an optional package is not installed.
@@ -190,3 +180,18 @@ def redis_url() -> str:
     if not answer.startswith(b"+PONG"):
         service_missing("Redis", f"{REDIS_URL} answered {answer!r} to PING")
     return REDIS_URL
+
+
+@pytest.fixture
+def prefix(redis_url: str) -> Iterator[str]:
+    """A Redis key prefix of this test's own; its keys are deleted afterwards."""
+    name = f"eq-test-{uuid.uuid4().hex[:12]}:"
+    yield name
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for key in client.scan_iter(match=name + "*", count=500):
+            client.delete(key)
+    finally:
+        client.close()

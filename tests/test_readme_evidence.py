@@ -15,8 +15,8 @@ import pytest
 
 from external_query_service.cli import main
 from external_query_service.testing import LoopbackServer, World, json_reply
-from tests.cli.test_evidence import provider_receipt
 from tests.support.paths import REPO
+from tests.support.world import provider_receipt
 
 ROOT = REPO
 README = (ROOT / "README.md").read_text(encoding="utf-8")

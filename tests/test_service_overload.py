@@ -14,31 +14,8 @@ import pytest
 from external_query_service import ExternalQueryService, Settings, SettingsError
 from external_query_service.models import QuerySemantics
 from external_query_service.runtime.concurrency import QuestionGate
-from external_query_service.testing import World, article, hit, json_reply, searx_body
-
-QUESTION = "Which new aircraft were shown at the air show?"
-
-
-def slow_world_settings(world: World, latency_ms: int, **network: Any) -> Settings:
-    """A search engine that answers after ``latency_ms`` with one page about ``QUESTION``;
-    ``network`` entries override the ``[network]`` section."""
-    page = article(
-        "Air show news",
-        [
-            "New transport drones and a carrier-based early-warning aircraft were shown at "
-            "the air show for the first time, with exhibitors from over forty countries.",
-        ],
-        lang="en",
-    )
-    url = world.page("airshow.test", "/news", page)
-    search = world.searxng()
-    world.route(
-        f"{search['base_url']}/search",
-        json_reply(searx_body(QUESTION, [hit(url, "Air show news", "new aircraft")])),
-        latency_ms=latency_ms,
-    )
-    # No response cache: each question here must really wait on the slow search.
-    return world.settings(search, network=network, cache={"enabled": False})
+from external_query_service.testing import World
+from tests.support.air_show import QUESTION, slow_world_settings
 
 
 @pytest.fixture

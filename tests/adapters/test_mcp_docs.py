@@ -19,18 +19,7 @@ from external_query_service.testing.content import article
 
 pytest.importorskip("mcp")
 
-QUESTION = "How long does the widget cache keep entries?"
-SEMANTICS: dict[str, Any] = {
-    "query_kind": "documentation",
-    "language": "en",
-    "search_queries": ["widget cache entries"],
-}
-CACHE_DOC = {
-    "title": "Configuring the widget cache",
-    "text": "The widget cache keeps entries for 300 seconds by default. Set cache_ttl in "
-    "widget.toml to change how long widget cache entries live.",
-}
-INSTALL_DOC = {"title": "Installing", "text": "Install the package with pip install widget."}
+from tests.support.widget_docs import CACHE_DOC, INSTALL_DOC, QUESTION, SEMANTICS
 
 
 @pytest.fixture

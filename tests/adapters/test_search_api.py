@@ -7,7 +7,6 @@ import json
 import logging
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -17,45 +16,27 @@ from external_query_service.testing import RecordedRequest, Reply, World, json_r
 from external_query_service.testing.content import article, hit, tavily_body
 from external_query_service.testing.recorder import record_world
 from external_query_service.testing.world import BRAVE_URL, TAVILY_URL
+from tests.support.keyed_search import (
+    BRAVE_KEY,
+    HARBOUR,
+    PARAGRAPH,
+    PORT_NEWS,
+    QUERY,
+    QUESTION,
+    SEMANTICS,
+    TAVILY_KEY,
+    serve,
+)
+from tests.support.world import NOW
 
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
-QUESTION = "湛江港今年货物吞吐量是多少？"
-QUERY = "湛江港 货物吞吐量"
-SEMANTICS: dict[str, Any] = {
-    "entities": ["湛江港"],
-    "search_queries": [QUERY],
-    "time_range": {"start": "2026-11-15", "end": "2026-11-30"},
-}
-BRAVE_KEY = "brv-KEY-7d1f0c55e2"
-TAVILY_KEY = "tvly-KEY-93ab0e11c4"
 BRAVE_SEARCH = f"{BRAVE_URL}/web/search"
 TAVILY_SEARCH = f"{TAVILY_URL}/search"
-PORT_NEWS = "https://port-news.example.cn/throughput"
-HARBOUR = "https://harbour.example.com/zhanjiang"
-PARAGRAPH = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线持续加密。"
 
 
 @pytest.fixture
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAVE_API_KEY", BRAVE_KEY)
     monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
-
-
-def serve(world: World) -> None:
-    """Two sites with the answer, and both providers listing them for QUERY."""
-    world.route(
-        PORT_NEWS, Reply(body=article("湛江港吞吐量创新高", [PARAGRAPH], published="2026-11-20"))
-    )
-    world.route(
-        HARBOUR,
-        Reply(body=article("湛江港集装箱航线", [PARAGRAPH], published="2026-11-18")),
-    )
-    hits = [
-        hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
-        hit(HARBOUR, "湛江港航线", "湛江港集装箱航线", "2026-11-18"),
-    ]
-    world.brave_results(QUERY, hits)
-    world.tavily_results(QUERY, hits)
 
 
 @pytest.fixture

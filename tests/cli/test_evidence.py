@@ -21,9 +21,8 @@ from tests.support.paths import REPO
 from tests.support.world import (
     ORIGINAL_SOURCE,
     closed_port,
+    provider_receipt,
     provider_row,
-    receipt_for,
-    receipt_source,
 )
 
 REPO = REPO
@@ -31,20 +30,6 @@ REPO = REPO
 OBJECTIVE = "Compare current behavior"
 SOURCE = ORIGINAL_SOURCE
 OTHER = "https://example.com/other"
-
-
-def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
-    """What the provider a plan selected hands back: a succeeded receipt, one source per ref."""
-    sources = [
-        receipt_source(
-            ref,
-            finding=f"The bounded observation at {ref}",
-            limitation="What was not inspected",
-            accessed_at="2026-03-01T10:00:00Z",
-        )
-        for ref in refs
-    ]
-    return receipt_for(plan, sources, completed_at="2026-03-01T10:05:00Z")
 
 
 class Cli:

@@ -17,8 +17,8 @@ from external_query_service.admission.chain import service_envelope
 from external_query_service.models import ExternalAnswer
 from external_query_service.runtime.evidence_store import EvidenceEvicted
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
-from tests.net.test_cache import START as NOW
-from tests.net.test_cache import Clock
+from tests.support.http_cache import START as NOW
+from tests.support.http_cache import Clock
 
 QUESTION = "2026年珠海航展有哪些新机型亮相？"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import ClassVar
 
@@ -29,65 +29,14 @@ from external_query_service.gateway.gateway import ExternalQueryGateway
 from external_query_service.models import (
     Evidence,
     ExternalQueryPlan,
-    Fact,
     ProviderType,
     Readiness,
 )
 from external_query_service.runtime.evidence_store import EvidenceStore
 from external_query_service.settings import AdapterSettings, NetworkSettings, SourceSettings
 from external_query_service.testing import LoopbackServer, json_reply
+from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW
-
-
-class QuoteAdapter(Adapter):
-    """A stock-quote fact API living outside the package."""
-
-    kind: ClassVar[str] = "test_quotes"
-    provider_type: ClassVar[ProviderType] = "fact_api"
-    supported_query_kinds: ClassVar[tuple[str, ...]] = ("stock_quote",)
-
-    class Options(Adapter.Options):
-        base_url: str  # required: a missing key is a settings error
-
-    options: Options
-
-    async def gather(self, plan: ExternalQueryPlan) -> AdapterOutcome:
-        symbol = plan.entities[0]
-        response = await self.runtime.endpoint(self.options.base_url).get_json(
-            "quote", {"symbol": symbol}
-        )
-        assert isinstance(response.data, dict)
-        price = str(response.data["price"])
-        day = str(response.data["date"])
-        text = f"{day} {symbol} 收盘价 {price} 元"
-        ref = self.runtime.store.put(text, source=response.url)
-        digest = sha256_digest(text)
-        return AdapterOutcome(
-            status="ok",
-            results=1,
-            evidence=(
-                Evidence(
-                    evidence_id=evidence_id(response.url, digest, 0),
-                    adapter_id=self.adapter_id,
-                    provider_type="fact_api",
-                    basis="fact_api",
-                    url=response.url,
-                    title=f"行情：{symbol}",
-                    site="quotes.test",
-                    snippet=text,
-                    score=10_000,
-                    published_at=datetime.fromisoformat(day).date(),
-                    about_dates=(datetime.fromisoformat(day).date(),),
-                    accessed_at=self.runtime.clock().astimezone(UTC),
-                    content_digest=digest,
-                    raw_digest=response.raw_digest,
-                    ref=ref,
-                    length=len(text),
-                    aliases=(symbol,),
-                    facts=(Fact(name="close", value=price, unit="CNY"),),
-                ),
-            ),
-        )
 
 
 def test_a_registered_third_party_fact_api_answers_its_kind(loopback: LoopbackServer) -> None:
@@ -126,7 +75,7 @@ def test_entry_point_plugins_are_discovered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "eqs_demo_plugin.py").write_text(
-        "from tests.gateway.test_registry import QuoteAdapter\n"
+        "from tests.support.quote_adapter import QuoteAdapter\n"
         "class DemoAdapter(QuoteAdapter):\n    kind = 'demo_plugin'\n",
         encoding="utf-8",
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,35 +21,7 @@ from external_query_service.settings import CacheSettings, NetworkSettings
 from external_query_service.storage.redis_cache import open_shared_cache
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.testing.server import RecordedRequest, json_reply
-
-START = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-def network(**overrides: Any) -> NetworkSettings:
-    values: dict[str, Any] = {
-        "allowed_networks": ["127.0.0.1/32"],
-        "resolve": {"site-a.test": "127.0.0.1"},
-        "timeout_s": 5.0,
-    }
-    values.update(overrides)
-    return NetworkSettings(**values)
-
-
-def url(server: LoopbackServer, path: str, host: str = "site-a.test") -> str:
-    return f"http://{host}:{server.port}{path}"
+from tests.support.http_cache import START, Clock, network, page, url
 
 
 class Fetching:
@@ -104,10 +75,6 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
             client.delete(key)
     finally:
         client.close()
-
-
-def page(body: str, **headers: str) -> Reply:
-    return Reply(body=f"<html><body><p>{body}</p></body></html>", headers=headers)
 
 
 def test_a_page_within_max_age_is_not_fetched_again_and_is_after_it(

@@ -3,9 +3,8 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,12 +15,9 @@ from pydantic import ValidationError
 from external_query_service.errors import InputError
 from external_query_service.models import (
     AnswerContract,
-    Evidence,
     EvidenceDecision,
     ExternalContextPacket,
-    ExternalQueryPlan,
     Fact,
-    TimeRange,
     VerifierResult,
 )
 from external_query_service.presenter import extractive as presenter_module
@@ -30,9 +26,15 @@ from external_query_service.presenter.extractive import (
     display_sources,
     strip_invisible,
 )
+from tests.support.packets import (
+    ACCESSED,
+    evidence_blocks,
+    fixed_tokens,
+    make_evidence,
+    make_packet,
+)
 
 PREFIX = "外部实时查询："
-ACCESSED = datetime(2026, 12, 1, 8, 5, tzinfo=UTC)
 REASONS = {
     "no_ready_provider": "没有可用的外部数据源",
     "all_providers_failed": "外部数据源暂时不可用，可稍后重试",
@@ -42,83 +44,6 @@ REASONS = {
     "undated_evidence": "找到的证据没有标注日期",
     "insufficient_sources": "独立来源数量不足",
 }
-
-
-def make_evidence(number: int, **overrides: Any) -> Evidence:
-    site = overrides.pop("site", f"site{number}.example")
-    fields: dict[str, Any] = {
-        "evidence_id": f"ev-{number}",
-        "adapter_id": f"adapter-secret-{number}",
-        "provider_type": "live_search",
-        "basis": "page_body",
-        "url": f"https://{site}/page/{number}",
-        "title": f"页面标题{number}",
-        "site": site,
-        "snippet": f"证据片段{number}的正文",
-        "score": 9000 - number,
-        "published_at": date(2026, 11, 30),
-        "accessed_at": ACCESSED,
-        "content_digest": f"sha256:{number:064x}",
-        "raw_digest": f"sha256:{number + 100:064x}",
-    }
-    fields.update(overrides)
-    return Evidence(**fields)
-
-
-def make_packet(
-    evidence: tuple[Evidence, ...],
-    *,
-    contract: AnswerContract = "summary_with_sources",
-    verifier: VerifierResult | None = None,
-    compare_targets: tuple[str, ...] = (),
-    question: str = "湛江明天天气怎么样？",
-    uncertainties: tuple[str, ...] = (),
-) -> ExternalContextPacket:
-    plan = ExternalQueryPlan(
-        question=question,
-        query_kind="weather",
-        answer_contract=contract,
-        search_queries=("湛江 天气",),
-        compare_targets=compare_targets,
-        location="湛江",
-        time_range=TimeRange(start=date(2026, 12, 1), end=date(2026, 12, 2)),
-        planner_source="upstream_semantics",
-    )
-    # The packet holds admitted evidence only: a verdict given without decisions admits it all
-    # (a refusal can still carry admitted evidence, e.g. too few independent sites).
-    verifier = verifier or VerifierResult(status="answered")
-    if not verifier.accepted and not verifier.rejected:
-        verifier = verifier.model_copy(
-            update={
-                "accepted": tuple(
-                    EvidenceDecision(evidence_id=item.evidence_id, decision="admit", reason="ok")
-                    for item in evidence
-                )
-            }
-        )
-    return ExternalContextPacket(
-        question=question,
-        plan=plan,
-        adapter_attempts=(),
-        verified_evidence=evidence,
-        verifier=verifier,
-        uncertainties=uncertainties,
-    )
-
-
-def fixed_tokens(*tokens: str) -> Any:
-    queue = list(tokens)
-
-    def factory() -> str:
-        return queue.pop(0)
-
-    return factory
-
-
-def evidence_blocks(prompt: str, token: str) -> list[str]:
-    return re.findall(
-        rf"<<EVIDENCE-{token}>>\n(.*?)\n<<END-EVIDENCE-{token}>>", prompt, flags=re.DOTALL
-    )
 
 
 def boundary_of(prompt: str) -> str:

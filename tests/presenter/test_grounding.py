@@ -22,8 +22,8 @@ from external_query_service.presenter.extractive import ExternalAnswerPresenter,
 from external_query_service.presenter.grounding import split_sentences
 from external_query_service.testing import Reply
 from external_query_service.text.quantities import find_quantities
-from tests.presenter.test_extractive import make_evidence, make_packet
 from tests.support.llm_chat import ChatServer, answer_json
+from tests.support.packets import make_evidence, make_packet
 from tests.support.world import docs_folder
 
 PORT_ID = evidence_id("https://port-news.example.com/throughput", "sha256:p1", 0)

@@ -15,7 +15,7 @@ import pytest
 from external_query_service.models import AnswerContract
 from external_query_service.presenter.extractive import ExternalAnswerPresenter
 from external_query_service.testing import LoopbackServer
-from tests.presenter.test_extractive import make_evidence, make_packet
+from tests.support.packets import make_evidence, make_packet
 from tests.support.world import World, article, hit, make_service
 
 # The renderer (markdown-it-py) is a dev dependency, no extra: every test here renders with it.

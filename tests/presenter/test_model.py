@@ -25,13 +25,8 @@ from external_query_service.models import (
 from external_query_service.presenter import LLMAnswerPresenter
 from external_query_service.presenter.extractive import ExternalAnswerPresenter, Presentation
 from external_query_service.testing import LoopbackServer, Reply
-from tests.presenter.test_extractive import (
-    evidence_blocks,
-    fixed_tokens,
-    make_evidence,
-    make_packet,
-)
 from tests.support.llm_chat import CHAT_PATH, ChatServer, Step, answer_json, api_error, completion
+from tests.support.packets import evidence_blocks, fixed_tokens, make_evidence, make_packet
 from tests.support.world import World, docs_folder, forecast_reply, serve_zhanjiang_geocoding
 
 PREFIX = "外部实时查询："

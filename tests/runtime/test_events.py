@@ -14,7 +14,7 @@ from external_query_service.runtime.events import CACHE_HIT_KINDS, CacheHits
 from external_query_service.runtime.memo import ThreadMemo
 from external_query_service.settings import CacheSettings
 from external_query_service.testing import LoopbackServer, json_reply
-from tests.net.test_cache import Clock, network, page, url
+from tests.support.http_cache import Clock, network, page, url
 
 
 def test_every_listener_hears_each_hit_until_it_unsubscribes(

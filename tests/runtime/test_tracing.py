@@ -14,7 +14,7 @@ import pytest
 from external_query_service import ExternalQueryService
 from external_query_service.runtime import tracing as tracing_module
 from external_query_service.testing import World
-from tests.server.test_streaming import PAGE, QUESTION
+from tests.support.air_show import PAGE, QUESTION
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")

@@ -19,8 +19,8 @@ import pytest
 from external_query_service import ExternalQueryService, Settings
 from external_query_service.cli import main
 from external_query_service.testing import World
+from tests.support.air_show import QUESTION, slow_world_settings
 from tests.support.serving import DOCS, DOCS_QUESTION, write_docs
-from tests.test_service_overload import QUESTION, slow_world_settings
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")

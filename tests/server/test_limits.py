@@ -12,10 +12,8 @@ import pytest
 
 from external_query_service import Settings
 from external_query_service.testing.world_files import dump_toml
-from tests.storage.test_redis_cache import CLI, ROOT, prefix
-from tests.support.serving import served_workers, write_docs
-
-__all__ = ["prefix"]  # the fixture, used by name
+from tests.support.paths import REPO
+from tests.support.serving import CLI, served_workers, write_docs
 
 KEY = "k-workers-0123456789"
 RATE = 3
@@ -35,7 +33,7 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
     ).with_docs(write_docs(tmp_path / "docs"))
     config = tmp_path / "serve.toml"
     config.write_text(dump_toml(settings.model_dump(mode="json", exclude_none=True)), "utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EQ_WORKER_KEYS": KEY}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EQ_WORKER_KEYS": KEY}
     command = [*CLI, "serve", "--config", str(config), "--port", "0", "--workers", "2"]
     with served_workers(command, env) as (_process, url):
         pids = {httpx.get(f"{url}/healthz", timeout=30).json()["pid"] for _ in range(20)}

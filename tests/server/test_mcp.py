@@ -16,55 +16,28 @@ from external_query_service.cli import main
 from external_query_service.server.mcp import build_server
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession
+from tests.support.toolkit_tasks import REQUIREMENT, serve_docs, web_task, write
 from tests.support.world import PORT_QUESTION, World, serve_port_news
-from tests.toolkit.test_tasks import REQUIREMENT, serve_docs, web_task, write
 
 mcp = pytest.importorskip("mcp")
 
-from mcp import Client, StdioServerParameters  # noqa: E402
-from mcp.types import CallToolResult  # noqa: E402
+from mcp import Client  # noqa: E402
 
-from tests.support.paths import REPO  # noqa: E402
+from tests.support.mcp_client import (  # noqa: E402
+    TOOLS,
+    error_text,
+    server_params,
+    settings_file,
+    structured,
+)
 
 QUESTION = PORT_QUESTION
-TOOLS = {"observe", "arguments", "operate", "answer", "read_evidence"}
 
 
 def serve_world(loopback: LoopbackServer) -> World:
     world = World(loopback)
     serve_port_news(world, QUESTION)
     return world
-
-
-def settings_file(folder: Path, world: World) -> Path:
-    hosts = sorted(world.sites | {"docs.test"})
-    resolve = "".join(f'"{host}" = "127.0.0.1"\n' for host in hosts)
-    return write(
-        folder / "settings.toml",
-        '[network]\nallowed_networks = ["127.0.0.1/32"]\ntimeout_s = 5.0\ndeadline_s = 10.0\n'
-        f"[network.resolve]\n{resolve}"
-        f'[[adapters]]\nkind = "searxng"\nid = "searx"\nbase_url = "{world.base("/searx")}"\n',
-    )
-
-
-def structured(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None
-    return content
-
-
-def error_text(result: CallToolResult) -> str:
-    assert result.is_error
-    return " ".join(getattr(item, "text", "") for item in result.content)
-
-
-def server_params(*args: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "external_query_service.cli", "mcp", *args, "--now", "2026-11-30T10:00+08:00"],
-        cwd=str(REPO),
-    )
 
 
 def test_the_stdio_server_lists_its_tools_answers_and_refuses_stale_state_refs(

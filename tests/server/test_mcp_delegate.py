@@ -15,15 +15,16 @@ from external_query_service.server.mcp import MAX_DELEGATED_STEPS, build_server
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession
 from external_query_service.toolkit.delegate import MAX_GOAL_CHARS
-from tests.server.test_mcp import TOOLS, error_text, server_params, structured
+from tests.support.delegation import KEY_ENV, SECRET, WEB_SCRIPT, archived, model_config
 from tests.support.llm_chat import ChatServer
-from tests.toolkit.test_delegate import KEY_ENV, SECRET, WEB_SCRIPT, archived, model_config
-from tests.toolkit.test_tasks import make_task, serve_docs, web_inputs, web_task, write
+from tests.support.toolkit_tasks import make_task, serve_docs, web_inputs, web_task, write
 
 pytest.importorskip("mcp")
 
 from mcp import Client
 from mcp.client.stdio import stdio_client
+
+from tests.support.mcp_client import TOOLS, error_text, server_params, structured
 
 GOAL = "Quote the requirements and the licence."
 

@@ -22,14 +22,7 @@ from external_query_service.server.mcp import build_server
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession
 from external_query_service.toolkit.operations import TOOL_NAMES
-from tests.server.test_mcp import (
-    QUESTION,
-    TOOLS,
-    error_text,
-    server_params,
-    settings_file,
-    structured,
-)
+from tests.support.world import PORT_QUESTION as QUESTION
 from tests.support.world import World, article, hit
 
 pytest.importorskip("mcp")
@@ -37,6 +30,8 @@ pytest.importorskip("mcp")
 from mcp import Client
 from mcp.client.stdio import stdio_client
 from mcp.types import Tool
+
+from tests.support.mcp_client import TOOLS, error_text, server_params, settings_file, structured
 
 SITES = ("port-news.test", "gov-port.test", "ship-daily.test")
 READ_ONLY = {"observe", "arguments", "answer", "read_evidence"}

@@ -20,11 +20,11 @@ from external_query_service.testing import (
     RecordedRequest,
     Reply,
     World,
-    article,
     hit,
     json_reply,
     searx_body,
 )
+from tests.support.air_show import PAGE, QUESTION
 from tests.support.serving import DOCS, DOCS_QUESTION, write_docs
 
 pytest.importorskip("fastapi")
@@ -32,18 +32,6 @@ pytest.importorskip("uvicorn")
 
 from external_query_service.server import ServerThread
 
-QUESTION = "Which new aircraft were shown at the air show?"
-PAGE = article(
-    "Air show news",
-    [
-        "New transport drones and a carrier-based early-warning aircraft were shown at the "
-        "air show for the first time, with exhibitors from over forty countries.",
-        "The new aircraft flew displays on each of the show's six days, and the organisers "
-        "counted more than two hundred aircraft on the ground and in the air.",
-        "Visitors queued to see the new early-warning aircraft up close on the last day.",
-    ],
-    lang="en",
-)
 STREAM = {"Accept": "text/event-stream"}
 
 

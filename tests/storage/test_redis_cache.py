@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,28 +36,11 @@ from external_query_service.text.analyse import (
     analysis_from_json,
     analysis_to_json,
 )
-from tests.conftest import service_missing
 from tests.support.paths import REPO
-from tests.support.serving import served_workers
+from tests.support.services import service_missing
+from tests.support.serving import CLI, served_workers
 
-ROOT = REPO
-CLI = (sys.executable, "-m", "external_query_service.cli")
 QUESTION = "What did the Zhanjiang port authority announce about the new berth?"
-
-
-@pytest.fixture
-def prefix(redis_url: str) -> Iterator[str]:
-    """A key prefix of this test's own; its keys are deleted afterwards."""
-    name = f"eq-test-{uuid.uuid4().hex[:12]}:"
-    yield name
-    import redis
-
-    client = redis.Redis.from_url(redis_url)
-    try:
-        for key in client.scan_iter(match=name + "*", count=500):
-            client.delete(key)
-    finally:
-        client.close()
 
 
 def shared(redis_url: str, prefix: str, **cache: Any) -> SharedCache:
@@ -224,7 +206,7 @@ def test_a_lease_whose_holder_dies_mid_flight_lets_a_waiter_fetch(
         {"url": url, "network": {**network, "timeout_s": 60}, "cache": cache_settings}
     )
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, args], env={**os.environ, "PYTHONPATH": str(ROOT)}
+        [sys.executable, "-c", _HOLDER, args], env={**os.environ, "PYTHONPATH": str(REPO)}
     )
     try:
         assert arrived.wait(60)  # the holder has the lease and its request is out
@@ -266,7 +248,7 @@ service.close()
 def ask_in_a_process(settings: dict[str, Any]) -> str:
     done = subprocess.run(
         [sys.executable, "-c", _ASK, json.dumps(settings), QUESTION],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -369,7 +351,7 @@ def test_workers_above_one_without_a_cache_url_are_refused_in_one_line(tmp_path:
     (docs / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
     done = subprocess.run(
         [*CLI, "serve", "--docs", str(docs), "--port", "0", "--workers", "2"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=60,
@@ -396,7 +378,7 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
     scratch.mkdir()
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(REPO),
         "TMPDIR": str(scratch),
         "EQ_TEST_SERVE_KEY": "a secret both workers share",
     }

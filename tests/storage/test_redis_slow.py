@@ -18,10 +18,8 @@ import pytest
 
 from external_query_service import ExternalQueryService
 from external_query_service.testing import LoopbackServer, World, article, hit
-from tests.storage import test_redis_cache as test_shared_cache
 from tests.support.world import make_service
 
-prefix = test_shared_cache.prefix  # a key prefix of each test's own, deleted afterwards
 DELAY_S = 0.2
 PARAGRAPH = "湛江港今年货物吞吐量预计突破3亿吨，同比增长约百分之八，集装箱航线持续加密。"
 

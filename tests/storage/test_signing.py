@@ -22,11 +22,8 @@ from external_query_service.net.cache import shared_key
 from external_query_service.settings import CacheSettings
 from external_query_service.storage.redis_cache import SharedCache
 from external_query_service.testing import LoopbackServer, World
-from tests.storage import test_redis_cache as test_shared_cache
 from tests.support.world import PORT_QUESTION, make_service, serve_port_news
 
-#: A key prefix of each test's own, deleted afterwards (the shared-cache tests' fixture).
-prefix = test_shared_cache.prefix
 KEY_ENV = "EQ_TEST_CACHE_KEY"
 OLD_ENV = "EQ_TEST_CACHE_KEY_OLD"
 GENUINE = "湛江港今年货物吞吐量预计突破3亿吨"

@@ -8,11 +8,15 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["DOCS", "DOCS_QUESTION", "served_workers", "write_docs"]
+__all__ = ["CLI", "DOCS", "DOCS_QUESTION", "served_workers", "write_docs"]
+
+#: The command line of ``external-query`` run from this interpreter.
+CLI = (sys.executable, "-m", "external_query_service.cli")
 
 DOCS_QUESTION = "What does the verifier check?"
 DOCS = {"query_kind": "documentation"}

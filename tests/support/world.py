@@ -48,6 +48,7 @@ __all__ = [
     "forecast_reply",
     "hit",
     "make_service",
+    "provider_receipt",
     "provider_row",
     "receipt_for",
     "receipt_source",
@@ -222,3 +223,17 @@ def receipt_for(
     }
     values.update(overrides)
     return values
+
+
+def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
+    """What the provider a plan selected hands back: a succeeded receipt, one source per ref."""
+    sources = [
+        receipt_source(
+            ref,
+            finding=f"The bounded observation at {ref}",
+            limitation="What was not inspected",
+            accessed_at="2026-03-01T10:00:00Z",
+        )
+        for ref in refs
+    ]
+    return receipt_for(plan, sources, completed_at="2026-03-01T10:05:00Z")

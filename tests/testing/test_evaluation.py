@@ -15,7 +15,7 @@ import pytest
 from external_query_service.cli import main
 from external_query_service.cli.eval import _Progress
 from external_query_service.testing import CaseResult, find_case_files, load_cases
-from tests.testing.test_cases import EXAMPLES, support_an_answer
+from tests.support.cases import EXAMPLES, support_an_answer
 
 
 class _Rows(HTMLParser):

@@ -19,7 +19,7 @@ import pytest
 with contextlib.suppress(ImportError):
     import trustme  # noqa: F401
 
-from tests.testing.test_cases import EXAMPLES, support_an_answer
+from tests.support.cases import EXAMPLES, support_an_answer
 
 pytest_plugins = ["pytester"]
 

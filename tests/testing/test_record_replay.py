@@ -13,10 +13,11 @@ import pytest
 from external_query_service.testing import World, comparable_answer, load_world, open_world
 from external_query_service.testing.recorder import record_world
 from external_query_service.testing.world import WORLD_KEY, WORLD_KEY_ENV
-from tests.adapters.test_mcp_docs import CACHE_DOC, INSTALL_DOC
-from tests.adapters.test_mcp_docs import QUESTION as DOC_QUESTION
-from tests.adapters.test_mcp_docs import SEMANTICS as DOC_SEMANTICS
-from tests.adapters.test_search_api import BRAVE_KEY, NOW, QUESTION, SEMANTICS, TAVILY_KEY, serve
+from tests.support.keyed_search import BRAVE_KEY, QUESTION, SEMANTICS, TAVILY_KEY, serve
+from tests.support.widget_docs import CACHE_DOC, INSTALL_DOC
+from tests.support.widget_docs import QUESTION as DOC_QUESTION
+from tests.support.widget_docs import SEMANTICS as DOC_SEMANTICS
+from tests.support.world import NOW
 
 pytest.importorskip("mcp")
 

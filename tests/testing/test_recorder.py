@@ -40,7 +40,7 @@ from external_query_service.testing import (
     searx_body,
 )
 from external_query_service.testing.recorder import NothingAnswered, Recording
-from tests.gateway.test_registry import QuoteAdapter
+from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW, ZHANJIANG, closed_port, forecast_reply
 
 QUESTION = "湛江港今年吞吐量是多少？"

@@ -41,10 +41,9 @@ from external_query_service.testing.world_files import (
     dump_toml,
     write_world,
 )
-from tests.support.paths import REPO
+from tests.support.cases import EXAMPLES
 from tests.support.world import NOW
 
-EXAMPLES = REPO / "examples" / "cases"
 QUESTION = "2026年珠海航展有哪些新机型亮相？"
 AIRSHOW = article(
     "珠海航展新机型集中亮相",

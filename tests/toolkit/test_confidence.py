@@ -16,7 +16,7 @@ from external_query_service.toolkit.confidence import (
     judge,
     string_values,
 )
-from tests.toolkit.test_tasks import run_cli, write
+from tests.support.toolkit_tasks import run_cli, write
 
 OFFERED = ["o-3fa9", "o-3fb1", "o-77c2"]
 

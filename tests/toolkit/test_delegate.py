@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,111 +17,34 @@ from external_query_service.toolkit import (
     ToolkitSession,
     load_task,
 )
-from external_query_service.toolkit.delegate import DelegationResult
+from tests.support.delegation import (
+    KEY_ENV,
+    SECRET,
+    WEB_SCRIPT,
+    Chooser,
+    archived,
+    chosen_ids,
+    delegate,
+    model_config,
+    pick,
+    reply_content,
+    step_reply,
+    view,
+    web_session,
+)
 from tests.support.llm_chat import ChatServer, answer_json, api_error, completion, logprob_tokens
-from tests.toolkit.test_tasks import (
-    NOW,
+from tests.support.toolkit_tasks import (
     REQUIREMENT,
     make_task,
     run_cli,
-    serve_docs,
     web_inputs,
     web_inputs_static,
     web_task,
     write,
 )
+from tests.support.world import NOW
 
-KEY_ENV = "EQS_DELEGATE_TEST_KEY"
-SECRET = "sk-delegate-71c9e04b2a5d4f8e9b3c6a1d0e2f4b57"
 WEB_PAGES = ("/", "/guide", "/licence")
-
-
-@pytest.fixture
-def docs(loopback: LoopbackServer) -> LoopbackServer:
-    return serve_docs(loopback)
-
-
-def view(body: dict[str, Any]) -> dict[str, Any]:
-    """What the loop showed the model in this request."""
-    shown: dict[str, Any] = json.loads(body["messages"][-1]["content"])
-    return shown
-
-
-def chosen_ids(shown: dict[str, Any], tool: str, labels: dict[str, str]) -> list[str]:
-    """Option ids for ``tool`` whose labels contain ``labels[parameter]`` (parents first)."""
-    offer = next(item for item in shown["tools_on_offer"] if item["tool"] == tool)
-    ids: list[str] = []
-    for parameter in offer["parameters"]:
-        pool = parameter.get("options") or parameter["options_by_parent"][ids[-1]]
-        wanted = labels.get(parameter["name"], "")
-        ids.append(next(option["id"] for option in pool if wanted in option["label"]))
-    return ids
-
-
-def reply_content(
-    shown: dict[str, Any],
-    tool: str | None,
-    options: list[str],
-    *,
-    note: str = "next step",
-    state_ref: str | None = None,
-) -> str:
-    """A reply as the schema asks: ``step`` holds the tool and one id per parameter, by
-    the offered parameter's name (``tool`` None: stop)."""
-    step: dict[str, Any] = {"tool": tool}
-    offer = next((item for item in shown["tools_on_offer"] if item["tool"] == tool), None)
-    names = [p["name"] for p in offer["parameters"]] if offer else ["option"] * len(options)
-    step.update(zip(names, options, strict=False))
-    return json.dumps({"note": note, "state_ref": state_ref or shown["state_ref"], "step": step})
-
-
-def step_reply(
-    shown: dict[str, Any],
-    tool: str | None,
-    options: list[str],
-    *,
-    done: bool = False,
-    state_ref: str | None = None,
-    weights: dict[str, float] | None = None,
-) -> Reply:
-    """The model's reply; with ``weights`` (probability of the chosen tool and ids), the
-    other offered values share the rest of each choice's probability."""
-    content = reply_content(shown, None if done else tool, options, state_ref=state_ref)
-    if weights is None:
-        return completion(content)
-    tools = [item["tool"] for item in shown["tools_on_offer"]]
-    offer = next(item for item in shown["tools_on_offer"] if item["tool"] == tool)
-    tables: dict[str, dict[str, float]] = {}
-    if tool is not None:
-        tables[tool] = spread(tool, tools, weights.get(tool, 0.97))
-    for parameter, option in zip(offer["parameters"], options, strict=True):
-        pool = parameter.get("options") or next(
-            children
-            for children in parameter["options_by_parent"].values()
-            if option in [o["id"] for o in children]
-        )
-        tables[option] = spread(option, [o["id"] for o in pool], weights.get(option, 0.97))
-    return completion(content, logprobs=logprob_tokens(content, tables))
-
-
-def spread(chosen: str, offered: list[str], probability: float) -> dict[str, float]:
-    others = [value for value in offered if value != chosen]
-    rest = (1.0 - probability) / max(1, len(others)) if others else 0.0
-    return {chosen: probability} | {value: rest for value in others if rest > 0}
-
-
-Chooser = Callable[[dict[str, Any]], Reply]
-
-
-def pick(tool: str, **labels: str) -> Chooser:
-    """A scripted step: choose ``tool`` with options by label, confidently (log-probs)."""
-
-    def reply(body: dict[str, Any]) -> Reply:
-        shown = view(body)
-        ids = chosen_ids(shown, tool, labels)
-        return step_reply(shown, tool, ids, weights={})
-
-    return reply
 
 
 def plain(tool: str, **labels: str) -> Chooser:
@@ -137,40 +59,6 @@ def plain(tool: str, **labels: str) -> Chooser:
 
 def done() -> Chooser:
     return lambda body: step_reply(view(body), None, [], done=True)
-
-
-WEB_SCRIPT = (
-    pick("web.open_link", link="(entry)"),
-    pick("web.open_link", link="/guide"),
-    pick("web.open_link", link="/licence"),
-    pick("record_evidence", category="requirements"),
-    pick("record_evidence", category="licence"),
-    pick("save_report"),
-)
-
-
-def web_session(
-    folder: Path, docs: LoopbackServer, chat: ChatServer, **overrides: Any
-) -> ToolkitSession:
-    return ToolkitSession(
-        make_task(folder, docs, **overrides), model=ChatCompletionsClient(chat.settings())
-    )
-
-
-def delegate(
-    session: ToolkitSession, goal: str = "Quote the requirements and the licence.", **options: Any
-) -> DelegationResult:
-    async def run() -> DelegationResult:
-        try:
-            return await session.delegate(goal, **options)
-        finally:
-            await session.aclose()
-
-    return asyncio.run(run())
-
-
-def archived(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 # -- completing ------------------------------------------------------------------------------
@@ -710,16 +598,6 @@ def test_the_archive_refuses_a_symlink_and_keeps_the_key_out(
 
 
 # -- the CLI ---------------------------------------------------------------------------------
-
-
-def model_config(folder: Path, chat: ChatServer, *, key_env: str | None = None) -> Path:
-    key = f'api_key_env = "{key_env}"\n' if key_env else ""
-    return write(
-        folder / "settings.toml",
-        '[network]\nallowed_networks = ["127.0.0.1/32"]\ntimeout_s = 5.0\n'
-        '[network.resolve]\n"docs.test" = "127.0.0.1"\n'
-        f'[llm]\nbase_url = "{chat.base_url}"\nmodel = "fake-model"\nmax_retries = 0\n{key}',
-    )
 
 
 def test_run_task_delegates_to_the_configured_model_and_no_output_holds_the_key(

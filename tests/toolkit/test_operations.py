@@ -18,12 +18,7 @@ from external_query_service.toolkit import (
     load_task,
 )
 from external_query_service.toolkit.operations import ArgumentsResult
-from tests.toolkit.test_tasks import LICENCE, REQUIREMENT, make_task, serve_docs, write
-
-
-@pytest.fixture
-def docs(loopback: LoopbackServer) -> LoopbackServer:
-    return serve_docs(loopback)
+from tests.support.toolkit_tasks import LICENCE, REQUIREMENT, make_task, write
 
 
 def option(result: ArgumentsResult, parameter: str, label_part: str = "") -> str:

@@ -8,16 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from external_query_service.runtime.evidence_store import EvidenceStore
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import ToolkitSession
 from external_query_service.toolkit.kits import ALIASES, PASSAGES_PER_PAGE
 from external_query_service.toolkit.operations import TOOL_NAMES
+from tests.support.delegation import WEB_SCRIPT, delegate, view, web_session
 from tests.support.llm_chat import ChatServer, completion
-from tests.toolkit.test_delegate import WEB_SCRIPT, delegate, view, web_session
-from tests.toolkit.test_tasks import make_task, serve_docs
+from tests.support.toolkit_tasks import make_task
 
 OLD_NAMES = (
     "web.open",
@@ -27,11 +25,6 @@ OLD_NAMES = (
     "evidence.record",
     "report.save",
 )
-
-
-@pytest.fixture
-def docs(loopback: LoopbackServer) -> LoopbackServer:
-    return serve_docs(loopback)
 
 
 def first_fill(schema: dict[str, Any]) -> Any:

@@ -15,10 +15,10 @@ from external_query_service.errors import InputError, TaskDefinitionError
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import TaskScript, ToolkitSession, load_script
 from external_query_service.toolkit.script import BoundScript
+from tests.support.delegation import KEY_ENV, SECRET, WEB_SCRIPT, model_config
 from tests.support.llm_chat import ChatServer
 from tests.support.paths import REPO
-from tests.toolkit.test_delegate import KEY_ENV, SECRET, WEB_SCRIPT, model_config
-from tests.toolkit.test_tasks import LICENCE, REQUIREMENT, network, run_cli, serve_docs, write
+from tests.support.toolkit_tasks import LICENCE, REQUIREMENT, network, run_cli, write
 
 EXAMPLES = REPO / "examples"
 RESEARCH = EXAMPLES / "research_task.py"
@@ -39,11 +39,6 @@ def build(inputs):
 
 workflow = TaskScript(build, source="web", name="counted")
 """
-
-
-@pytest.fixture
-def docs(loopback: LoopbackServer) -> LoopbackServer:
-    return serve_docs(loopback)
 
 
 def inputs(server: LoopbackServer, output: str = "local-results/research.json") -> dict[str, Any]:
@@ -297,7 +292,7 @@ def test_the_mcp_server_runs_the_same_script_and_builds_it_once(
     pytest.importorskip("mcp")
     from mcp import Client
 
-    from tests.server.test_mcp import server_params, structured
+    from tests.support.mcp_client import server_params, structured
 
     chat.then(*WEB_SCRIPT)
     script = counting_script(tmp_path)

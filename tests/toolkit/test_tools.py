@@ -32,9 +32,9 @@ from external_query_service.toolkit import (
 )
 from external_query_service.toolkit.kits import ALIASES, BUILTIN_TOOLS, TOOL_NAMES
 from external_query_service.toolkit.tools import ToolRegistry
+from tests.support.delegation import chosen_ids, delegate, pick, step_reply, view
 from tests.support.llm_chat import ChatServer
-from tests.toolkit.test_delegate import chosen_ids, delegate, pick, step_reply, view
-from tests.toolkit.test_tasks import web_inputs_static, web_task, write
+from tests.support.toolkit_tasks import web_inputs_static, web_task, write
 
 MARKER = "means a signed credential"
 SENSES = {

@@ -6,7 +6,7 @@ import pytest
 
 from external_query_service.models import CheckResult, ExternalQueryPlan
 from external_query_service.verifier import VerifierOutcome
-from tests.verifier.test_verifier import evidence, gathered, plan, verify
+from tests.support.verifying import evidence, gathered, plan, verify
 
 
 def rate_plan() -> ExternalQueryPlan:
