@@ -14,7 +14,7 @@ from external_query_service.adapters.page_walk import ANALYSIS_MARKUP_BUDGET, ma
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.content import markup_bombs
-from tests.adapters.test_pages import ADAPTER, NOW, QUESTION, SEARX, SNIPPET, page_failures
+from tests.support.page_walk import ADAPTER, NOW, QUESTION, SEARX, SNIPPET, page_failures
 
 #: Room for the bombs' bodies, and a deadline that a loaded host cannot reach: the outcome
 #: must not depend on how fast anything ran.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -19,12 +18,8 @@ from external_query_service.adapters.pages import (
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.faults import Fault
+from tests.support.page_walk import ADAPTER, NOW, QUESTION, SEARX, SNIPPET, page_failures
 
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
-QUESTION = "湛江港今年吞吐量是多少？"
-SEARX = "https://searx.example.org"
-ADAPTER = {"kind": "searxng", "id": "searx", "base_url": SEARX}
-SNIPPET = "湛江港今年前十个月货物吞吐量达到2.6亿吨"
 #: The verifier's note for evidence that is only a search snippet, as a Chinese answer says it.
 SNIPPET_NOTE = "仅依据搜索摘要"
 #: A small byte cap keeps the oversized pages cheap; a test that needs a fetch cut short
@@ -62,11 +57,6 @@ def serve_search(world: World, urls: list[str]) -> None:
 def ask(world: World, **network: Any) -> ExternalAnswer:
     with world.service(ADAPTER, network={**FAST, **network}) as service:
         return service.answer(QUESTION)
-
-
-def page_failures(answer: ExternalAnswer) -> list[str]:
-    failures: list[str] = answer.audit.named("attempt")[0].detail["page_failures"]
-    return failures
 
 
 def admitted_bases(answer: ExternalAnswer) -> dict[str, str]:

@@ -377,9 +377,26 @@ def test_a_body_that_trickles_past_body_timeout_is_408(tmp_path: Path) -> None:
             b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b'Content-Length: 100\r\n\r\n{"question"'
         )
-        reply = raw.recv(4096).decode()
+        reply = _whole_reply(raw)
     assert reply.startswith("HTTP/1.1 408")
     assert "body_timeout" in reply
+
+
+def _whole_reply(raw: socket.socket) -> str:
+    """One HTTP reply read off ``raw`` to the end of its body: the head and the body may come
+    in separate segments."""
+    received = b""
+    while b"\r\n\r\n" not in received and (chunk := raw.recv(4096)):
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length and (chunk := raw.recv(4096)):
+        body += chunk
+    return (head + b"\r\n\r\n" + body).decode()
 
 
 def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) -> None:
