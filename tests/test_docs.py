@@ -257,7 +257,8 @@ def test_the_readme_first_example_prints_what_the_readme_shows(
 
 def test_readme_is_a_ten_minute_read_that_states_the_test_duration() -> None:
     assert len(README.encode("utf-8")) < 12_000
-    assert "a few minutes on 2 cores" in README
+    # A figure in minutes for the machine it was measured on, not "a few minutes".
+    assert re.search(r"the tests take about [\d½]+ minutes on a quiet 2-core machine", README)
 
 
 def test_the_readme_cli_example_answers_offline_from_a_recorded_world(
