@@ -367,8 +367,17 @@ def test_two_workers_both_answer_share_sessions_and_add_up_their_metrics(
     pytest.importorskip("uvicorn")
     world = World(loopback)
     port_world(world)
-    # Signed: sessions and entries each worker wrote verify in the other.
-    signed = {"url": redis_url, "key_prefix": prefix, "signing_key_env": "EQ_TEST_SERVE_KEY"}
+    # Signed: sessions and entries each worker wrote verify in the other. Generous Redis
+    # timings: this test is about sharing, and on a busy host two workers answering twelve
+    # questions at once can hold a Redis reply past the defaults, whose circuit would then
+    # skip the session writes for a while (the slow-Redis tests cover that rule).
+    signed = {
+        "url": redis_url,
+        "key_prefix": prefix,
+        "signing_key_env": "EQ_TEST_SERVE_KEY",
+        "redis_timeout_s": 5.0,
+        "redis_slow_s": 5.0,
+    }
     settings = world_settings(
         world, cache=signed, ledger={"path": str(tmp_path / "ledger.sqlite3")}
     )
