@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from external_query_service import InputError, register_adapter
+from external_query_service.adapters import page_walk
 from external_query_service.adapters.options import Endpoints
 from external_query_service.cli import main
 from external_query_service.errors import (
@@ -81,6 +82,16 @@ class RecordedQuotes(QuoteAdapter):
 @pytest.fixture(scope="module", autouse=True)
 def quotes_registered() -> None:
     register_adapter(RecordedQuotes.kind, RecordedQuotes, replace=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def patient_walk() -> Iterator[None]:
+    """Replays here are compared exactly, so no page may be cut off for loading slowly: on a
+    busy host a page the recording read can outlast the walk's loading grace in the replay.
+    That timing rule is the walk tests' subject; this module's is what a replay reproduces."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(page_walk, "STRAGGLER_GRACE_S", 30.0)
+        yield
 
 
 @contextlib.contextmanager
