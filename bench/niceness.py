@@ -16,19 +16,17 @@ over the first level's. The default ``worker_niceness`` is chosen from these fig
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import statistics
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from peers import _busy_loop, load_average, run_peer, spread
-from throughput import _serve_world
-
-from external_query_service import Settings
+from peers import busy_core, load_average, run_peer, spread
+from throughput import served_world
 
 
 def main() -> None:
@@ -42,25 +40,17 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true", help="no CPU-bound process beside")
     args = parser.parse_args()
 
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    world = context.Process(
-        target=_serve_world,
-        args=(args.questions + 1, args.pages, args.latency_ms, theirs),
-        daemon=True,
-    )
-    world.start()
-    busy = None if args.quiet else context.Process(target=_busy_loop, daemon=True)
-    try:
-        base = Settings.from_mapping(ours.recv())
+    with (
+        served_world(args.questions + 1, args.pages, args.latency_ms) as (base, _),
+        ExitStack() as beside,
+    ):
         print(
             f"{args.questions} questions x {args.pages} pages, concurrency {args.concurrency}, "
             f"{args.latency_ms} ms latency, {args.rounds} interleaved rounds, "
-            + ("nothing beside" if busy is None else "one CPU-bound process beside")
+            + ("nothing beside" if args.quiet else "one CPU-bound process beside")
         )
         print(f"load average before: {load_average()}")
-        if busy is not None:
-            busy.start()
+        beside.enter_context(busy_core(not args.quiet))
         runs: dict[int, list[dict[str, Any]]] = {level: [] for level in args.levels}
         for round_ in range(args.rounds):
             order = args.levels if round_ % 2 == 0 else args.levels[::-1]
@@ -89,12 +79,6 @@ def main() -> None:
         for level in args.levels[1:]:
             median = statistics.median(r["qps"] for r in runs[level])
             print(f"median q/s at nice {level} / at nice {args.levels[0]}: {median / first:.2f}")
-    finally:
-        if busy is not None and busy.is_alive():
-            busy.terminate()
-            busy.join(5)
-        ours.send("stop")
-        world.join(30)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,9 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from throughput import NOW, _serve_world, question
+from throughput import NOW, question, served_world
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 
@@ -284,6 +285,22 @@ def _busy_loop() -> None:
         sum(range(10_000))
 
 
+@contextmanager
+def busy_core(wanted: bool) -> Iterator[None]:
+    """One more CPU-bound process for the block's length, when ``wanted``: the host that
+    another program keeps busy."""
+    if not wanted:
+        yield
+        return
+    busy = multiprocessing.get_context("spawn").Process(target=_busy_loop, daemon=True)
+    busy.start()
+    try:
+        yield
+    finally:
+        busy.terminate()
+        busy.join(5)
+
+
 def run_peer(name: str, settings: Settings, count: int, concurrency: int) -> dict[str, Any]:
     """One run of peer ``name`` in a fresh process; its figures."""
     context = multiprocessing.get_context("spawn")
@@ -326,17 +343,10 @@ def main() -> None:
             print("haystack is not installed in this environment: its peer is skipped")
             names.remove("haystack")
 
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    world = context.Process(
-        target=_serve_world,
-        args=(args.questions + 1, args.pages, args.latency_ms, theirs),
-        daemon=True,
-    )
-    world.start()
-    busy = context.Process(target=_busy_loop, daemon=True) if args.busy else None
-    try:
-        base = Settings.from_mapping(ours.recv())
+    with (
+        served_world(args.questions + 1, args.pages, args.latency_ms) as (base, _),
+        ExitStack() as beside,
+    ):
         if args.processes is not None:
             base = base.model_copy(
                 update={"analysis": base.analysis.model_copy(update={"processes": args.processes})}
@@ -344,11 +354,10 @@ def main() -> None:
         print(
             f"{args.questions} questions x {args.pages} pages, concurrency {args.concurrency}, "
             f"{args.latency_ms} ms latency, {args.rounds} interleaved rounds"
-            + (", one CPU-bound process beside" if busy else "")
+            + (", one CPU-bound process beside" if args.busy else "")
         )
         print(f"load average before: {load_average()}")
-        if busy is not None:
-            busy.start()
+        beside.enter_context(busy_core(args.busy))
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for round_ in range(args.rounds):
             order = names if round_ % 2 == 0 else names[::-1]
@@ -386,12 +395,6 @@ def main() -> None:
                 f"CPU per question {median('ours', 'cpu_q') / median('plain', 'cpu_q'):.2f}x, "
                 f"RSS {median('ours', 'rss') / median('plain', 'rss'):.2f}x"
             )
-    finally:
-        if busy is not None and busy.is_alive():
-            busy.terminate()
-            busy.join(5)
-        ours.send("stop")
-        world.join(30)
 
 
 if __name__ == "__main__":

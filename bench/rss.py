@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from peers import load_average, rss_mb
-from throughput import NOW, _serve_world, question
+from throughput import NOW, question, served_world
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 
@@ -60,14 +59,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=100)
     args = parser.parse_args()
 
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    world = context.Process(
-        target=_serve_world, args=(args.questions, args.pages, args.latency_ms, theirs), daemon=True
-    )
-    world.start()
-    try:
-        settings = Settings.from_mapping(ours.recv())
+    with served_world(args.questions, args.pages, args.latency_ms) as (settings, _):
         print(
             f"{args.questions} sequential questions x {args.pages} pages, "
             f"{args.latency_ms} ms latency; load average {load_average()}"
@@ -81,9 +73,6 @@ def main() -> None:
                 f"RSS at question {args.questions} / at question {WARM}: {ratio:.3f} "
                 f"(target <= {TARGET}: {verdict})"
             )
-    finally:
-        ours.send("stop")
-        world.join(30)
 
 
 if __name__ == "__main__":

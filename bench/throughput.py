@@ -28,6 +28,8 @@ import random
 import statistics
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
@@ -154,6 +156,24 @@ def _serve_world(questions: int, pages: int, latency_ms: int, pipe: Connection) 
         pipe.recv()
 
 
+@contextmanager
+def served_world(questions: int, pages: int, latency_ms: int) -> Iterator[tuple[Settings, int]]:
+    """The loopback world in a process of its own (spawned: it shares nothing with the process
+    measured): the settings that reach it, and its pid. Stopped when the block ends."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    world = context.Process(
+        target=_serve_world, args=(questions, pages, latency_ms, theirs), daemon=True
+    )
+    world.start()
+    try:
+        assert world.pid is not None
+        yield Settings.from_mapping(ours.recv()), world.pid
+    finally:
+        ours.send("stop")
+        world.join(30)
+
+
 @dataclass
 class Run:
     latencies: list[float] = field(default_factory=list)
@@ -247,16 +267,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    world = context.Process(
-        target=_serve_world,
-        args=(args.questions + 1, args.pages, args.latency_ms, theirs),
-        daemon=True,
-    )
-    world.start()
-    try:
-        base = Settings.from_mapping(ours.recv())
+    with served_world(args.questions + 1, args.pages, args.latency_ms) as (base, world_pid):
         questions = [question(n) for n in range(args.questions)]
         deadline = base.network.deadline_s
         print(
@@ -271,9 +282,8 @@ def main() -> None:
             settings = base.model_copy(
                 update={"analysis": base.analysis.model_copy(update=analysis)}
             )
-            assert world.pid is not None
             profile = f"{args.profile}.{name}" if args.profile else None
-            result = asyncio.run(measure(settings, questions, args.concurrency, world.pid, profile))
+            result = asyncio.run(measure(settings, questions, args.concurrency, world_pid, profile))
             size = settings.analysis.processes or usable_cores()
             label = (
                 "analysis in a thread ([analysis] processes = 0)"
@@ -285,9 +295,6 @@ def main() -> None:
                 qps = len(result.latencies) / result.wall
                 verdict = "met" if qps >= TARGET_QPS else "NOT met"
                 print(f"  target >= {TARGET_QPS:.1f} questions/s: {verdict}")
-    finally:
-        ours.send("stop")
-        world.join(30)
 
 
 if __name__ == "__main__":
