@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from .faults import FAULTS, Fault, fault_reply
     from .recorder import Recording, RecordingRuntime, RecordResult, record_world
     from .report import render_html, render_json, render_table, write_reports
-    from .server import LoopbackServer, RecordedRequest, Reply, json_reply
-    from .world import FORECAST, FX, GEO, SEARX, World, open_world
+    from .server import ANY_HOST, LoopbackServer, RecordedRequest, Reply, json_reply
+    from .world import BRAVE_URL, FORECAST, FX, GEO, SEARX, TAVILY_URL, World, open_world
     from .world_files import WorldManifest, WorldSpec, load_world, write_world
 
 _EXPORTS = {
+    "ANY_HOST": ".server",
+    "BRAVE_URL": ".world",
     "Case": ".cases",
     "CaseResult": ".cases",
     "EvalReport": ".evaluation",
@@ -56,6 +58,7 @@ _EXPORTS = {
     "Reply": ".server",
     "SEARX": ".world",
     "Scores": ".evaluation",
+    "TAVILY_URL": ".world",
     "World": ".world",
     "WorldManifest": ".world_files",
     "WorldSpec": ".world_files",
@@ -81,11 +84,14 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ANY_HOST",
+    "BRAVE_URL",
     "FAULTS",
     "FORECAST",
     "FX",
     "GEO",
     "SEARX",
+    "TAVILY_URL",
     "Case",
     "CaseResult",
     "EvalReport",

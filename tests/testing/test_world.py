@@ -393,3 +393,13 @@ def test_a_recorded_world_offers_its_semantics_for_the_recorded_question_only(
     )
     with pytest.raises(InputError, match="not a file inside the world"):
         load_world(tmp_path).recorded_semantics("q")
+
+
+def test_the_keyed_search_urls_and_the_any_host_wildcard_come_from_the_package() -> None:
+    from external_query_service import testing
+    from external_query_service.testing import server, world
+
+    assert (testing.BRAVE_URL, testing.TAVILY_URL) == (world.BRAVE_URL, world.TAVILY_URL)
+    assert testing.BRAVE_URL.startswith("https://api.search.brave.com/")
+    assert testing.ANY_HOST == server.ANY_HOST == "*"
+    assert {"ANY_HOST", "BRAVE_URL", "TAVILY_URL"} <= set(testing.__all__)
