@@ -523,7 +523,9 @@ class ServerSettings(Frozen):
     cors_origins: tuple[str, ...] = ()
     #: Put the question text in the per-answer JSON log line.
     log_questions: bool = False
-    #: Connections open at once before new ones are refused with 503 (uvicorn's limit).
+    #: Connections open at once. At the limit a new connection first closes the one that
+    #: has waited longest for request headers; only when none is idle is a request refused
+    #: with 503 (uvicorn's limit).
     limit_concurrency: int = Field(default=1000, ge=1)
     #: An idle keep-alive connection is closed after this long.
     keep_alive_timeout_s: float = Field(default=5.0, gt=0)

@@ -6,7 +6,10 @@ refuses requests with 503 past ``limit_concurrency`` connections, but a connecti
 never finishes its headers is kept for ever: a thousand such sockets from one client hold
 every file descriptor, and each accept the kernel refuses then logs a traceback.
 ``HeaderDeadlineProtocol`` closes a connection whose next request's headers have not
-arrived ``header_timeout_s`` after it opened or after its previous response.
+arrived ``header_timeout_s`` after it opened or after its previous response, and when a new
+connection brings the count to ``limit_concurrency`` it first closes the connection that has
+waited longest for headers (as nginx reuses idle keep-alive connections), so idle sockets
+never turn a real request away with 503.
 ``limit_accept_errors`` turns the event loop's "out of system resource" accept errors into
 one line a minute with a count.
 """
@@ -50,10 +53,12 @@ class HeaderDeadlineProtocol(H11Protocol):
         self._header_timeout_s: float = getattr(config, _HEADER_TIMEOUT, 10.0)
         self._header_timer: asyncio.TimerHandle | None = None
         self._waiting_after: RequestResponseCycle | None = None
+        self._armed_at = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
+        self._make_room()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -67,12 +72,45 @@ class HeaderDeadlineProtocol(H11Protocol):
     def _arm(self) -> None:
         self._disarm()
         self._waiting_after = self.cycle
+        self._armed_at = self.loop.time()
         self._header_timer = self.loop.call_later(self._header_timeout_s, self._headers_late)
 
     def _disarm(self) -> None:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def _waiting_for_headers(self) -> bool:
+        """Armed, no request begun since, and not already closing."""
+        return (
+            self._header_timer is not None
+            and self.cycle is self._waiting_after
+            and (self.cycle is None or self.cycle.response_complete)
+            and not self.transport.is_closing()
+        )
+
+    def _make_room(self) -> None:
+        """At ``limit_concurrency`` open connections uvicorn answers the next request with
+        503; close the longest-waiting idle ones (never this one) until there is room. The
+        closes run before this connection's first bytes are read, since the loop calls
+        ``connection_lost`` ahead of the next read."""
+        limit = self.limit_concurrency
+        connections = self.server_state.connections
+        if limit is None or len(connections) < limit:
+            return
+        idle = sorted(
+            (
+                other
+                for other in connections
+                if other is not self
+                and isinstance(other, HeaderDeadlineProtocol)
+                and other._waiting_for_headers()
+            ),
+            key=lambda other: other._armed_at,
+        )
+        for other in idle[: len(connections) - limit + 1]:
+            other._disarm()
+            other.transport.close()
 
     def _headers_late(self) -> None:
         """No new request began since the timer was armed, and none is being answered."""

@@ -4,14 +4,16 @@ while the log stays small."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import resource
+import select
 import socket
 import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,7 +22,7 @@ import pytest
 from external_query_service import Settings
 from external_query_service.testing.world_files import dump_toml
 from tests.support.paths import REPO
-from tests.support.serving import DOCS, DOCS_QUESTION, write_docs
+from tests.support.serving import CLI, DOCS, DOCS_QUESTION, write_docs
 
 ROOT = REPO
 IDLE = 1050
@@ -30,61 +32,94 @@ def _at_most_1024_files() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
 
 
-def test_a_thousand_idle_sockets_do_not_stop_a_normal_request(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _serving(tmp_path: Path, server: dict[str, object]) -> Iterator[tuple[str, Path]]:
+    """``serve`` in a process limited to 1,024 files, with ``server`` settings: yields its URL
+    and its log file, and stops it on the way out."""
     pytest.importorskip("uvicorn")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if min(soft, hard) < IDLE + 100:
         pytest.skip(f"this test process may open only {soft} files")
-    settings = Settings.from_mapping(
-        {"server": {"header_timeout_s": 2.0}, "analysis": {"processes": 0}}
-    ).with_docs(write_docs(tmp_path / "docs"))
+    settings = Settings.from_mapping({"server": server, "analysis": {"processes": 0}}).with_docs(
+        write_docs(tmp_path / "docs")
+    )
     config = tmp_path / "serve.toml"
     config.write_text(dump_toml(settings.model_dump(mode="json", exclude_none=True)), "utf-8")
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "external_query_service.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--port",
-                "0",
-            ],
+            [*CLI, "serve", "--config", str(config), "--port", "0"],
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             preexec_fn=_at_most_1024_files,
         )
-    idle: list[socket.socket] = []
     try:
         url = _served_url(log_path, process)
-        port = int(url.rsplit(":", 1)[1])
         assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200
-        for _ in range(IDLE):  # connected, and never a byte sent
-            idle.append(socket.create_connection(("127.0.0.1", port), timeout=10))
-        started = time.monotonic()
-        reply = httpx.post(
-            f"{url}/v1/answer", json={"question": DOCS_QUESTION, "semantics": DOCS}, timeout=60
-        )
-        waited = time.monotonic() - started
-        assert reply.status_code == 200
-        assert reply.json()["status"] == "answered"
-        assert waited < 30
-        time.sleep(1)
+        yield url, log_path
     finally:
-        for item in idle:
-            item.close()
         process.terminate()
         process.wait(60)
+
+
+def _idle_sockets(url: str, count: int) -> list[socket.socket]:
+    """``count`` connections to ``url`` that never send a byte."""
+    port = int(url.rsplit(":", 1)[1])
+    return [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+
+
+def _ask(url: str) -> tuple[httpx.Response, float]:
+    started = time.monotonic()
+    reply = httpx.post(
+        f"{url}/v1/answer", json={"question": DOCS_QUESTION, "semantics": DOCS}, timeout=60
+    )
+    return reply, time.monotonic() - started
+
+
+def test_a_thousand_idle_sockets_do_not_stop_a_normal_request(tmp_path: Path) -> None:
+    idle: list[socket.socket] = []
+    with _serving(tmp_path, {"header_timeout_s": 2.0}) as (url, log_path):
+        try:
+            idle = _idle_sockets(url, IDLE)
+            reply, waited = _ask(url)
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["status"] == "answered"
+            assert waited < 30
+            time.sleep(1)
+        finally:
+            for item in idle:
+                item.close()
     size = log_path.stat().st_size
     text = log_path.read_text("utf-8", errors="replace")
     assert size < 1_000_000, text[-2000:]
     assert "Traceback" not in text
     assert len(re.findall(r"could not accept", text)) <= 1  # one line a minute, with a count
+
+
+def test_idle_sockets_at_the_connection_limit_make_room_for_a_request(tmp_path: Path) -> None:
+    """With more idle sockets than ``limit_concurrency`` and a header deadline far away, a
+    request is still answered: the longest-waiting idle connections are closed for it."""
+    limit, header_timeout_s = 40, 120.0
+    idle: list[socket.socket] = []
+    with _serving(tmp_path, {"header_timeout_s": header_timeout_s, "limit_concurrency": limit}) as (
+        url,
+        _,
+    ):
+        try:
+            idle = _idle_sockets(url, limit + 20)
+            reply, waited = _ask(url)
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["status"] == "answered"
+            assert waited < header_timeout_s / 2  # not freed by the header deadline
+            readable, _, _ = select.select(idle, [], [], 1.0)
+            closed = sum(item.recv(1) == b"" for item in readable)  # the end of the stream
+            assert closed >= 20  # the oldest were closed to make room; the rest still open
+            assert closed < len(idle)
+        finally:
+            for item in idle:
+                item.close()
 
 
 def _served_url(log_path: Path, process: subprocess.Popen[bytes]) -> str:
