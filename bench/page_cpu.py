@@ -190,7 +190,7 @@ def main() -> int:
         else:
             ours_text, ours_date = ours.text, ours.published_at
             with_snippets += bool(ours.snippets)
-            stats.by_trafilatura += _read_by_trafilatura(decoded, row["url"])
+            stats.by_trafilatura += _read_by_trafilatura(decoded, row["url"], row["title"] or "")
         if row["lang"] == "zh":
             stats.garbled_ours += garbled(ours_text)
             stats.garbled_raw += garbled(raw)
@@ -280,10 +280,11 @@ def _rounded(values: list[float]) -> float | None:
     return round(statistics.fmean(values), 4) if values else None
 
 
-def _read_by_trafilatura(decoded: str, url: str) -> bool:
-    """Whether trafilatura rather than the fast reading gave the page's text (not timed)."""
+def _read_by_trafilatura(decoded: str, url: str, query: str) -> bool:
+    """Whether trafilatura rather than the fast reading gave the page's text for ``query``
+    (the title, as for ``analyse_page`` above; not timed)."""
     try:
-        page = extract_page(decoded, url if url != "None" else "")
+        page = extract_page(decoded, url if url != "None" else "", query=query)
     except ExtractionFailed:
         return False
     return page.extractor != FAST_READER

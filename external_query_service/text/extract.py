@@ -8,11 +8,14 @@ guess the encoding itself and garble undeclared GBK pages):
   the page corpus, with as high a body recall (it keeps more boilerplate, which the chunk
   filter and the ranker's link-text feature leave out of snippets);
 - trafilatura, where the fast text looks wrong: below the length floor (``is_too_short``), or
-  less than ``MIN_MAIN_SHARE`` of the page's whole visible text (the heuristics kept one
-  block of a forum thread or an article split across containers, which trafilatura's
-  readability and jusText fallbacks find). Comments are dropped, tables kept, links not
-  rendered. Where resiliparse is not installed (no binary wheel for the platform),
-  trafilatura reads every page.
+  less than ``MIN_MAIN_SHARE`` of the page's whole visible text while the rest of the page
+  names the question's terms that the fast text lacks (``MAX_MISSED_QUERY_SHARE``: the
+  heuristics kept one block of a forum thread, an article split across containers, or the
+  wrong block, which trafilatura's readability and jusText fallbacks find). A small share
+  alone is most often a short article among long menus, comments and related links, which
+  the fast text holds whole; without a question, the share alone decides. Comments are
+  dropped, tables kept, links not rendered. Where resiliparse is not installed (no binary
+  wheel for the platform), trafilatura reads every page.
 
 Metadata is read from one lxml parse of the page with two cheap steps — trafilatura's title
 heuristics and htmldate without its extensive search — because trafilatura's full
@@ -39,12 +42,14 @@ from datetime import date
 from typing import Any, Final
 
 from ..errors import ExtractionFailed
+from .echo import fold
 from .tokens import query_terms, terms
 
 __all__ = [
     "CJK_WEIGHT",
     "FAST_READER",
     "MAX_FAST_DEPTH",
+    "MAX_MISSED_QUERY_SHARE",
     "MIN_MAIN_SHARE",
     "MIN_QUERY_SENTENCE_WEIGHTED",
     "MIN_SENTENCE_WEIGHTED",
@@ -75,11 +80,19 @@ MIN_QUERY_SENTENCE_WEIGHTED: Final = 20
 _SENTENCE = re.compile(r"[^\n。！？!?]*?(?:[。！？!?]|\.(?=\s|$))")
 
 #: The fast reading's text is taken when it is at least this share (in characters) of all the
-#: text the page shows: below it, the main-content heuristics kept a fragment (one post of a
-#: thread, the lead of an article split across containers) and trafilatura reads the page.
-#: On the page corpus 0.3 sends an eighth of the pages to trafilatura and keeps body recall
-#: at or above trafilatura's alone on every set (``bench/page_cpu.py``).
+#: text the page shows. Below it, the main-content heuristics may have kept a fragment (one
+#: post of a thread, the lead of an article split across containers), or the page is a short
+#: article among long menus, comments and related links: ``MAX_MISSED_QUERY_SHARE`` tells
+#: the two apart.
 MIN_MAIN_SHARE: Final = 0.3
+#: A fast text below ``MIN_MAIN_SHARE`` is still taken unless the rest of the page names at
+#: least this share of the question's distinct terms (``tokens.query_terms``) that the fast
+#: text lacks (substring tests on the folded texts, as ``echo`` tests terms): a fragment
+#: that holds what the page says of the question is the passage the question needs. On the
+#: page corpus (the page title as the question) this sends 7 of 249 pages to trafilatura
+#: instead of 41 and keeps body recall at or above ``trafilatura.extract``'s on every set
+#: (``bench/page_cpu.py``). Without a question the share alone decides.
+MAX_MISSED_QUERY_SHARE: Final = 0.3
 #: The fast reading is not tried on a page whose markup nests this deep: its main-content
 #: heuristics take time growing with the cube of the depth (0.1 s at 2,500 levels, 3 s at
 #: 10,000), a CPU bomb, while trafilatura's parser (libxml2) stops nesting at 256 levels.
@@ -139,7 +152,7 @@ def cjk_count(text: str) -> int:
     added up, so no list of single characters is built."""
     if text.isascii():
         return 0
-    return sum(match.end() - match.start() for match in _CJK_RUN.finditer(text))
+    return sum(map(len, _CJK_RUN.findall(text)))
 
 
 def _weighted(text: str) -> int:
@@ -153,7 +166,8 @@ def is_too_short(text: str, query: str = "") -> bool:
     sentences and a short documentation page that answers are documents, a page of menu
     items and a cookie notice are not. Emptiness is judged by what the text says, not by
     its length alone."""
-    if _weighted(text) >= MIN_WEIGHTED_CHARS:
+    # The length alone settles a long text: its CJK characters need no count.
+    if len(text) >= MIN_WEIGHTED_CHARS or _weighted(text) >= MIN_WEIGHTED_CHARS:
         return False
     wanted = frozenset(query_terms(query)) if query else frozenset()
     for found in _SENTENCE.finditer(text):
@@ -232,7 +246,20 @@ def _fast_text(html: str, query: str) -> str | None:
         whole = extract_plain_text(tree, **options)
     except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
         return None
-    return main if len(raw) >= MIN_MAIN_SHARE * len(whole) else None
+    if len(raw) >= MIN_MAIN_SHARE * len(whole):
+        return main
+    return main if query and not _misses_query(main, whole, query) else None
+
+
+def _misses_query(main: str, whole: str, query: str) -> bool:
+    """Whether the page's text outside ``main`` names at least ``MAX_MISSED_QUERY_SHARE`` of
+    the distinct terms of ``query`` that ``main`` lacks."""
+    wanted = set(query_terms(query))
+    if not wanted:
+        return False
+    held, shown = fold(main), fold(whole)
+    missed = sum(1 for term in wanted if term not in held and term in shown)
+    return missed >= MAX_MISSED_QUERY_SHARE * len(wanted)
 
 
 @functools.cache
