@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from itertools import chain, count
 from typing import Any
 
 from .boilerplate import navigation_filter
@@ -254,13 +255,15 @@ def analysis_to_record(analysis: PageAnalysis) -> tuple[Any, ...]:
     """``analysis`` as a tuple of plain values (str, int, None and tuples of them) that
     ``analysis_from_record`` turns back into an equal one: the page text once, the snippets as
     offsets into it with their cut, and the chunks' terms as indexes into one vocabulary."""
-    vocabulary: dict[str, int] = {}
+    stats = analysis.stats.chunk_terms
+    # Every term in order of first appearance; mapped through bound methods (in C: a page has
+    # thousands of term occurrences).
+    vocabulary = dict(zip(dict.fromkeys(chain.from_iterable(stats)), count()))
 
     def index(term: str) -> int:
         return vocabulary.setdefault(term, len(vocabulary))
 
-    stats = analysis.stats.chunk_terms
-    chunk_terms = tuple(tuple(index(term) for term in terms) for terms in stats)
+    chunk_terms = tuple(tuple(map(vocabulary.__getitem__, terms)) for terms in stats)
     snippets = []
     for item in analysis.snippets:
         chunk = item.chunk
@@ -312,6 +315,6 @@ def analysis_from_record(record: tuple[Any, ...]) -> PageAnalysis:
         about_dates=tuple(date.fromordinal(day) for day in about),
         snippets=tuple(scored),
         encoding=encoding,
-        stats=TermStats(tuple(frozenset(vocabulary[i] for i in ids) for ids in chunk_terms)),
+        stats=TermStats(tuple(frozenset(map(vocabulary.__getitem__, ids)) for ids in chunk_terms)),
         pages=pages,
     )

@@ -163,8 +163,9 @@ def terms(text: str) -> list[str]:
     han, others = _runs(text)
     out = _stems(others)
     if han:
-        # One call for the whole text: the separating space is never part of a word.
-        out.extend(word for word in _jieba().cut_for_search(" ".join(han)) if word != " ")
+        # One call for the whole text: the separating space is never part of a word (a
+        # filter with a bound method stays in C, word by word).
+        out.extend(filter(" ".__ne__, _jieba().cut_for_search(" ".join(han))))
     return out
 
 
