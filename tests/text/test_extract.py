@@ -161,6 +161,27 @@ def test_fast_text_holding_a_small_share_of_the_page_falls_back_to_trafilatura()
     assert page.extractor == "trafilatura"
 
 
+def _article_among_posts() -> str:
+    # A short article (the forecast) and, below it, a long thread about something else,
+    # which resiliparse's heuristics drop: the fast text is a small share of the page.
+    post = "港口码头今天重新开放，渔船陆续出海作业，游客可以预约参观。"
+    posts = "".join(f"<div class='sidebar'><p>第{n}楼：{post}</p></div>" for n in range(12))
+    return f"<html><body><article><p>{_FORECAST * 2}</p></article>{posts}</body></html>"
+
+
+def test_a_small_share_holding_the_question_terms_is_kept_by_the_fast_reading() -> None:
+    page = extract_page(_article_among_posts(), URL, query="湛江明天气温多少")
+    assert page.extractor == FAST_READER
+    assert _FORECAST in page.text
+    assert "港口码头" not in page.text
+
+
+def test_a_small_share_lacking_the_question_terms_the_page_shows_falls_back() -> None:
+    page = extract_page(_article_among_posts(), URL, query="港口码头什么时候开放")
+    assert page.extractor == "trafilatura"
+    assert "港口码头今天重新开放" in page.text
+
+
 def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:
     html = (
         "<html><body>"
