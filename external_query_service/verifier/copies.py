@@ -42,9 +42,9 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     words = _WORDS.findall(unicodedata.normalize("NFKC", text).casefold())
     if len(words) < _MIN_WORDS:
         return frozenset()
-    return frozenset(
-        tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)
-    )
+    # Each run of SHINGLE_WORDS consecutive words, zipped from shifted copies (in C; the
+    # shifted copies are shorter, so the last words start no shingle of their own).
+    return frozenset(zip(*(words[shift:] for shift in range(SHINGLE_WORDS)), strict=False))
 
 
 def similarity(left: str, right: str) -> float:
@@ -55,7 +55,15 @@ def similarity(left: str, right: str) -> float:
 def _jaccard(left: frozenset[tuple[str, ...]], right: frozenset[tuple[str, ...]]) -> float:
     if not left or not right:
         return 0.0
-    return len(left & right) / len(left | right)
+    shared = len(left & right)
+    return shared / (len(left) + len(right) - shared)  # the union's size, without building it
+
+
+def _may_copy(left: frozenset[tuple[str, ...]], right: frozenset[tuple[str, ...]]) -> bool:
+    # The similarity is at most the smaller set's size over the larger's (both non-empty):
+    # most pairs of unrelated texts of unlike lengths are settled by their sizes alone.
+    small, large = sorted((len(left), len(right)))
+    return small / large >= COPY_SIMILARITY
 
 
 def copy_groups(ranked: Sequence[Evidence]) -> tuple[CopyGroup, ...]:
@@ -70,7 +78,8 @@ def copy_groups(ranked: Sequence[Evidence]) -> tuple[CopyGroup, ...]:
             (
                 group
                 for group in groups
-                if _jaccard(mine, shingles[group[0].evidence_id]) >= COPY_SIMILARITY
+                if _may_copy(mine, shingles[group[0].evidence_id])
+                and _jaccard(mine, shingles[group[0].evidence_id]) >= COPY_SIMILARITY
             ),
             None,
         )
