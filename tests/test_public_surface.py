@@ -147,9 +147,9 @@ def test_the_walk_sees_the_package_its_subpackages_and_their_modules() -> None:
     assert {
         "external_query_service",
         "external_query_service.errors",
-        "external_query_service.net.fetch",
+        "external_query_service.net._fetch",
         "external_query_service.cli.evidence",
-        "external_query_service.testing.recorder",
+        "external_query_service.testing._recorder",
     } <= names
     assert not names & {
         "external_query_service.runtime._portal",

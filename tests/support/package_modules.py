@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 
 import external_query_service
-from external_query_service.integrations.common import IntegrationUnavailable
+from external_query_service.integrations._common import IntegrationUnavailable
 
 #: What the optional extras' modules import (the server's, the PostgreSQL ledger's, the MCP
 #: fixture server's): the walk imports every module, so without one of these it is skipped.

@@ -92,7 +92,7 @@ def test_the_import_reader_counts_function_local_and_type_checking_imports(
         "if TYPE_CHECKING:\n"
         "    from .tasks import EvidenceTask\n"
         "def later():\n"
-        "    from external_query_service.toolkit.operations import ToolkitSession\n"
+        "    from external_query_service.toolkit._operations import ToolkitSession\n"
         "    from ..store import EvidenceStore\n",
         encoding="utf-8",
     )
