@@ -37,9 +37,3 @@ def package_modules() -> tuple[ModuleType, ...]:
             # (with the frameworks) walks it.
             continue
     return tuple(modules)
-
-
-def is_private(module: ModuleType) -> bool:
-    """Internal by design: some part of the dotted name starts with ``_`` (``__init__`` and
-    ``__main__`` aside, which are never part of a module's ``__name__`` here)."""
-    return any(part.startswith("_") for part in module.__name__.split("."))

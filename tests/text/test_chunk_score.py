@@ -538,7 +538,7 @@ def _module_patterns() -> dict[str, re.Pattern[Any]]:
         module = importlib.import_module(name)
         for attribute, value in vars(module).items():
             if isinstance(value, re.Pattern):
-                found[f"{name.rsplit('.', 1)[1]}.{attribute}"] = value
+                found[f"{name.rsplit('.', 1)[1].lstrip('_')}.{attribute}"] = value
     return found
 
 
