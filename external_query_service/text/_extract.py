@@ -1,0 +1,531 @@
+"""Decoded HTML → the page's main text, title and publication date.
+
+Two readings of the main text, both on the *decoded* string (an extractor would otherwise
+guess the encoding itself and garble undeclared GBK pages):
+
+- the *fast reading*, first: resiliparse's main-content heuristics (``extract_plain_text``
+  with ``main_content``) on its own lexbor parse, about a fifteenth of trafilatura's CPU on
+  the page corpus, with as high a body recall (it keeps more boilerplate, which the chunk
+  filter and the ranker's link-text feature leave out of snippets);
+- trafilatura, where the fast text looks wrong: below the length floor (``is_too_short``), or
+  less than ``MIN_MAIN_SHARE`` of the page's whole visible text while the rest of the page
+  names the question's terms that the fast text lacks (``MAX_MISSED_QUERY_SHARE``: the
+  heuristics kept one block of a forum thread, an article split across containers, or the
+  wrong block, which trafilatura's readability and jusText fallbacks find). A small share
+  alone is most often a short article among long menus, comments and related links, which
+  the fast text holds whole; without a question, the share alone decides. Comments are
+  dropped, tables kept, links not rendered. Where resiliparse is not installed (no binary
+  wheel for the platform), trafilatura reads every page.
+
+Metadata is read with two cheap steps — trafilatura's title heuristics and htmldate without
+its extensive search — because trafilatura's full ``with_metadata`` pass (author, sitename,
+categories, extensive date search) costs about half as much again as the extraction itself.
+Where the fast reading gave the text, they read an lxml tree of only the elements they look
+at, copied out of the fast reading's parse (``_metadata_tree``), and the whole page is parsed
+with lxml only when htmldate's first steps do not settle the date there; where trafilatura
+reads the page, everything works on its one lxml parse of the page.
+
+The returned text is ``normalize_text``-ed; that is the text the evidence store keeps and
+that snippets point into.
+
+trafilatura, htmldate and resiliparse (about 0.2 s of imports) are imported by the functions
+that use them, when the first page is extracted: a process that answers from fact APIs only,
+or prints ``--help``, never loads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Final, cast
+
+from ..errors import ExtractionFailed
+from ._echo import fold
+from ._tokens import query_terms, terms
+
+__all__ = [
+    "CJK_WEIGHT",
+    "FAST_READER",
+    "MAX_FAST_DEPTH",
+    "MAX_MISSED_QUERY_SHARE",
+    "MIN_MAIN_SHARE",
+    "MIN_QUERY_SENTENCE_WEIGHTED",
+    "MIN_SENTENCE_WEIGHTED",
+    "MIN_WEIGHTED_CHARS",
+    "ExtractedPage",
+    "cjk_count",
+    "extract_page",
+    "is_too_short",
+    "normalize_text",
+    "preload_extraction",
+]
+
+#: A page's text is too short when ``len(text) + CJK_WEIGHT * cjk_chars < MIN_WEIGHTED_CHARS``,
+#: i.e. fewer than 200 characters of Latin text or 40 CJK characters (a CJK character carries
+#: about as much as five Latin ones), mixed text in proportion. Nav-only pages come out of
+#: trafilatura as junk like "Home\nAbout" or "We use cookies. Accept"; this rejects them.
+MIN_WEIGHTED_CHARS: Final = 200
+CJK_WEIGHT: Final = 4
+#: A shorter text is still a document when it holds a complete sentence (ended by 。！？!? or
+#: a full stop) of at least this weight: 12 CJK characters or 60 Latin ones. "We use
+#: cookies." is no such sentence; "湛江明天多云转晴，最高气温24℃。" is.
+MIN_SENTENCE_WEIGHTED: Final = 60
+#: ... or a complete sentence of at least this weight (4 CJK characters, 20 Latin ones) that
+#: names one of the question's terms: a short documentation page, "Requests time out after 10
+#: seconds.", answers a question about timeouts, however little else it says.
+MIN_QUERY_SENTENCE_WEIGHTED: Final = 20
+# A sentence: a line's text up to and including its terminator (no terminator, no sentence).
+_SENTENCE = re.compile(r"[^\n。！？!?]*?(?:[。！？!?]|\.(?=\s|$))")
+
+#: The fast reading's text is taken when it is at least this share (in characters) of all the
+#: text the page shows. Below it, the main-content heuristics may have kept a fragment (one
+#: post of a thread, the lead of an article split across containers), or the page is a short
+#: article among long menus, comments and related links: ``MAX_MISSED_QUERY_SHARE`` tells
+#: the two apart.
+MIN_MAIN_SHARE: Final = 0.3
+#: A fast text below ``MIN_MAIN_SHARE`` is still taken unless the rest of the page names at
+#: least this share of the question's distinct terms (``tokens.query_terms``) that the fast
+#: text lacks (substring tests on the folded texts, as ``echo`` tests terms): a fragment
+#: that holds what the page says of the question is the passage the question needs. On the
+#: page corpus (the page title as the question) this sends 7 of 249 pages to trafilatura
+#: instead of 41 and keeps body recall at or above ``trafilatura.extract``'s on every set
+#: (``bench/page_cpu.py``). Without a question the share alone decides.
+MAX_MISSED_QUERY_SHARE: Final = 0.3
+#: The fast reading is not tried on a page whose markup nests this deep: its main-content
+#: heuristics take time growing with the cube of the depth (0.1 s at 2,500 levels, 3 s at
+#: 10,000), a CPU bomb, while trafilatura's parser (libxml2) stops nesting at 256 levels.
+#: Real pages stay far below it.
+MAX_FAST_DEPTH: Final = 128
+#: ``ExtractedPage.extractor`` of a page the fast reading gave the text of.
+FAST_READER: Final = "resiliparse"
+_TRAFILATURA: Final = "trafilatura"
+
+_PLAIN_TYPES: Final = frozenset({"text/plain", "text/markdown"})
+
+# Line breaks of every flavour become "\n"; other control characters go.
+_NEWLINES = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
+_SPACES = re.compile(r"[^\S\n]+")
+_CJK_RUN = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]+"
+)
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_KANA = re.compile("[\u3040-\u30ff]")
+_HANGUL = re.compile("[\uac00-\ud7af]")
+_LETTER_SAMPLE: Final = 4000
+_CONTENT_LANGUAGE: Final = (
+    '//meta[translate(@http-equiv, "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")'
+    '="content-language"]/@content'
+)
+_LANG_TAG = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8}){0,4}")
+
+
+@dataclass(frozen=True)
+class ExtractedPage:
+    """Main text (normalized), title ("" when none), publication date, a language hint, and
+    which reading gave the text (``FAST_READER``, ``"trafilatura"``, or ``"plain"`` for a
+    text/plain body)."""
+
+    text: str
+    title: str
+    published_at: date | None
+    language_hint: str | None
+    extractor: str = _TRAFILATURA
+
+
+def normalize_text(text: str) -> str:
+    """NFC; newlines unified; control characters dropped; whitespace runs inside a line
+    collapsed to one space; lines stripped; empty lines dropped; lines joined by "\\n".
+
+    Not NFKC: the text must stay what a reader would quote (full-width punctuation stays).
+    """
+    text = _NEWLINES.sub("\n", unicodedata.normalize("NFC", text))
+    text = _CONTROLS.sub("", text)
+    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def cjk_count(text: str) -> int:
+    """How many CJK characters (Han, kana, Hangul) ``text`` holds: the lengths of its CJK runs
+    added up, so no list of single characters is built."""
+    if text.isascii():
+        return 0
+    return sum(map(len, _CJK_RUN.findall(text)))
+
+
+def _weighted(text: str) -> int:
+    return len(text) + CJK_WEIGHT * cjk_count(text)
+
+
+def is_too_short(text: str, query: str = "") -> bool:
+    """True when ``text`` is below the CJK-aware length floor (see ``MIN_WEIGHTED_CHARS``)
+    and holds no complete sentence either (``MIN_SENTENCE_WEIGHTED``), nor a shorter one
+    naming a term of ``query`` (``MIN_QUERY_SENTENCE_WEIGHTED``): a news brief of one or two
+    sentences and a short documentation page that answers are documents, a page of menu
+    items and a cookie notice are not. Emptiness is judged by what the text says, not by
+    its length alone."""
+    # The length alone settles a long text: its CJK characters need no count.
+    if len(text) >= MIN_WEIGHTED_CHARS or _weighted(text) >= MIN_WEIGHTED_CHARS:
+        return False
+    wanted = frozenset(query_terms(query)) if query else frozenset()
+    for found in _SENTENCE.finditer(text):
+        sentence = found.group().strip()
+        weight = _weighted(sentence)
+        if weight >= MIN_SENTENCE_WEIGHTED:
+            return False
+        if (
+            wanted
+            and weight >= MIN_QUERY_SENTENCE_WEIGHTED
+            and not wanted.isdisjoint(terms(sentence))
+        ):
+            return False
+    return True
+
+
+def preload_extraction() -> None:
+    """Load what the first page's extraction would otherwise load: jusText's stoplists (every
+    language's, merged; about 0.15 s) and the fast reading's module. Idempotent, no I/O beyond the
+    installed package's data files."""
+    from trafilatura import external as trafilatura_external
+
+    if not trafilatura_external.JT_STOPLIST:
+        trafilatura_external.jt_stoplist_init()
+    with contextlib.suppress(ImportError):  # the fast reading, where it is installed
+        import resiliparse.extract.html2text  # noqa: F401
+
+
+def extract_page(
+    html: str, url: str, *, content_type: str = "text/html", query: str = ""
+) -> ExtractedPage:
+    """Extract the main text of a decoded page.
+
+    ``text/plain`` (and markdown) is only normalized. Raises ``ExtractionFailed`` with reason
+    ``parser_error`` (not parseable as HTML), ``no_main_text`` (nothing extracted) or
+    ``too_short`` (below the CJK-aware floor, ``is_too_short``: a short text that names a term
+    of ``query`` in a complete sentence is kept).
+    """
+    if content_type.split(";", 1)[0].strip().lower() in _PLAIN_TYPES:
+        text = _checked(normalize_text(html), url, query)
+        return ExtractedPage(text, "", None, _script_language(text), extractor="plain")
+    if not html.strip():
+        raise ExtractionFailed(url, reason="no_main_text")
+    if "\x00" in html:
+        # NUL never occurs in real markup: a binary body (or UTF-16 without a BOM).
+        raise ExtractionFailed(url, reason="parser_error")
+    read = _fast_reading(html, query)
+    if read is not None:
+        text, lexbor = read
+        heads = _metadata_tree(html, lexbor)
+        if heads is not None:
+            published = _settled_date(heads, url)
+            if published is _UNSETTLED:
+                published = _published(_parse(html, url), url)
+            return ExtractedPage(
+                text=text,
+                title=_title(heads),
+                published_at=published,
+                language_hint=_declared_language(heads) or _script_language(text),
+                extractor=FAST_READER,
+            )
+    tree = _parse(html, url)
+    text = read[0] if read is not None else _trafilatura_text(tree, url, query)
+    return ExtractedPage(
+        text=text,
+        title=_title(tree),
+        published_at=_published(tree, url),
+        language_hint=_declared_language(tree) or _script_language(text),
+        extractor=_TRAFILATURA if read is None else FAST_READER,
+    )
+
+
+def _fast_reading(html: str, query: str) -> tuple[str, Any] | None:
+    """The fast reading's main text (normalized) and its lexbor tree, or None where the page
+    nests deeper than ``MAX_FAST_DEPTH``, the text looks wrong (module docstring), lexbor
+    cannot parse the page, or resiliparse is not installed."""
+    try:
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.html import HTMLTree
+    except ImportError:
+        return None
+    try:
+        tree = HTMLTree.parse(html)
+        document = tree.document
+        deep = _depth_selector(MAX_FAST_DEPTH)
+        if document is None or document.query_selector(deep) is not None:
+            return None
+        options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
+        raw = extract_plain_text(tree, main_content=True, **options)
+        main = normalize_text(raw)
+        if not main or is_too_short(main, query):
+            return None
+        # Both raw texts come out of one extractor with its whitespace collapsed alike, so
+        # their lengths compare without normalizing the whole page's text too.
+        whole = extract_plain_text(tree, **options)
+    except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
+        return None
+    if len(raw) >= MIN_MAIN_SHARE * len(whole) or (query and not _misses_query(main, whole, query)):
+        return main, tree
+    return None
+
+
+def _misses_query(main: str, whole: str, query: str) -> bool:
+    """Whether the page's text outside ``main`` names at least ``MAX_MISSED_QUERY_SHARE`` of
+    the distinct terms of ``query`` that ``main`` lacks."""
+    wanted = set(query_terms(query))
+    if not wanted:
+        return False
+    held, shown = fold(main), fold(whole)
+    missed = sum(1 for term in wanted if term not in held and term in shown)
+    return missed >= MAX_MISSED_QUERY_SHARE * len(wanted)
+
+
+@functools.cache
+def _depth_selector(depth: int) -> str:
+    # An element with ``depth - 1`` element ancestors, i.e. ``depth`` levels down: lexbor
+    # matches it right to left in C, each element failing after its own depth in steps (a
+    # tenth of a millisecond on a large page, as little on a 10,000-level bomb).
+    return " > ".join(["*"] * depth)
+
+
+def _trafilatura_text(tree: Any, url: str, query: str) -> str:
+    """trafilatura's main text of the parsed page (normalized, length-checked)."""
+    from trafilatura import bare_extraction
+
+    try:
+        # ``bare_extraction`` copies a tree it is given, so ``tree`` stays intact for metadata.
+        # The fallbacks stay on (not ``fast``): on the page corpus ``fast`` saves a fifth of
+        # the CPU but costs a point of token F1 on the magic_html set. Their one cold cost,
+        # jusText's stoplists on the first page that needs them, is ``preload_extraction``'s.
+        document = bare_extraction(
+            tree,
+            url=url,
+            include_comments=False,
+            include_tables=True,
+            include_links=False,
+            include_images=False,
+        )
+    except Exception as exc:
+        raise ExtractionFailed(url, reason="parser_error") from exc
+    raw = getattr(document, "text", None) if document is not None else None
+    if not isinstance(raw, str):
+        raise ExtractionFailed(url, reason="no_main_text")
+    return _checked(normalize_text(raw), url, query)
+
+
+def _parse(html: str, url: str) -> Any:
+    from trafilatura.utils import load_html
+
+    try:
+        tree = load_html(html)
+        if tree is None:
+            # trafilatura refuses documents without "html" near the start that parse to a
+            # single element, e.g. old pages that open with a <script>; browsers render them.
+            tree = load_html(f"<html>{html}</html>")
+    except Exception as exc:  # lxml raises a handful of types on hostile markup
+        raise ExtractionFailed(url, reason="parser_error") from exc
+    if tree is None:
+        raise ExtractionFailed(url, reason="parser_error")
+    return tree
+
+
+def _checked(text: str, url: str, query: str) -> str:
+    if not text:
+        raise ExtractionFailed(url, reason="no_main_text")
+    if is_too_short(text, query):
+        raise ExtractionFailed(url, reason="too_short")
+    return text
+
+
+#: What the metadata readers (``_title``, ``_settled_date``, ``_declared_language``) look at,
+#: and all they look at: the title, meta and canonical-link elements, JSON-LD, and the
+#: headings and title-classed elements of trafilatura's title heuristics.
+_METADATA_SELECTOR: Final = (
+    'title, meta, link[rel="canonical"], script[type="application/ld+json"], '
+    'script[type="application/settings+json"], h1, h2, h3, '
+    '[class="entry-title"], [class="post-title"]'
+)
+#: Elements that belong in the head. Where the fast reading's parse (HTML5's rules) finds one
+#: in the body, lxml's parse may keep it in the head (the head closed early at a stray image
+#: in a ``<noscript>``, say) or the body: the page's metadata is then read from lxml's parse.
+_HEAD_ONLY: Final = 'meta, title, link[rel="canonical"], script[type="application/ld+json"]'
+#: ``_settled_date``'s answer when the elements it reads leave the date to htmldate's search
+#: of the whole page.
+_UNSETTLED: Final[Any] = object()
+# How far into the page its first tag is looked for (comments before it count); a tag name
+# ends at one of _TAG_NAME_ENDS.
+_ROOT_PRESCAN: Final = 4096
+_TAG_NAME_ENDS: Final = frozenset(" \t\n\r\f/>")
+
+
+def _single_root(html: str) -> bool:
+    """Whether the page opens with its only ``<html>`` tag: after whitespace, comments, a
+    doctype or an XML declaration, within ``_ROOT_PRESCAN`` characters (string scans, no
+    pattern). HTML5's rules give the root the attributes of every ``<html>`` tag, and of one
+    that comes after other tags; lxml's do not: the ``lang`` of other pages is read from
+    lxml's parse."""
+    lowered = html.lower()
+    cursor, limit = 0, min(len(lowered), _ROOT_PRESCAN)
+    while True:
+        while cursor < limit and lowered[cursor].isspace():
+            cursor += 1
+        if lowered.startswith("<!--", cursor):
+            cursor = lowered.find("-->", cursor + 4, limit) + 3
+        elif lowered.startswith(("<!", "<?"), cursor):
+            cursor = lowered.find(">", cursor + 2, limit) + 1
+        else:
+            break
+        if cursor <= 2:  # the comment or declaration does not end within the prescan
+            return False
+    if not _root_tag_at(lowered, cursor):
+        return False
+    found = lowered.find("<html", cursor + 5)
+    while found >= 0:
+        if _root_tag_at(lowered, found):
+            return False
+        found = lowered.find("<html", found + 5)
+    return True
+
+
+def _root_tag_at(lowered: str, index: int) -> bool:
+    return lowered.startswith("<html", index) and lowered[index + 5 : index + 6] in _TAG_NAME_ENDS
+
+
+def _metadata_tree(html: str, lexbor: Any) -> Any:
+    """An lxml tree of only the elements the metadata readers look at (``_METADATA_SELECTOR``,
+    outermost ones whole, in document order, head's in the head), copied out of the fast
+    reading's lexbor tree: a few elements to parse again instead of the whole page. None when
+    it cannot be built.
+
+    The readers' answers on it are theirs on the whole page: trafilatura's title reads head
+    meta elements, JSON-LD, headings and title-classed elements (context-free tests of an
+    element's own tag and attributes), and the first steps of htmldate (``_settled_date``)
+    read meta elements, JSON-LD and the canonical link."""
+    import html as html_module
+
+    from trafilatura.utils import load_html
+
+    try:
+        document = lexbor.document
+        root = document.query_selector("html")
+        head = lexbor.head
+        body = lexbor.body
+        if (
+            head is None
+            or not _single_root(html)
+            or (body is not None and body.query_selector(_HEAD_ONLY) is not None)
+        ):
+            return None
+        parts: dict[bool, list[str]] = {True: [], False: []}
+        last = None
+        for element in document.query_selector_all(_METADATA_SELECTOR):
+            if last is not None and last.contains(element):
+                continue  # inside an element copied whole already
+            last = element
+            in_head = head is not None and element.parent == head
+            parts[in_head].append(element.html)
+        attributes = "".join(
+            f' {name}="{html_module.escape(value)}"'
+            for name in ("lang", "xml:lang")
+            if root is not None and (value := root.getattr(name)) is not None
+        )
+        markup = (
+            f"<html{attributes}><head>{''.join(parts[True])}</head>"
+            f"<body>{''.join(parts[False])}</body></html>"
+        )
+        return load_html(markup)
+    except Exception:  # a shortcut only: the whole page's parse reads the metadata instead
+        return None
+
+
+def _settled_date(tree: Any, url: str) -> date | None:
+    """The publication date as htmldate's ``find_date`` (``_published``) gives it when its
+    first steps settle it — a date in the URL (or the canonical link's), the meta elements,
+    JSON-LD — read from ``tree`` (``_metadata_tree``); ``_UNSETTLED`` when they do not, or
+    when htmldate's steps cannot be reached (another version)."""
+    try:
+        from htmldate.core import examine_header
+        from htmldate.extractors import extract_url_date, json_search
+        from htmldate.utils import Extractor
+        from htmldate.validators import get_max_date, get_min_date
+
+        options = Extractor(False, get_max_date(None), get_min_date(None), True, "%Y-%m-%d")
+        address: str | None = url or None
+        if address is None:
+            canonical = tree.find('.//link[@rel="canonical"]')
+            address = canonical.get("href") if canonical is not None else None
+        found = (
+            extract_url_date(address, options)
+            or examine_header(tree, options)
+            or json_search(tree, options)
+        )
+    except Exception:
+        return cast(date | None, _UNSETTLED)
+    if not found:
+        return cast(date | None, _UNSETTLED)
+    try:
+        return date.fromisoformat(found)
+    except ValueError:
+        return None
+
+
+def _title(tree: Any) -> str:
+    # trafilatura's own order: OpenGraph/meta, then JSON-LD, then <h1>/<title> heuristics.
+    from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
+
+    try:
+        metadata = examine_meta(tree)
+        # trafilatura guards this call the same way (malformed JSON-LD).
+        with contextlib.suppress(Exception):
+            metadata = extract_meta_json(tree, metadata)
+        title = metadata.title or extract_title(tree) or ""
+    except Exception:
+        return ""
+    return " ".join(normalize_text(str(title)).split("\n"))
+
+
+def _published(tree: Any, url: str) -> date | None:
+    # Extensive search scans every text node for date-like strings: one corpus page took
+    # 1.7 s with it. Meta tags, JSON-LD, <time> elements and the URL are enough here.
+    from htmldate import find_date
+
+    try:
+        found = find_date(
+            tree,
+            url=url or None,
+            extensive_search=False,
+            original_date=True,
+            outputformat="%Y-%m-%d",
+        )
+        return date.fromisoformat(found) if found else None
+    except Exception:
+        return None
+
+
+def _declared_language(tree: Any) -> str | None:
+    candidates = [tree.get("lang"), tree.get("xml:lang")]
+    candidates += tree.xpath(_CONTENT_LANGUAGE)[:1]
+    for value in candidates:
+        if isinstance(value, str):
+            tag = value.strip().lower().replace("_", "-")
+            if _LANG_TAG.fullmatch(tag):
+                return tag
+    return None
+
+
+def _script_language(text: str) -> str | None:
+    """A hint from the writing system alone: "ja" (kana), "ko" (Hangul), "zh" (Han), else None."""
+    sample = text[:_LETTER_SAMPLE]
+    letters = sum(1 for char in sample if char.isalpha())
+    if not letters:
+        return None
+    if len(_KANA.findall(sample)) * 10 >= letters:
+        return "ja"
+    if len(_HANGUL.findall(sample)) * 3 >= letters:
+        return "ko"
+    if len(_HAN.findall(sample)) * 3 >= letters:
+        return "zh"
+    return None
