@@ -17,13 +17,11 @@ guess the encoding itself and garble undeclared GBK pages):
   dropped, tables kept, links not rendered. Where resiliparse is not installed (no binary
   wheel for the platform), trafilatura reads every page.
 
-Metadata is read with two cheap steps — trafilatura's title heuristics and htmldate without
-its extensive search — because trafilatura's full ``with_metadata`` pass (author, sitename,
-categories, extensive date search) costs about half as much again as the extraction itself.
-Where the fast reading gave the text, they read an lxml tree of only the elements they look
-at, copied out of the fast reading's parse (``_metadata_tree``), and the whole page is parsed
-with lxml only when htmldate's first steps do not settle the date there; where trafilatura
-reads the page, everything works on its one lxml parse of the page.
+Metadata is read from one lxml parse of the page with two cheap steps — trafilatura's title
+heuristics and htmldate without its extensive search — because trafilatura's full
+``with_metadata`` pass (author, sitename, categories, extensive date search) costs about half
+as much again as the extraction itself; the trafilatura reading, when needed, works on that
+same tree.
 
 The returned text is ``normalize_text``-ed; that is the text the evidence store keeps and
 that snippets point into.
@@ -41,7 +39,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from ..errors import ExtractionFailed
 from ._echo import fold
@@ -216,36 +214,21 @@ def extract_page(
     if "\x00" in html:
         # NUL never occurs in real markup: a binary body (or UTF-16 without a BOM).
         raise ExtractionFailed(url, reason="parser_error")
-    read = _fast_reading(html, query)
-    if read is not None:
-        text, lexbor = read
-        heads = _metadata_tree(html, lexbor)
-        if heads is not None:
-            published = _settled_date(heads, url)
-            if published is _UNSETTLED:
-                published = _published(_parse(html, url), url)
-            return ExtractedPage(
-                text=text,
-                title=_title(heads),
-                published_at=published,
-                language_hint=_declared_language(heads) or _script_language(text),
-                extractor=FAST_READER,
-            )
     tree = _parse(html, url)
-    text = read[0] if read is not None else _trafilatura_text(tree, url, query)
+    fast = None if _nests_deeper(tree, MAX_FAST_DEPTH) else _fast_text(html, query)
+    text = _trafilatura_text(tree, url, query) if fast is None else fast
     return ExtractedPage(
         text=text,
         title=_title(tree),
         published_at=_published(tree, url),
         language_hint=_declared_language(tree) or _script_language(text),
-        extractor=_TRAFILATURA if read is None else FAST_READER,
+        extractor=_TRAFILATURA if fast is None else FAST_READER,
     )
 
 
-def _fast_reading(html: str, query: str) -> tuple[str, Any] | None:
-    """The fast reading's main text (normalized) and its lexbor tree, or None where the page
-    nests deeper than ``MAX_FAST_DEPTH``, the text looks wrong (module docstring), lexbor
-    cannot parse the page, or resiliparse is not installed."""
+def _fast_text(html: str, query: str) -> str | None:
+    """The fast reading's main text (normalized), or None where it looks wrong (module
+    docstring), cannot parse the page, or resiliparse is not installed."""
     try:
         from resiliparse.extract.html2text import extract_plain_text
         from resiliparse.parse.html import HTMLTree
@@ -253,10 +236,6 @@ def _fast_reading(html: str, query: str) -> tuple[str, Any] | None:
         return None
     try:
         tree = HTMLTree.parse(html)
-        document = tree.document
-        deep = _depth_selector(MAX_FAST_DEPTH)
-        if document is None or document.query_selector(deep) is not None:
-            return None
         options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
         raw = extract_plain_text(tree, main_content=True, **options)
         main = normalize_text(raw)
@@ -267,9 +246,9 @@ def _fast_reading(html: str, query: str) -> tuple[str, Any] | None:
         whole = extract_plain_text(tree, **options)
     except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
         return None
-    if len(raw) >= MIN_MAIN_SHARE * len(whole) or (query and not _misses_query(main, whole, query)):
-        return main, tree
-    return None
+    if len(raw) >= MIN_MAIN_SHARE * len(whole):
+        return main
+    return main if query and not _misses_query(main, whole, query) else None
 
 
 def _misses_query(main: str, whole: str, query: str) -> bool:
@@ -284,11 +263,15 @@ def _misses_query(main: str, whole: str, query: str) -> bool:
 
 
 @functools.cache
-def _depth_selector(depth: int) -> str:
-    # An element with ``depth - 1`` element ancestors, i.e. ``depth`` levels down: lexbor
-    # matches it right to left in C, each element failing after its own depth in steps (a
-    # tenth of a millisecond on a large page, as little on a 10,000-level bomb).
-    return " > ".join(["*"] * depth)
+def _depth_probe(depth: int) -> str:
+    # One element ``depth`` levels down: libxml2 walks the levels in C, about a millisecond
+    # on a megabyte page.
+    return "/" + "/".join(["*"] * depth) + "[1]"
+
+
+def _nests_deeper(tree: Any, depth: int) -> bool:
+    """Whether the parsed page holds an element ``depth`` levels down."""
+    return bool(tree.getroottree().xpath(_depth_probe(depth)))
 
 
 def _trafilatura_text(tree: Any, url: str, query: str) -> str:
@@ -338,138 +321,6 @@ def _checked(text: str, url: str, query: str) -> str:
     if is_too_short(text, query):
         raise ExtractionFailed(url, reason="too_short")
     return text
-
-
-#: What the metadata readers (``_title``, ``_settled_date``, ``_declared_language``) look at,
-#: and all they look at: the title, meta and canonical-link elements, JSON-LD, and the
-#: headings and title-classed elements of trafilatura's title heuristics.
-_METADATA_SELECTOR: Final = (
-    'title, meta, link[rel="canonical"], script[type="application/ld+json"], '
-    'script[type="application/settings+json"], h1, h2, h3, '
-    '[class="entry-title"], [class="post-title"]'
-)
-#: Elements that belong in the head. Where the fast reading's parse (HTML5's rules) finds one
-#: in the body, lxml's parse may keep it in the head (the head closed early at a stray image
-#: in a ``<noscript>``, say) or the body: the page's metadata is then read from lxml's parse.
-_HEAD_ONLY: Final = 'meta, title, link[rel="canonical"], script[type="application/ld+json"]'
-#: ``_settled_date``'s answer when the elements it reads leave the date to htmldate's search
-#: of the whole page.
-_UNSETTLED: Final[Any] = object()
-# How far into the page its first tag is looked for (comments before it count); a tag name
-# ends at one of _TAG_NAME_ENDS.
-_ROOT_PRESCAN: Final = 4096
-_TAG_NAME_ENDS: Final = frozenset(" \t\n\r\f/>")
-
-
-def _single_root(html: str) -> bool:
-    """Whether the page opens with its only ``<html>`` tag: after whitespace, comments, a
-    doctype or an XML declaration, within ``_ROOT_PRESCAN`` characters (string scans, no
-    pattern). HTML5's rules give the root the attributes of every ``<html>`` tag, and of one
-    that comes after other tags; lxml's do not: the ``lang`` of other pages is read from
-    lxml's parse."""
-    lowered = html.lower()
-    cursor, limit = 0, min(len(lowered), _ROOT_PRESCAN)
-    while True:
-        while cursor < limit and lowered[cursor].isspace():
-            cursor += 1
-        if lowered.startswith("<!--", cursor):
-            cursor = lowered.find("-->", cursor + 4, limit) + 3
-        elif lowered.startswith(("<!", "<?"), cursor):
-            cursor = lowered.find(">", cursor + 2, limit) + 1
-        else:
-            break
-        if cursor <= 2:  # the comment or declaration does not end within the prescan
-            return False
-    if not _root_tag_at(lowered, cursor):
-        return False
-    found = lowered.find("<html", cursor + 5)
-    while found >= 0:
-        if _root_tag_at(lowered, found):
-            return False
-        found = lowered.find("<html", found + 5)
-    return True
-
-
-def _root_tag_at(lowered: str, index: int) -> bool:
-    return lowered.startswith("<html", index) and lowered[index + 5 : index + 6] in _TAG_NAME_ENDS
-
-
-def _metadata_tree(html: str, lexbor: Any) -> Any:
-    """An lxml tree of only the elements the metadata readers look at (``_METADATA_SELECTOR``,
-    outermost ones whole, in document order, head's in the head), copied out of the fast
-    reading's lexbor tree: a few elements to parse again instead of the whole page. None when
-    it cannot be built.
-
-    The readers' answers on it are theirs on the whole page: trafilatura's title reads head
-    meta elements, JSON-LD, headings and title-classed elements (context-free tests of an
-    element's own tag and attributes), and the first steps of htmldate (``_settled_date``)
-    read meta elements, JSON-LD and the canonical link."""
-    import html as html_module
-
-    from trafilatura.utils import load_html
-
-    try:
-        document = lexbor.document
-        root = document.query_selector("html")
-        head = lexbor.head
-        body = lexbor.body
-        if (
-            head is None
-            or not _single_root(html)
-            or (body is not None and body.query_selector(_HEAD_ONLY) is not None)
-        ):
-            return None
-        parts: dict[bool, list[str]] = {True: [], False: []}
-        last = None
-        for element in document.query_selector_all(_METADATA_SELECTOR):
-            if last is not None and last.contains(element):
-                continue  # inside an element copied whole already
-            last = element
-            in_head = head is not None and element.parent == head
-            parts[in_head].append(element.html)
-        attributes = "".join(
-            f' {name}="{html_module.escape(value)}"'
-            for name in ("lang", "xml:lang")
-            if root is not None and (value := root.getattr(name)) is not None
-        )
-        markup = (
-            f"<html{attributes}><head>{''.join(parts[True])}</head>"
-            f"<body>{''.join(parts[False])}</body></html>"
-        )
-        return load_html(markup)
-    except Exception:  # a shortcut only: the whole page's parse reads the metadata instead
-        return None
-
-
-def _settled_date(tree: Any, url: str) -> date | None:
-    """The publication date as htmldate's ``find_date`` (``_published``) gives it when its
-    first steps settle it — a date in the URL (or the canonical link's), the meta elements,
-    JSON-LD — read from ``tree`` (``_metadata_tree``); ``_UNSETTLED`` when they do not, or
-    when htmldate's steps cannot be reached (another version)."""
-    try:
-        from htmldate.core import examine_header
-        from htmldate.extractors import extract_url_date, json_search
-        from htmldate.utils import Extractor
-        from htmldate.validators import get_max_date, get_min_date
-
-        options = Extractor(False, get_max_date(None), get_min_date(None), True, "%Y-%m-%d")
-        address: str | None = url or None
-        if address is None:
-            canonical = tree.find('.//link[@rel="canonical"]')
-            address = canonical.get("href") if canonical is not None else None
-        found = (
-            extract_url_date(address, options)
-            or examine_header(tree, options)
-            or json_search(tree, options)
-        )
-    except Exception:
-        return cast(date | None, _UNSETTLED)
-    if not found:
-        return cast(date | None, _UNSETTLED)
-    try:
-        return date.fromisoformat(found)
-    except ValueError:
-        return None
 
 
 def _title(tree: Any) -> str:

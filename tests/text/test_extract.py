@@ -195,69 +195,6 @@ def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:
     assert _FORECAST in page.text
 
 
-def _whole_page_metadata(html: str, url: str) -> tuple[str, date | None]:
-    """The title and date that trafilatura's title heuristics and htmldate (no extensive
-    search) read from lxml's parse of the whole page."""
-    from htmldate import find_date
-    from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
-    from trafilatura.utils import load_html
-
-    tree = load_html(html)
-    metadata = extract_meta_json(tree, examine_meta(tree))
-    title = " ".join(normalize_text(str(metadata.title or extract_title(tree) or "")).split("\n"))
-    found = find_date(tree, url=url, extensive_search=False, original_date=True)
-    return title, date.fromisoformat(found) if found else None
-
-
-_PROSE = "The harbour bridge reopened to traffic this morning after repairs. " * 6
-_METADATA_PAGES = {
-    # HTML5 closes the head at the image in <noscript>; lxml keeps the metas after it there.
-    "head closed early": (
-        '<html><head><meta charset="utf-8"><noscript><img src="p.gif"></noscript>'
-        '<meta property="og:title" content="Bridge reopens">'
-        '<meta property="article:published_time" content="2025-05-14"></head>'
-        f"<body><article><h1>Heading</h1><p>{_PROSE}</p></article></body></html>"
-    ),
-    "metas before the root tag": (
-        '<!DOCTYPE html><meta name="description" content="d"><html lang="en"><head>'
-        "<title>Bridge reopens - Harbour News</title></head>"
-        f"<body><article><h1>Bridge reopens</h1><p>{_PROSE}</p></article></body></html>"
-    ),
-    "body metadata": (
-        '<html lang="en"><head><title>Harbour News</title></head><body><article>'
-        '<div class="entry-title"><h1>Bridge <b>reopens</b></h1></div>'
-        '<meta itemprop="datePublished" content="2025-05-12">'
-        '<script type="application/ld+json">{"@type": "NewsArticle", '
-        '"datePublished": "2025-05-11", "headline": "Bridge reopens today"}</script>'
-        f"<p>{_PROSE}</p></article></body></html>"
-    ),
-    # No date among the metas, JSON-LD or the URL: htmldate searches the whole page.
-    "date in a time element": (
-        "<html><head><title>Bridge reopens</title></head><body><article>"
-        '<p>Published <time datetime="2025-05-14T08:00:00">14 May</time>.</p>'
-        f"<p>{_PROSE}</p></article></body></html>"
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(_METADATA_PAGES))
-def test_the_fast_reading_reads_the_metadata_the_whole_page_parse_gives(name: str) -> None:
-    html = _METADATA_PAGES[name]
-    page = extract_page(html, "https://news.example.com/bridge")
-    assert page.extractor == FAST_READER
-    assert (page.title, page.published_at) == _whole_page_metadata(
-        html, "https://news.example.com/bridge"
-    )
-
-
-@pytest.mark.parametrize("name", ["gbk_no_charset.html", "news_boilerplate.html", "undated.html"])
-def test_fixture_pages_get_the_whole_page_parse_metadata(name: str) -> None:
-    html = page_text(name)
-    page = extract_page(html, URL)
-    assert page.extractor == FAST_READER
-    assert (page.title, page.published_at) == _whole_page_metadata(html, URL)
-
-
 def test_cjk_count_counts_han_kana_and_hangul_only() -> None:
     assert cjk_count("") == 0
     assert cjk_count("plain ASCII text") == 0
