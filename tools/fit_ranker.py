@@ -25,7 +25,7 @@ seed):
    in step 1. Their number, depth, least passages per leaf and learning rate are chosen among
    ``TREE_GRID`` by the same cross-validation (each fold's trees start from the linear score
    fitted on that fold's training part), then fitted on every fitting question. The trees are
-   written out flat and evaluated in pure Python by ``text.ranker``; the script checks that
+   written out flat and evaluated in pure Python by ``text._ranker``; the script checks that
    its evaluation gives LightGBM's own scores. The default learner is ``linear`` (no trees):
    the cross-validation preferred no trees to any of the grid, the trees' gain on the checking
    halves was one question per set or none, and they learnt a penalty for every page below the
@@ -38,7 +38,7 @@ seed):
    answer nowhere in the kept evidence plus those refused although it was there (each set
    weighted the same).
 
-Writes the weights file (``--out``, by default ``text.ranker``'s ``WEIGHTS_FILE`` in the
+Writes the weights file (``--out``, by default ``text._ranker``'s ``WEIGHTS_FILE`` in the
 package) and prints the cross-validation figures, then ``bench/ranking.py``'s figures for
 both halves of every set with the new model.
 """
@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from ranking import Served, parse, report, served_sets
 
-from external_query_service.text.ranker import (
+from external_query_service.text._ranker import (
     FEATURES,
     WEIGHTS_FILE,
     RankerModel,
@@ -281,7 +281,7 @@ def fit_trees(
 
 
 def flat_trees(booster: Any, rounds: int | None = None) -> list[dict[str, list[Any]]]:
-    """The booster's first ``rounds`` trees in ``text.ranker``'s flat form (module docstring
+    """The booster's first ``rounds`` trees in ``text._ranker``'s flat form (module docstring
     there): nodes numbered in preorder, so children follow their parent."""
     out = []
     for info in booster.dump_model(num_iteration=rounds)["tree_info"]:
@@ -314,7 +314,7 @@ def flat_trees(booster: Any, rounds: int | None = None) -> list[dict[str, list[A
 
 
 def _model(weights: Sequence[float], trees: Sequence[dict[str, list[Any]]]) -> RankerModel:
-    """An uncalibrated model of these weights and trees, read as ``text.ranker`` reads them."""
+    """An uncalibrated model of these weights and trees, read as ``text._ranker`` reads them."""
     document = {
         "version": VERSION,
         "features": list(FEATURES),
@@ -375,7 +375,7 @@ def choose_trees(fitting: Sets, penalty: float) -> tuple[int, int, float, int]:
 def checked_trees(
     fitting: Sets, weights: Sequence[float], booster: Any
 ) -> list[dict[str, list[Any]]]:
-    """The booster's trees flat, once ``text.ranker``'s pure-Python evaluation of them gives
+    """The booster's trees flat, once ``text._ranker``'s pure-Python evaluation of them gives
     LightGBM's own scores on every fitting passage."""
     import numpy as np
 
