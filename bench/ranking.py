@@ -380,18 +380,36 @@ def served_sets(args: argparse.Namespace) -> list[tuple[str, list[Served]]]:
     ranker's features are computed again: a change of features is measured in seconds."""
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.is_file():
-        # Plain fields, not ``Served`` itself: the script may run as ``__main__`` or imported.
         stored: list[tuple[str, list[dict[str, Any]]]] = pickle.loads(cache.read_bytes())
-        sets = [(name, [Served(**fields) for fields in items]) for name, items in stored]
+        sets = [(name, [_unpacked(fields) for fields in items]) for name, items in stored]
         for _, served in sets:
             for item in served:
                 item.rows = features(item.question, item.passages, item.stats)
         return sets
     sets = [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
     if cache is not None:
-        plain = [(name, [{**vars(item), "rows": []} for item in served]) for name, served in sets]
+        plain = [(name, [_packed(item) for item in served]) for name, served in sets]
         cache.write_bytes(pickle.dumps(plain))
     return sets
+
+
+# The cache holds builtins only, not ``Served``, ``RankerPassage`` or ``TermStats``: the script
+# may run as ``__main__`` or imported, and a cache outlives a move of the package's modules.
+
+
+def _packed(item: Served) -> dict[str, Any]:
+    return {
+        **vars(item),
+        "rows": [],
+        "passages": [(p.text, p.title, p.page, p.offset) for p in item.passages],
+        "stats": [sorted(chunk) for chunk in item.stats.chunk_terms],
+    }
+
+
+def _unpacked(fields: dict[str, Any]) -> Served:
+    passages = [RankerPassage(*passage) for passage in fields["passages"]]
+    stats = TermStats(tuple(frozenset(chunk) for chunk in fields["stats"]))
+    return Served(**{**fields, "passages": passages, "stats": stats})
 
 
 def cpu(sets: list[tuple[str, list[Served]]], model: RankerModel) -> None:
