@@ -10,7 +10,7 @@ import pytest
 from trafilatura import external as trafilatura_external
 
 from external_query_service import ExternalQueryService, ServiceClosed, Settings
-from external_query_service.text import tokens
+from external_query_service.text import _tokens as tokens
 
 #: Pages analysed in a thread: warm_up waits for the analysis workers it starts, and all but
 #: the test about those workers leave them out (each is an interpreter warming up, ~1 s CPU).

@@ -59,9 +59,9 @@ from pydantic import Field, JsonValue, ValidationError, field_validator
 from .._digests import sha256_digest
 from .._frozen import Frozen
 from ..errors import InputError, SettingsError
-from ..gateway.registry import adapter_options
+from ..gateway._registry import adapter_options
 from ..settings import Settings, format_validation_error
-from .faults import Fault
+from ._faults import Fault
 
 __all__ = [
     "MAX_WORLD_BYTES",

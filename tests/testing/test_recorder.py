@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from external_query_service import InputError, register_adapter
-from external_query_service.adapters import page_walk
+from external_query_service.adapters import _page_walk as page_walk
 from external_query_service.adapters.options import Endpoints
 from external_query_service.cli import main
 from external_query_service.errors import (
@@ -40,7 +40,7 @@ from external_query_service.testing import (
     record_world,
     searx_body,
 )
-from external_query_service.testing.recorder import NothingAnswered, Recording
+from external_query_service.testing._recorder import NothingAnswered, Recording
 from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW, ZHANJIANG, closed_port, forecast_reply
 
