@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
+from .adapters.page_walk import RecordedWalks, WalkObserver
 from .gateway.gateway import ExternalQueryGateway
 from .gateway.registry import adapter_class
 from .models import CORE_QUERY_KINDS, Readiness
@@ -148,10 +149,14 @@ def build_components(
     store: EvidenceStore | None = None,
     http: HttpRuntime | None = None,
     tool_observer: ToolObserver | None = None,
+    walk_observer: WalkObserver | None = None,
+    recorded_walks: RecordedWalks | None = None,
 ) -> Components:
     """Every part ``settings`` asks for. ``planner``, ``store`` and ``http`` replace the
     parts that would be built (an explicit planner wins over a configured model's);
-    ``tool_observer`` is told of every call an adapter makes to a tool server outside HTTP."""
+    ``tool_observer`` is told of every call an adapter makes to a tool server outside HTTP,
+    ``walk_observer`` of how every page walk ended; ``recorded_walks`` replays a recorded
+    world's walks (``adapters/page_walk.py``)."""
     caching = settings.cache
     if store is None:
         store = EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
@@ -174,6 +179,8 @@ def build_components(
         ),
         search_endpoint=http.search_endpoint,
         tool_observer=tool_observer,
+        walk_observer=walk_observer,
+        recorded_walks=recorded_walks,
     )
     adapters: list[Adapter] = [
         adapter_class(config.kind)(config, runtime) for config in settings.adapters

@@ -37,6 +37,7 @@ from ..runtime.evidence_store import EvidenceStore
 from ..runtime.memo import SharedMemo, ThreadMemo, held_bytes
 from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
 from .options import AdapterOptions
+from .page_walk import RecordedWalks, WalkObserver
 
 if TYPE_CHECKING:
     from ..net.fetch import ApiResponse, FetchedPage
@@ -134,6 +135,11 @@ class AdapterRuntime:
 
     #: Told of every call to a tool server outside HTTP; None: nobody listens.
     tool_observer: ToolObserver | None = None
+    #: Told of how every page walk ended (a recording keeps it); None: nobody listens.
+    walk_observer: WalkObserver | None = None
+    #: The walks of a recorded world being replayed: a walk over hits the recording walked
+    #: ends as the recorded one did (``page_walk.RecordedWalks``); None: the walk's own rules.
+    recorded_walks: RecordedWalks | None = None
     #: The trusted client of a search engine's API root (its replies are ``search`` cache
     #: hits, not ``api`` ones); None: ``endpoint``.
     search_endpoint: EndpointFactory | None = None
