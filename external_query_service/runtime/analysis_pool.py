@@ -54,10 +54,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ExtractionFailed
-from ..settings import AnalysisSettings
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+
+    # A worker imports this module: the settings (and pydantic, about 18 MB of a worker's
+    # memory) are the parent's business only.
+    from ..settings import AnalysisSettings
 
 __all__ = [
     "CPU_DEADLINE",
