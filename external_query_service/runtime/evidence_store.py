@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 #: The default bound of a store, in bytes of text held (the settings' default too).
-DEFAULT_STORE_BYTES = 256 * 1024 * 1024
+DEFAULT_STORE_BYTES = 32 * 1024 * 1024
 #: How long a returned answer's captures are kept at least, by default (seconds).
 DEFAULT_HOLD_S = 600.0
 #: Bytes counted per capture besides its text (the capture record, its passages' index).
