@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.adapters import page_walk
+from external_query_service.adapters import _page_walk as page_walk
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.content import markup_bombs
 

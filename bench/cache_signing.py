@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from external_query_service.storage.signing import EntrySigner, SigningKey
+from external_query_service.storage._signing import EntrySigner, SigningKey
 
 SIZES = (10_000, 100_000, 1_000_000)
 

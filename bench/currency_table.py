@@ -1,6 +1,6 @@
 """What the CLDR currency table costs: the first lookup, the ones after it, and the target check.
 
-``text/currencies.py`` reads Babel's locale data on first use and keeps the table, so the
+``text/_currencies.py`` reads Babel's locale data on first use and keeps the table, so the
 first currency question of a process pays for it and later ones do not. Each run is a fresh
 interpreter (a warm table would hide the cost); it prints CPU and wall time for importing
 the module, building the table (the first ``currency_aliases``), a later lookup, and one
@@ -27,7 +27,7 @@ def since(start):
     cpu, wall = clocks()
     return cpu - start[0], wall - start[1]
 
-from external_query_service.text.targets import normalize_for_match
+from external_query_service.text._targets import normalize_for_match
 normalize_for_match("预热")  # OpenCC's dictionaries are the target matcher's cost, not ours
 start = clocks()
 from external_query_service.text import currencies
@@ -38,7 +38,7 @@ figures["first lookup (builds the table)"] = since(start)
 start = clocks()
 currencies.currency_code("人民幣")
 figures["later lookup"] = since(start)
-from external_query_service.text.targets import MATCH_THRESHOLD, best_match
+from external_query_service.text._targets import MATCH_THRESHOLD, best_match
 texts = ("港币对人民币汇率", "网友提问：今天汇率是多少？港币对人民币汇率是0.8848", "")
 start = clocks()
 for code in ("USD", "CNY"):

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 from external_query_service.models import Evidence, ExternalQueryPlan, TimeRange
-from external_query_service.verifier.conflicts import value_conflicts
-from external_query_service.verifier.copies import copy_groups
+from external_query_service.verifier._conflicts import value_conflicts
+from external_query_service.verifier._copies import copy_groups
 
 _ACCESSED = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 

@@ -45,9 +45,9 @@ import trafilatura
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.text.analyse import analyse_page
-from external_query_service.text.decode import decode_body
-from external_query_service.text.extract import FAST_READER, extract_page
+from external_query_service.text._analyse import analyse_page
+from external_query_service.text._decode import decode_body
+from external_query_service.text._extract import FAST_READER, extract_page
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")

@@ -30,7 +30,7 @@ Every set is split into a *fitting* and a *checking* half by a hash of the quest
 evidence[0] holds an answer (top-1), top-3 and MRR for today's scorer (the rarity-weighted
 coverage the second pass ranked by before the fitted ranker: ``score_chunks``), plain
 Okapi BM25 (jieba tokens of the same pages' ≤ 360-character chunks, ``k1 = 1.2``,
-``b = 0.75``) and the fitted ranker (``text.ranker``), the share of questions whose kept
+``b = 0.75``) and the fitted ranker (``text._ranker``), the share of questions whose kept
 evidence holds an answer, and the ranker's refusals: answered with the answer first, answered
 with the answer nowhere in the kept evidence, refused although a kept passage held it.
 """
@@ -56,14 +56,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from snippet_quality import make_judge, pages_of
 
-from external_query_service.adapters.pages import PAGE_MIN_SCORE
+from external_query_service.adapters._pages import PAGE_MIN_SCORE
 from external_query_service.errors import ExtractionFailed
 from external_query_service.testing.content import article
-from external_query_service.text.analyse import analyse_page
-from external_query_service.text.chunk import Chunk, chunk_text
-from external_query_service.text.ranker import RankerModel, RankerPassage, features, load_model
-from external_query_service.text.score import TermStats, score_chunks
-from external_query_service.text.tokens import terms
+from external_query_service.text._analyse import analyse_page
+from external_query_service.text._chunk import Chunk, chunk_text
+from external_query_service.text._ranker import RankerModel, RankerPassage, features, load_model
+from external_query_service.text._score import TermStats, score_chunks
+from external_query_service.text._tokens import terms
 
 PAGES = 8
 SAMPLE = 400

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from external_query_service.errors import ExternalQueryError
-from external_query_service.text.analyse import analyse_page
+from external_query_service.text._analyse import analyse_page
 
 _ANCHOR = re.compile(r"<a\b[^>]{0,2000}>([^<]{1,80})</a>", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[>»|]")

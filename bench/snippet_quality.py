@@ -43,10 +43,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from external_query_service.adapters.pages import PAGE_MIN_SCORE
-from external_query_service.text.chunk import chunk_text
-from external_query_service.text.rerank import Candidate, rerank
-from external_query_service.text.score import TermStats, score_chunks, score_with_stats
+from external_query_service.adapters._pages import PAGE_MIN_SCORE
+from external_query_service.text._chunk import chunk_text
+from external_query_service.text._rerank import Candidate, rerank
+from external_query_service.text._score import TermStats, score_chunks, score_with_stats
 
 ANSWER_PREFIX = 80
 BIGRAM_SHARE = 0.5

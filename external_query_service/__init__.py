@@ -14,7 +14,7 @@ from ._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._audit import AuditEvent, AuditTrace
     from ._version import __version__
-    from .adapters.base import Adapter, AdapterOutcome, AdapterRuntime
+    from .adapters._base import Adapter, AdapterOutcome, AdapterRuntime
     from .errors import (
         AdapterError,
         AnswerRejected,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         UnsupportedContent,
         UpstreamStatus,
     )
-    from .gateway.registry import register_adapter
+    from .gateway._registry import register_adapter
     from .models import (
         AdapterAttempt,
         AdapterCapability,
@@ -68,22 +68,22 @@ if TYPE_CHECKING:
         TimeRange,
         VerifierResult,
     )
-    from .runtime.clock import Clock, fixed_clock, system_clock
-    from .runtime.evidence_store import EvidenceStore
-    from .server.errors import ApiError
+    from .runtime._clock import Clock, fixed_clock, system_clock
+    from .runtime._evidence_store import EvidenceStore
+    from .server._errors import ApiError
     from .service import ExternalQueryService, Session
     from .settings import Settings
 
 # Each public name and the module that defines it, imported on first access: importing the
 # package alone loads nothing heavy.
 _EXPORTS = {
-    "Adapter": ".adapters.base",
+    "Adapter": ".adapters._base",
     "AdapterAttempt": ".models",
     "AdapterCapability": ".models",
     "AdapterError": ".errors",
-    "AdapterOutcome": ".adapters.base",
-    "AdapterRuntime": ".adapters.base",
-    "ApiError": ".server.errors",
+    "AdapterOutcome": ".adapters._base",
+    "AdapterRuntime": ".adapters._base",
+    "ApiError": ".server._errors",
     "AdmissionSummary": ".models",
     "AnswerRejected": ".errors",
     "AuditEvent": "._audit",
@@ -93,14 +93,14 @@ _EXPORTS = {
     "BoundaryRefused": ".errors",
     "BudgetExhausted": ".errors",
     "CaseFailed": ".errors",
-    "Clock": ".runtime.clock",
+    "Clock": ".runtime._clock",
     "ContentTooLarge": ".errors",
     "ContractRejected": ".errors",
     "DisplaySource": ".models",
     "Evidence": ".models",
     "EvidenceInputError": ".errors",
     "EvidenceEvicted": ".errors",
-    "EvidenceStore": ".runtime.evidence_store",
+    "EvidenceStore": ".runtime._evidence_store",
     "ExternalAnswer": ".models",
     "ExternalContextPacket": ".models",
     "ExternalQueryError": ".errors",
@@ -136,9 +136,9 @@ _EXPORTS = {
     "UnsupportedContent": ".errors",
     "UpstreamStatus": ".errors",
     "VerifierResult": ".models",
-    "fixed_clock": ".runtime.clock",
-    "register_adapter": ".gateway.registry",
-    "system_clock": ".runtime.clock",
+    "fixed_clock": ".runtime._clock",
+    "register_adapter": ".gateway._registry",
+    "system_clock": ".runtime._clock",
     "__version__": "._version",
 }
 

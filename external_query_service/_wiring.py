@@ -18,20 +18,20 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
-from .adapters.page_walk import RecordedWalks, WalkObserver
-from .gateway.gateway import ExternalQueryGateway
-from .gateway.registry import adapter_class
+from .adapters._base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
+from .adapters._page_walk import RecordedWalks, WalkObserver
+from .gateway._gateway import ExternalQueryGateway
+from .gateway._registry import adapter_class
 from .models import CORE_QUERY_KINDS, Readiness
-from .net.cache import response_cache
-from .net.fetch import HttpRuntime
-from .net.sites import registrable_domain
-from .planner.structured import ExternalQueryPlanner, StructuredPlanner
-from .presenter.extractive import ExternalAnswerPresenter
-from .runtime.analysis_pool import AnalysisPool, warm_pipeline
-from .runtime.clock import Clock
-from .runtime.events import CacheHits
-from .runtime.evidence_store import EvidenceStore
+from .net._cache import response_cache
+from .net._fetch import HttpRuntime
+from .net._sites import registrable_domain
+from .planner._structured import ExternalQueryPlanner, StructuredPlanner
+from .presenter._extractive import ExternalAnswerPresenter
+from .runtime._analysis_pool import AnalysisPool, warm_pipeline
+from .runtime._clock import Clock
+from .runtime._events import CacheHits
+from .runtime._evidence_store import EvidenceStore
 from .settings import CacheSettings, Settings
 from .verifier import EvidenceVerifier
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .llm import ChatCompletionsClient
     from .presenter import LLMAnswerPresenter
     from .storage import Ledger
-    from .storage.redis_cache import RedisMemo, SharedCache
+    from .storage._redis_cache import RedisMemo, SharedCache
 
 __all__ = ["WARM_UP_WORKERS_S", "Components", "build_components"]
 
@@ -156,7 +156,7 @@ def build_components(
     parts that would be built (an explicit planner wins over a configured model's);
     ``tool_observer`` is told of every call an adapter makes to a tool server outside HTTP,
     ``walk_observer`` of how every page walk ended; ``recorded_walks`` replays a recorded
-    world's walks (``adapters/page_walk.py``)."""
+    world's walks (``adapters/_page_walk.py``)."""
     caching = settings.cache
     if store is None:
         store = EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
@@ -222,14 +222,14 @@ def _open_shared_cache(caching: CacheSettings) -> SharedCache | None:
     """The Redis cache ``[cache] url`` names; its module is imported only then."""
     if caching.url is None:
         return None
-    from .storage.redis_cache import open_shared_cache
+    from .storage._redis_cache import open_shared_cache
 
     return open_shared_cache(caching)
 
 
 def _encode_analysis(value: Any) -> bytes | None:
     """A page analysis as JSON for the shared cache (anything else is not shared)."""
-    from .text.analyse import PageAnalysis, analysis_to_json
+    from .text._analyse import PageAnalysis, analysis_to_json
 
     return analysis_to_json(value) if isinstance(value, PageAnalysis) else None
 
@@ -238,8 +238,8 @@ def _shared_analyses(shared: SharedCache | None) -> RedisMemo | None:
     """Page analyses kept in the shared cache too, so other processes reuse them."""
     if shared is None:
         return None
-    from .storage.redis_cache import ANALYSIS_TTL_S, RedisMemo
-    from .text.analyse import analysis_from_json
+    from .storage._redis_cache import ANALYSIS_TTL_S, RedisMemo
+    from .text._analyse import analysis_from_json
 
     return RedisMemo(
         shared.analyses, encode=_encode_analysis, decode=analysis_from_json, ttl_s=ANALYSIS_TTL_S

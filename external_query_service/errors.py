@@ -1,7 +1,7 @@
 """Every exception the library raises on purpose, in one tree, all defined here.
 
 New exception classes go here too: one place to read what can go wrong, and every module
-imports from it. Two kinds live elsewhere: ``server.errors.ApiError`` (it is also a
+imports from it. Two kinds live elsewhere: ``server._errors.ApiError`` (it is also a
 Starlette ``HTTPException``, and the core does not depend on the ``[server]`` extra), and
 the private control-flow exceptions a module raises and catches itself. Every public one is
 exported from the package root.
@@ -31,7 +31,7 @@ ExternalQueryError
 ├── RenderFailed                        a page could not be rendered in the browser (url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
-├── server.errors.ApiError              an HTTP error answer of the server, with its reason
+├── server._errors.ApiError              an HTTP error answer of the server, with its reason
 ├── EvidenceEvicted                     a stored text was evicted to keep the store bounded
 ├── ContractRejected                    readable input the evidence contract refuses (exit 3)
 ├── LedgerError                         the ledger cannot be used (unavailable, busy, unmigrated)
@@ -62,8 +62,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # payload types, for annotations only (never imported at run time)
     from .models import ExternalAnswer, SentenceCheck
-    from .storage.models import LedgerVerification
-    from .testing.cases import CaseResult
+    from .storage._models import LedgerVerification
+    from .testing._cases import CaseResult
 
 __all__ = [
     "INPUT_ERROR_REASONS",

@@ -15,7 +15,7 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 
 from ._audit import AuditTrace
 from ._frozen import Frozen
-from .text.language import is_language_tag
+from .text._language import is_language_tag
 
 __all__ = [
     "CORE_QUERY_KINDS",

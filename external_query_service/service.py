@@ -17,12 +17,12 @@ from pydantic import ValidationError
 
 from ._audit import AuditLog, caller
 from ._wiring import WARM_UP_WORKERS_S, build_components
-from .adapters.base import ToolObserver
-from .adapters.page_walk import RecordedWalks, WalkObserver
-from .admission.chain import ChainRecord, bind_answer, service_envelope
+from .adapters._base import ToolObserver
+from .adapters._page_walk import RecordedWalks, WalkObserver
+from .admission._chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
-from .gateway.gateway import ExternalQueryGateway
-from .gateway.second_round import second_round_queries
+from .gateway._gateway import ExternalQueryGateway
+from .gateway._second_round import second_round_queries
 from .models import (
     AdmissionSummary,
     ExternalAnswer,
@@ -35,24 +35,24 @@ from .models import (
     VerifierOutcome,
     VerifierResult,
 )
-from .net.fetch import HttpRuntime
-from .planner.structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
-from .presenter.extractive import ExternalAnswerPresenter
+from .net._fetch import HttpRuntime
+from .planner._structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
+from .presenter._extractive import ExternalAnswerPresenter
+from .runtime._analysis_pool import AnalysisPool
+from .runtime._clock import Clock, system_clock
 from .runtime._closing import Closing
+from .runtime._concurrency import QuestionGate
+from .runtime._events import CacheHits
+from .runtime._evidence_store import EvidenceStore
 from .runtime._portal import Portal
-from .runtime.analysis_pool import AnalysisPool
-from .runtime.clock import Clock, system_clock
-from .runtime.concurrency import QuestionGate
-from .runtime.events import CacheHits
-from .runtime.evidence_store import EvidenceStore
-from .runtime.tracing import span
+from .runtime._tracing import span
 from .settings import Settings, format_validation_error
 from .verifier import EvidenceVerifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
     from .llm import ChatCompletionsClient
-    from .storage.redis_cache import SharedCache
+    from .storage._redis_cache import SharedCache
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -94,7 +94,7 @@ class ExternalQueryService(Closing):
     ``fetcher``, ``endpoint(base_url)`` and ``aclose()``); ``tool_observer`` is told of every
     call an adapter makes to a tool server outside HTTP (a recording keeps them), and
     ``walk_observer`` of how every page walk ended; ``recorded_walks`` makes the page walks of
-    a recorded world's replay end as the recording's did (``adapters/page_walk.py``).
+    a recorded world's replay end as the recording's did (``adapters/_page_walk.py``).
 
     One service serves many callers at once: ``[network] max_concurrent_questions`` bounds
     the questions it works on together (``questions`` counts them); the rest wait in line up
@@ -303,7 +303,7 @@ class ExternalQueryService(Closing):
         deadline: float,
     ) -> tuple[GatherResult, VerifierOutcome]:
         """One more bounded search round when the first verdict names something searching
-        can fix (``gateway.second_round``), then the verdict again; else both unchanged."""
+        can fix (``gateway._second_round``), then the verdict again; else both unchanged."""
         first = outcome.result
         queries = second_round_queries(gathered.plan, first)
         if not queries:

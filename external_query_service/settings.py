@@ -93,7 +93,7 @@ from ._frozen import Frozen
 from ._jsonio import read_regular_file
 from ._version import __version__
 from .errors import InputError, SettingsError
-from .text.language import LanguageSetting
+from .text._language import LanguageSetting
 
 __all__ = [
     "CACHE_URL_SCHEMES",

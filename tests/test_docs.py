@@ -26,7 +26,7 @@ from external_query_service import ExternalAnswer, Settings
 from external_query_service.adapters import builtin_adapters
 from external_query_service.admission import parse_receipt, receipt_digest
 from external_query_service.cli import build_parser, main
-from external_query_service.gateway.registry import adapter_options
+from external_query_service.gateway._registry import adapter_options
 from external_query_service.settings import (
     AnalysisSettings,
     CacheSettings,

@@ -13,7 +13,7 @@ import pytest
 
 import external_query_service as eqs
 from external_query_service import errors
-from external_query_service.adapters.mcp_docs import _McpFailure
+from external_query_service.adapters._mcp_docs import _McpFailure
 from external_query_service.errors import (
     INPUT_ERROR_REASONS,
     BoundaryRefused,
@@ -25,11 +25,11 @@ from external_query_service.errors import (
     ToolkitError,
     UnsafePlatform,
 )
-from external_query_service.llm.client import LLMError
-from external_query_service.presenter.model import AnswerRejected
+from external_query_service.llm._client import LLMError
+from external_query_service.presenter._model import AnswerRejected
 from external_query_service.storage import LedgerError
-from external_query_service.storage.models import LedgerVerification, UnsoundLedger
-from external_query_service.toolkit.delegate import _Refused
+from external_query_service.storage._models import LedgerVerification, UnsoundLedger
+from external_query_service.toolkit._delegate import _Refused
 from tests.support.package_modules import package_modules
 from tests.support.paths import REPO
 
@@ -233,7 +233,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
 def _api_error(status: int, reason: str, message: str) -> ExternalQueryError:
     """The HTTP service's error (its module needs the ``server`` extra: a skip without it)."""
     pytest.importorskip("fastapi")
-    from external_query_service.server.errors import ApiError
+    from external_query_service.server._errors import ApiError
 
     return ApiError(status, reason, message)
 

@@ -9,7 +9,7 @@ import pytest
 
 import external_query_service
 from external_query_service._jsonio import load_json_file, loads_strict, read_text_file
-from external_query_service.admission.canonical import loads_value
+from external_query_service.admission._canonical import loads_value
 from external_query_service.errors import EvidenceInputError, InputError
 
 REFUSED = [

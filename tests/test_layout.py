@@ -145,7 +145,7 @@ def test_the_place_check_refuses_a_test_file_no_rule_puts_there() -> None:
     assert not misplaced(PurePosixPath("test_service_overload.py"), modules)
     assert not misplaced(PurePosixPath("test_wiring.py"), modules)
     assert not misplaced(PurePosixPath("end_to_end/test_answers.py"), modules)
-    assert misplaced(PurePosixPath("test_fetch.py"), modules)  # net/fetch.py: tests/net/
+    assert misplaced(PurePosixPath("test_fetch.py"), modules)  # net/_fetch.py: tests/net/
     assert misplaced(PurePosixPath("helpers/test_cache.py"), modules)
     assert misplaced(PurePosixPath("net/cache/test_rules.py"), modules)
 

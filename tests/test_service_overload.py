@@ -13,7 +13,7 @@ import pytest
 
 from external_query_service import ExternalQueryService, Settings, SettingsError
 from external_query_service.models import QuerySemantics
-from external_query_service.runtime.concurrency import QuestionGate
+from external_query_service.runtime._concurrency import QuestionGate
 from external_query_service.testing import World
 from tests.support.air_show import QUESTION, slow_world_settings
 

@@ -10,7 +10,7 @@ import pytest
 from trafilatura import external as trafilatura_external
 
 from external_query_service import ExternalQueryService, ServiceClosed, Settings
-from external_query_service.text import tokens
+from external_query_service.text import _tokens as tokens
 
 
 def docs_folder(tmp_path: Path) -> Path:

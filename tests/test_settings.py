@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from external_query_service import Settings, SettingsError
-from external_query_service.adapters.local_docs import LocalDocsAdapter
+from external_query_service.adapters._local_docs import LocalDocsAdapter
 
 
 def test_full_settings_file_loads(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ hash of the question id: no random draw, so no seed to fix):
    answer nowhere in the kept evidence plus those refused although it was there (each set
    weighted the same).
 
-Writes the weights file (``--out``, by default ``text.ranker``'s ``WEIGHTS_FILE`` in the
+Writes the weights file (``--out``, by default ``text._ranker``'s ``WEIGHTS_FILE`` in the
 package) and prints the cross-validation
 figures, then ``bench/ranking.py``'s figures for both halves of every set with the new weights.
 """
@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from ranking import Served, parse, report, served_sets
 
-from external_query_service.text.ranker import FEATURES, WEIGHTS_FILE, RankerModel
+from external_query_service.text._ranker import FEATURES, WEIGHTS_FILE, RankerModel
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .base import Adapter
+    from ._base import Adapter
 
 __all__ = ["builtin_adapters"]
 
 
 def builtin_adapters() -> dict[str, type[Adapter]]:
     """The adapter classes this package ships, by kind (imported on first call)."""
-    from .brave import BraveAdapter
-    from .frankfurter import FrankfurterAdapter
-    from .local_docs import LocalDocsAdapter
-    from .mcp_docs import McpDocsAdapter
-    from .open_meteo import OpenMeteoAdapter
-    from .searxng import SearxngAdapter
-    from .tavily import TavilyAdapter
+    from ._brave import BraveAdapter
+    from ._frankfurter import FrankfurterAdapter
+    from ._local_docs import LocalDocsAdapter
+    from ._mcp_docs import McpDocsAdapter
+    from ._open_meteo import OpenMeteoAdapter
+    from ._searxng import SearxngAdapter
+    from ._tavily import TavilyAdapter
 
     classes: tuple[type[Adapter], ...] = (
         SearxngAdapter,

@@ -5,11 +5,11 @@ content-addressed with RFC 8785 canonical JSON and ``sha256:<hex>`` ids.
 """
 
 from ..errors import INPUT_ERROR_REASONS, ContractRejected, EvidenceInputError
-from .admit import admission_id_of, check_admission, decide, verify_admission
-from .canonical import HASH_CONTRACT, canonical_json, content_id, loads_record, loads_value
-from .chain import ChainLink, ChainRecord, ChainRetirement, bind_answer, service_envelope
-from .discover import discover, parse_inventory, project_row, registry_rows
-from .models import (
+from ._admit import admission_id_of, check_admission, decide, verify_admission
+from ._canonical import HASH_CONTRACT, canonical_json, content_id, loads_record, loads_value
+from ._chain import ChainLink, ChainRecord, ChainRetirement, bind_answer, service_envelope
+from ._discover import discover, parse_inventory, project_row, registry_rows
+from ._models import (
     PROTOCOL,
     Admission,
     AdmittedSource,
@@ -28,11 +28,11 @@ from .models import (
     Retirement,
     SourceDecision,
 )
-from .plan import build_plan, build_request, normalize_one_line, plan_id_of, verify_plan
-from .projection import compact, project
-from .receipt import check_receipt, parse_receipt, receipt_digest
-from .render import render, render_error
-from .retire import retire
+from ._plan import build_plan, build_request, normalize_one_line, plan_id_of, verify_plan
+from ._projection import compact, project
+from ._receipt import check_receipt, parse_receipt, receipt_digest
+from ._render import render, render_error
+from ._retire import retire
 
 __all__ = [
     "HASH_CONTRACT",

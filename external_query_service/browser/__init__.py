@@ -7,8 +7,8 @@ Playwright until a page is rendered, and with ``[browser] mode = "off"`` nothing
 
 from __future__ import annotations
 
-from .chain import QuestionBrowser, question_browser, wants_rendering
-from .provider import BrowserProvider, BrowserSession, Rendering, find_executable
+from ._chain import QuestionBrowser, question_browser, wants_rendering
+from ._provider import BrowserProvider, BrowserSession, Rendering, find_executable
 
 __all__ = [
     "BrowserProvider",

@@ -93,7 +93,7 @@ def _ledger_error() -> type[Exception]:
     """``LedgerError``, imported only once an exception is being matched (an ``except``
     clause's class is evaluated then), so a command that opens no ledger never loads the
     storage package."""
-    from ..storage.models import LedgerError
+    from ..storage._models import LedgerError
 
     return LedgerError
 

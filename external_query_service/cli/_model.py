@@ -15,6 +15,7 @@ __all__ = ["add_model_flags", "with_model"]
 
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--llm-base-url`` and ``--llm-model`` to ``parser``."""
     parser.add_argument(
         "--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (overrides [llm])"
     )

@@ -13,15 +13,15 @@ from .._audit import AuditEvent, listening
 from .._jsonio import load_json_file, read_regular_file
 from ..errors import InputError
 from ..models import ExternalAnswer
-from ..runtime.clock import fixed_clock, parse_now
-from ..runtime.progress import describe, progress_event
+from ..runtime._clock import fixed_clock, parse_now
+from ..runtime._progress import describe, progress_event
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import Settings
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
 
 if TYPE_CHECKING:
-    from ..adapters.page_walk import RecordedWalks
+    from ..adapters._page_walk import RecordedWalks
 
 __all__ = ["no_data_source", "register"]
 
@@ -247,7 +247,7 @@ def _replay(args: argparse.Namespace, question: str) -> int:
 def no_data_source() -> InputError:
     """The input error for settings with no enabled adapter, listing every kind the adapter
     registry knows (built-ins and plugins alike), so the list never falls behind it."""
-    from ..gateway.registry import known_kinds  # only this error needs the registry
+    from ..gateway._registry import known_kinds  # only this error needs the registry
 
     return InputError(
         "no data source is configured: pass --config FILE with [[adapters]] "

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import InputError
-from ..testing.cases import CaseResult, find_case_files, load_cases
-from ..testing.evaluation import evaluate
-from ..testing.report import render_table, write_reports
+from ..testing._cases import CaseResult, find_case_files, load_cases
+from ..testing._evaluation import evaluate
+from ..testing._report import render_table, write_reports
 from ._help import EXIT_INPUT, Subparsers, add_command
 
 __all__ = ["DEFAULT_OUT", "register"]

@@ -53,20 +53,14 @@ from ..admission import (
     verify_admission,
     verify_plan,
 )
-from ..admission.canonical import loads_value
-from ..admission.discover import connector_id, probed_rows
-from ..admission.models import Admission, ProviderRow
+from ..admission._canonical import loads_value
+from ..admission._discover import connector_id, probed_rows
+from ..admission._models import Admission, ProviderRow
 from ..errors import InputError, SettingsError
-from ..gateway.registry import known_kinds
-from ..methods.public_github import (
-    PROVIDER_ID as PUBLIC_GITHUB,
-)
-from ..methods.public_github import (
-    PublicGitHub,
-    github_endpoints,
-    provider_row,
-)
-from ..runtime.clock import system_clock
+from ..gateway._registry import known_kinds
+from ..methods._public_github import PROVIDER_ID as PUBLIC_GITHUB
+from ..methods._public_github import PublicGitHub, github_endpoints, provider_row
+from ..runtime._clock import system_clock
 from ..service import ExternalQueryService
 from ..settings import LedgerSettings, Settings
 from ..storage import (

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from .._jsonio import load_json_file
 from ..errors import InputError
-from ..runtime.clock import parse_now
+from ..runtime._clock import parse_now
 from ..service import coerce_semantics
 from ..settings import Settings
-from ..testing.recorder import NothingAnswered, record_world
+from ..testing._recorder import NothingAnswered, record_world
 from ..testing.world_files import MAX_WORLD_BYTES
 from . import PROG
 from ._help import EXIT_INPUT, Subparsers, add_command

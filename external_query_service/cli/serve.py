@@ -110,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..server import require_server_extra
 
     require_server_extra()
-    from ..server.run import serve
+    from ..server._run import serve
 
     settings = settings_from_flags(args)
     if not any(adapter.enabled for adapter in settings.adapters):

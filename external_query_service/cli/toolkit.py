@@ -30,15 +30,15 @@ from typing import Any
 
 from .._jsonio import load_json_file
 from ..errors import InputError, ToolkitError
-from ..llm.client import ChatCompletionsClient
-from ..runtime.clock import Clock, fixed_clock, parse_now
+from ..llm._client import ChatCompletionsClient
+from ..runtime._clock import Clock, fixed_clock, parse_now
 from ..service import ExternalQueryService
 from ..settings import Settings
-from ..toolkit.delegate import DelegationResult
-from ..toolkit.operations import ToolkitSession
-from ..toolkit.script import BoundScript, load_script, parse_inputs
-from ..toolkit.taskfile import MAX_TASK_BYTES, TaskSpec, load_task, resolve_inputs, validate_inputs
-from ..toolkit.tasks import EvidenceTask
+from ..toolkit._delegate import DelegationResult
+from ..toolkit._operations import ToolkitSession
+from ..toolkit._script import BoundScript, load_script, parse_inputs
+from ..toolkit._taskfile import MAX_TASK_BYTES, TaskSpec, load_task, resolve_inputs, validate_inputs
+from ..toolkit._tasks import EvidenceTask
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
 

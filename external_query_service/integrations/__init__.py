@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .common import IntegrationUnavailable
+    from ._common import IntegrationUnavailable
 
 __all__ = ["IntegrationUnavailable"]
 
-__getattr__, __dir__ = lazy_exports(__name__, {"IntegrationUnavailable": ".common"})
+__getattr__, __dir__ = lazy_exports(__name__, {"IntegrationUnavailable": "._common"})

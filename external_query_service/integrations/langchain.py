@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..models import ExternalAnswer, QuerySemantics
 from ..service import ExternalQueryService, coerce_semantics
 from ..settings import Settings
-from .common import (
+from ._common import (
     DEFAULT_K,
     OUTCOME_EVENT,
     TOOL_DESCRIPTION,

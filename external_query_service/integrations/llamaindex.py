@@ -19,7 +19,7 @@ from typing import Any
 from ..models import Evidence, ExternalAnswer, QuerySemantics
 from ..service import ExternalQueryService, SemanticsInput, coerce_semantics
 from ..settings import Settings
-from .common import (
+from ._common import (
     DEFAULT_K,
     SCORE_SCALE,
     TOOL_DESCRIPTION,

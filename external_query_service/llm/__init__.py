@@ -10,7 +10,7 @@ reason.
     presenter = LLMAnswerPresenter(client)
 """
 
-from .client import (
+from ._client import (
     ChatCompletionsClient,
     ChatMessage,
     Completion,

@@ -2,7 +2,7 @@
 ``method:public-github``). Every other provider runs in its host, under its own
 permission boundary, and returns a caller-authored receipt."""
 
-from .public_github import PROVIDER_ID as PUBLIC_GITHUB
-from .public_github import PublicGitHub, github_endpoints
+from ._public_github import PROVIDER_ID as PUBLIC_GITHUB
+from ._public_github import PublicGitHub, github_endpoints
 
 __all__ = ["PUBLIC_GITHUB", "PublicGitHub", "github_endpoints"]

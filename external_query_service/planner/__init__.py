@@ -11,15 +11,20 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .model import LLMPlanner
-    from .structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner, default_contract
+    from ._model import LLMPlanner
+    from ._structured import (
+        ExternalQueryPlanner,
+        PlannerResult,
+        StructuredPlanner,
+        default_contract,
+    )
 
 _EXPORTS = {
-    "ExternalQueryPlanner": ".structured",
-    "LLMPlanner": ".model",
-    "PlannerResult": ".structured",
-    "StructuredPlanner": ".structured",
-    "default_contract": ".structured",
+    "ExternalQueryPlanner": "._structured",
+    "LLMPlanner": "._model",
+    "PlannerResult": "._structured",
+    "StructuredPlanner": "._structured",
+    "default_contract": "._structured",
 }
 
 __all__ = [

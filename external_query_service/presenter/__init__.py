@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .extractive import (
+    from ._extractive import (
         ANSWER_PREFIX,
         ANSWER_PREFIXES,
         LINK_REMOVED,
@@ -21,21 +21,21 @@ if TYPE_CHECKING:
         listed_sources,
         strip_invisible,
     )
-    from .model import CheckedAnswer, LLMAnswerPresenter, ModelAnswer, check_answer
+    from ._model import CheckedAnswer, LLMAnswerPresenter, ModelAnswer, check_answer
 
 _EXPORTS = {
-    "ANSWER_PREFIX": ".extractive",
-    "ANSWER_PREFIXES": ".extractive",
-    "LINK_REMOVED": ".extractive",
-    "CheckedAnswer": ".model",
-    "ExternalAnswerPresenter": ".extractive",
-    "LLMAnswerPresenter": ".model",
-    "ListedSource": ".extractive",
-    "ModelAnswer": ".model",
-    "check_answer": ".model",
-    "display_sources": ".extractive",
-    "listed_sources": ".extractive",
-    "strip_invisible": ".extractive",
+    "ANSWER_PREFIX": "._extractive",
+    "ANSWER_PREFIXES": "._extractive",
+    "LINK_REMOVED": "._extractive",
+    "CheckedAnswer": "._model",
+    "ExternalAnswerPresenter": "._extractive",
+    "LLMAnswerPresenter": "._model",
+    "ListedSource": "._extractive",
+    "ModelAnswer": "._model",
+    "check_answer": "._model",
+    "display_sources": "._extractive",
+    "listed_sources": "._extractive",
+    "strip_invisible": "._extractive",
 }
 
 __all__ = [

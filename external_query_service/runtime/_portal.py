@@ -19,6 +19,9 @@ T = TypeVar("T")
 
 
 class Portal:
+    """One event loop on a daemon thread, started on first use: ``call`` runs a coroutine
+    there from any thread and waits for it; ``stop`` finishes its work and ends the thread."""
+
     def __init__(self, name: str = "external-query-portal") -> None:
         self._name = name
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -48,9 +51,12 @@ class Portal:
 
     @property
     def running(self) -> bool:
+        """Whether the loop has started and not been stopped."""
         return self._loop is not None
 
     def stop(self) -> None:
+        """Finish the loop's async generators and executor threads, stop it and join its
+        thread; the next ``call`` starts a new loop."""
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None

@@ -21,9 +21,9 @@ from .._lazy import lazy_exports
 from ..errors import ServerUnavailable
 
 if TYPE_CHECKING:
-    from .app import create_app
-    from .metrics import ServerMetrics
-    from .run import ServerThread, serve
+    from ._app import create_app
+    from ._metrics import ServerMetrics
+    from ._run import ServerThread, serve
 
 __all__ = [
     "INSTALL_HINT",
@@ -48,10 +48,10 @@ def require_server_extra() -> None:
 
 
 _EXPORTS = {
-    "ServerMetrics": ".metrics",
-    "ServerThread": ".run",
-    "create_app": ".app",
-    "serve": ".run",
+    "ServerMetrics": "._metrics",
+    "ServerThread": "._run",
+    "create_app": "._app",
+    "serve": "._run",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

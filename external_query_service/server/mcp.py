@@ -36,12 +36,12 @@ from pydantic import Field, WithJsonSchema
 
 from .._version import __version__
 from ..errors import ExternalQueryError, McpUnavailable
-from ..llm.client import json_schema_for
+from ..llm._client import json_schema_for
 from ..models import ExternalAnswer, QuerySemantics
-from ..runtime.evidence_store import MAX_READ_CHARS, ReadWindow
+from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..service import ExternalQueryService
-from ..toolkit.delegate import MAX_GOAL_CHARS, DelegationResult
-from ..toolkit.operations import (
+from ..toolkit._delegate import MAX_GOAL_CHARS, DelegationResult
+from ..toolkit._operations import (
     MAX_OPTIONS,
     TOOL_NAMES,
     ArgumentsResult,

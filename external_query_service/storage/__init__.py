@@ -6,8 +6,8 @@ target; the PostgreSQL backend is imported only when a ``postgresql://`` target 
 
 from __future__ import annotations
 
-from .base import DEFAULT_SOURCE_BUDGET, SCHEMA_VERSION, BaseLedger, RecordKind
-from .ledger import (
+from ._base import DEFAULT_SOURCE_BUDGET, SCHEMA_VERSION, BaseLedger, RecordKind
+from ._ledger import (
     Ledger,
     LedgerTarget,
     copy_ledger_to,
@@ -19,7 +19,7 @@ from .ledger import (
     resolve_ledger,
     show_target,
 )
-from .models import (
+from ._models import (
     LedgerCopy,
     LedgerEntry,
     LedgerError,
@@ -29,7 +29,7 @@ from .models import (
     LedgerVerification,
     UnsoundLedger,
 )
-from .sqlite import SQLiteLedger
+from ._sqlite import SQLiteLedger
 
 __all__ = [
     "DEFAULT_SOURCE_BUDGET",

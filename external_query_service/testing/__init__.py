@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .cases import (
+    from ._cases import (
         Case,
         CaseResult,
         Expectation,
@@ -27,12 +27,12 @@ if TYPE_CHECKING:
         load_cases,
         run_case,
     )
-    from .compare import comparable_answer
+    from ._compare import comparable_answer
+    from ._evaluation import EvalReport, Scores, evaluate
+    from ._faults import FAULTS, Fault, fault_reply
+    from ._recorder import Recording, RecordingRuntime, RecordResult, record_world
+    from ._report import render_html, render_json, render_table, write_reports
     from .content import article, hit, searx_body
-    from .evaluation import EvalReport, Scores, evaluate
-    from .faults import FAULTS, Fault, fault_reply
-    from .recorder import Recording, RecordingRuntime, RecordResult, record_world
-    from .report import render_html, render_json, render_table, write_reports
     from .server import ANY_HOST, LoopbackServer, RecordedRequest, Reply, json_reply
     from .world import BRAVE_URL, FORECAST, FX, GEO, SEARX, TAVILY_URL, World, open_world
     from .world_files import WorldManifest, WorldSpec, load_world, write_world
@@ -40,46 +40,46 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ANY_HOST": ".server",
     "BRAVE_URL": ".world",
-    "Case": ".cases",
-    "CaseResult": ".cases",
-    "EvalReport": ".evaluation",
-    "Expectation": ".cases",
-    "FAULTS": ".faults",
+    "Case": "._cases",
+    "CaseResult": "._cases",
+    "EvalReport": "._evaluation",
+    "Expectation": "._cases",
+    "FAULTS": "._faults",
     "FORECAST": ".world",
     "FX": ".world",
-    "Fault": ".faults",
+    "Fault": "._faults",
     "GEO": ".world",
     "LoopbackServer": ".server",
-    "Mismatch": ".cases",
-    "RecordResult": ".recorder",
+    "Mismatch": "._cases",
+    "RecordResult": "._recorder",
     "RecordedRequest": ".server",
-    "Recording": ".recorder",
-    "RecordingRuntime": ".recorder",
+    "Recording": "._recorder",
+    "RecordingRuntime": "._recorder",
     "Reply": ".server",
     "SEARX": ".world",
-    "Scores": ".evaluation",
+    "Scores": "._evaluation",
     "TAVILY_URL": ".world",
     "World": ".world",
     "WorldManifest": ".world_files",
     "WorldSpec": ".world_files",
     "article": ".content",
-    "check_answer": ".cases",
-    "comparable_answer": ".compare",
-    "evaluate": ".evaluation",
-    "fault_reply": ".faults",
-    "find_case_files": ".cases",
+    "check_answer": "._cases",
+    "comparable_answer": "._compare",
+    "evaluate": "._evaluation",
+    "fault_reply": "._faults",
+    "find_case_files": "._cases",
     "hit": ".content",
     "json_reply": ".server",
-    "load_cases": ".cases",
+    "load_cases": "._cases",
     "load_world": ".world_files",
     "open_world": ".world",
-    "record_world": ".recorder",
-    "render_html": ".report",
-    "render_json": ".report",
-    "render_table": ".report",
-    "run_case": ".cases",
+    "record_world": "._recorder",
+    "render_html": "._report",
+    "render_json": "._report",
+    "render_table": "._report",
+    "run_case": "._cases",
     "searx_body": ".content",
-    "write_reports": ".report",
+    "write_reports": "._report",
     "write_world": ".world_files",
 }
 

@@ -8,7 +8,7 @@ Opt-in, so no run picks up a folder by surprise:
   collected when pytest walks them (name the folder, or list it in ``testpaths``).
 
 pytest loads this module in every run of every project in the environment, so it imports
-nothing but pytest: the case machinery (``testing.plugin``, and with it the whole answer
+nothing but pytest: the case machinery (``testing._plugin``, and with it the whole answer
 chain) is imported only once a run names a case folder.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .plugin import CaseFile
+    from ._plugin import CaseFile
 
 __all__ = [
     "INI",
@@ -75,6 +75,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
     resolved = file_path.resolve()
     if not any(resolved.is_relative_to(root) for root in roots):
         return None
-    from .plugin import collect_case_file  # the first case file pays for the chain
+    from ._plugin import collect_case_file  # the first case file pays for the chain
 
     return collect_case_file(file_path, parent, MARKER)

@@ -10,7 +10,7 @@ are different answers on one path; a route's ``match`` is likewise a subset of a
 body (Tavily's searches, by ``query``).
 
 An adapter that starts an MCP server over stdio (``Endpoints.stdio``) gets the world's own
-tool server instead (``mcp_docs_server.py``, started by the adapter as its command), which
+tool server instead (``_mcp_docs_server.py``, started by the adapter as its command), which
 answers the world's ``[[tools]]`` calls or searches hand-given documents. A loaded world's
 keyed search adapters read their key from ``WORLD_KEY_ENV``, which the world sets to a
 placeholder: the replayed answers ignore keys, and no real key is needed offline.
@@ -43,20 +43,20 @@ import httpx
 from pydantic import ValidationError
 
 from .._digests import sha256_digest
+from ..adapters._page_walk import RecordedWalks
 from ..adapters.options import Endpoints
-from ..adapters.page_walk import RecordedWalks
 from ..errors import InputError, SettingsError
-from ..gateway.registry import adapter_options
-from ..net.fetch import NOT_RECORDED_HEADER
+from ..gateway._registry import adapter_options
+from ..net._fetch import NOT_RECORDED_HEADER
+from ..runtime._clock import Clock, fixed_clock, system_clock
 from ..runtime._closing import Closing
-from ..runtime.clock import Clock, fixed_clock, system_clock
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, Settings, format_validation_error
+from ._faults import BLOCKED_ADDRESS, DRIP_BYTES_PER_S, ORIGIN_FAULTS, Fault, fault_reply
+from ._secrets import REDACTED
+from ._tls import WorldCA
 from .content import brave_body, searx_body, tavily_body
-from .faults import BLOCKED_ADDRESS, DRIP_BYTES_PER_S, ORIGIN_FAULTS, Fault, fault_reply
-from .secrets import REDACTED
 from .server import LoopbackServer, RecordedRequest, Reply, json_reply
-from .tls import WorldCA
 from .world_files import ApiEntry, PageEntry, SearchEntry, ToolEntry, WorldSpec, load_world
 
 __all__ = [
@@ -91,7 +91,7 @@ WORLD_KEY_ENV = "EXTERNAL_QUERY_WORLD_KEY"
 WORLD_KEY = "world-replay-placeholder"
 #: The world's MCP tool server: a script run by path with ``-P`` (the testing folder must
 #: not shadow the standard library), importing only the SDK.
-TOOL_SERVER = Path(__file__).with_name("mcp_docs_server.py")
+TOOL_SERVER = Path(__file__).with_name("_mcp_docs_server.py")
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -426,7 +426,7 @@ class World(Closing):
     ) -> dict[str, Any]:
         """An ``mcp_docs`` adapter whose server is this world's tool server, searching
         ``documents`` (``{"title", "text", "url"?}``); ``spec`` adds server settings
-        (``fault``, ``calls``, ``pid_file``, ``input_schema``: see ``mcp_docs_server.py``)."""
+        (``fault``, ``calls``, ``pid_file``, ``input_schema``: see ``_mcp_docs_server.py``)."""
         path = self._write_tool_spec(
             adapter_id, {"tool": tool, "documents": list(documents), **spec}
         )

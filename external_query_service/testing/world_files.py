@@ -65,11 +65,11 @@ from pydantic import Field, JsonValue, ValidationError, ValidationInfo, field_va
 
 from .._digests import sha256_digest
 from .._frozen import Frozen
-from ..adapters.page_walk import RecordedWalks, WalkRecord
+from ..adapters._page_walk import RecordedWalks, WalkRecord
 from ..errors import InputError, SettingsError
-from ..gateway.registry import adapter_options
+from ..gateway._registry import adapter_options
 from ..settings import Settings, format_validation_error
-from .faults import Fault
+from ._faults import Fault
 
 __all__ = [
     "MAX_WORLD_BYTES",
@@ -186,7 +186,7 @@ class WalkEntry(Frozen):
     """How one page walk of the recording ended: ``adapter``'s walk over ``hits`` (the
     URLs, in order) reached the first ``len(fates)`` of them, and each came to its fate
     (``read``, or the page's failure: ``cut_off``, ``cut_off:analysis``, ``error_status:404``
-    ...). A replay's walk over the same hits ends the same way (``page_walk.RecordedWalks``)."""
+    ...). A replay's walk over the same hits ends the same way (``_page_walk.RecordedWalks``)."""
 
     adapter: str
     hits: tuple[str, ...]

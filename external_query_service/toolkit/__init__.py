@@ -16,16 +16,16 @@ Tools come from toolkits (``Toolkit``: ``name``, ``observe()``, ``install(task)`
 """
 
 from ..errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
-from ..runtime.evidence_store import EvidenceStore
-from .delegate import DelegationResult
-from .kits import WebToolkit, WorkspaceToolkit
-from .operations import Observation, OperationResult, ToolkitSession
-from .origins import OriginSet
-from .reports import ArtifactReceipt, CategoryCheck, EvidenceRecord, TaskReport
-from .script import RuntimeInputs, TaskScript, load_script
-from .taskfile import DelegationRules, TaskBudget, TaskInputs, TaskSpec, load_inputs, load_task
-from .tasks import CollectionSummary, EvidenceTask, MarkerVerifier, Verifier
-from .tools import (
+from ..runtime._evidence_store import EvidenceStore
+from ._delegate import DelegationResult
+from ._kits import WebToolkit, WorkspaceToolkit
+from ._operations import Observation, OperationResult, ToolkitSession
+from ._origins import OriginSet
+from ._reports import ArtifactReceipt, CategoryCheck, EvidenceRecord, TaskReport
+from ._script import RuntimeInputs, TaskScript, load_script
+from ._taskfile import DelegationRules, TaskBudget, TaskInputs, TaskSpec, load_inputs, load_task
+from ._tasks import CollectionSummary, EvidenceTask, MarkerVerifier, Verifier
+from ._tools import (
     CandidateValue,
     GeneratorContext,
     Parameter,
@@ -34,8 +34,8 @@ from .tools import (
     Toolkit,
     TrustedGenerator,
 )
-from .web import WebBudget, WebPage, WebTools
-from .workspace import WorkspaceLimits, WorkspaceTools
+from ._web import WebBudget, WebPage, WebTools
+from ._workspace import WorkspaceLimits, WorkspaceTools
 
 __all__ = [
     "ArtifactReceipt",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .timecheck import TimeVerdict, check_time, local_date
-from .verifier import EvidenceVerifier, VerifierOutcome
+from ._timecheck import TimeVerdict, check_time, local_date
+from ._verifier import EvidenceVerifier, VerifierOutcome
 
 __all__ = ["EvidenceVerifier", "TimeVerdict", "VerifierOutcome", "check_time", "local_date"]

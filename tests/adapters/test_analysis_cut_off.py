@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from external_query_service.adapters.page_walk import ANALYSIS_MARKUP_BUDGET, markup_units
+from external_query_service.adapters._page_walk import ANALYSIS_MARKUP_BUDGET, markup_units
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.testing.content import markup_bombs

@@ -16,10 +16,10 @@ from external_query_service import (
     SettingsError,
     register_adapter,
 )
-from external_query_service.adapters.open_meteo import OpenMeteoAdapter
-from external_query_service.admission.canonical import content_id
-from external_query_service.admission.chain import service_envelope
-from external_query_service.gateway.registry import adapter_options
+from external_query_service.adapters._open_meteo import OpenMeteoAdapter
+from external_query_service.admission._canonical import content_id
+from external_query_service.admission._chain import service_envelope
+from external_query_service.gateway._registry import adapter_options
 from external_query_service.models import ExternalQueryPlan, ProviderType
 
 

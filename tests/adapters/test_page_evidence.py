@@ -9,9 +9,9 @@ import pytest
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.errors import ExtractionFailed
 from external_query_service.testing import LoopbackServer, World, article, hit
-from external_query_service.text.analyse import analyse_page
-from external_query_service.text.boilerplate import is_trail, link_texts, navigation_filter
-from external_query_service.text.chunk import chunk_text
+from external_query_service.text._analyse import analyse_page
+from external_query_service.text._boilerplate import is_trail, link_texts, navigation_filter
+from external_query_service.text._chunk import chunk_text
 
 URL = "https://news.example/brief"
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from external_query_service.adapters.page_walk import (
+from external_query_service.adapters._page_walk import (
     ANALYSIS_MARKUP_BUDGET,
     CUT_OFF,
     CUT_OFF_ANALYSIS,

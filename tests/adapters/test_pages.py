@@ -10,14 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from external_query_service.adapters.pages import (
+from external_query_service.adapters._pages import (
     STRAGGLER_FLOOR_S,
     STRAGGLER_GRACE_S,
     straggler_patience,
 )
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
-from external_query_service.testing.faults import Fault
+from external_query_service.testing._faults import Fault
 from tests.support.page_walk import ADAPTER, NOW, QUESTION, SEARX, SNIPPET, page_failures
 
 #: The verifier's note for evidence that is only a search snippet, as a Chinese answer says it.

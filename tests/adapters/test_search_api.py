@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from external_query_service.testing import RecordedRequest, Reply, World, json_reply
+from external_query_service.testing._recorder import record_world
 from external_query_service.testing.content import article, hit, tavily_body
-from external_query_service.testing.recorder import record_world
 from external_query_service.testing.world import BRAVE_URL, TAVILY_URL
 from tests.support.keyed_search import (
     BRAVE_KEY,

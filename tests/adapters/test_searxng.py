@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from external_query_service._audit import AuditLog
-from external_query_service.adapters.base import AdapterOutcome, AdapterRuntime
-from external_query_service.adapters.searxng import SearxngAdapter, time_range_bucket
-from external_query_service.gateway.gateway import ExternalQueryGateway
+from external_query_service.adapters._base import AdapterOutcome, AdapterRuntime
+from external_query_service.adapters._searxng import SearxngAdapter, time_range_bucket
+from external_query_service.gateway._gateway import ExternalQueryGateway
 from external_query_service.models import (
     AdapterAttempt,
     ExternalQueryPlan,
@@ -19,9 +19,9 @@ from external_query_service.models import (
     Readiness,
     TimeRange,
 )
-from external_query_service.net.fetch import HttpRuntime
-from external_query_service.runtime.clock import fixed_clock
-from external_query_service.runtime.evidence_store import EvidenceStore
+from external_query_service.net._fetch import HttpRuntime
+from external_query_service.runtime._clock import fixed_clock
+from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.testing import (
     LoopbackServer,

@@ -18,7 +18,7 @@ from external_query_service.admission import (
     verify_admission,
     verify_plan,
 )
-from external_query_service.admission.canonical import canonical_json
+from external_query_service.admission._canonical import canonical_json
 from external_query_service.models import (
     AdapterAttempt,
     Evidence,

@@ -475,8 +475,8 @@ def test_content_id_of_a_plan_excludes_no_field_but_its_own_id() -> None:
 
 
 def test_deciding_on_records_just_built_gives_the_same_admission_and_retirement() -> None:
-    from external_query_service.admission.admit import decide_built
-    from external_query_service.admission.retire import retire_built
+    from external_query_service.admission._admit import decide_built
+    from external_query_service.admission._retire import retire_built
 
     plan = make_plan()
     receipt = make_receipt(plan)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from external_query_service.cli import main
-from external_query_service.methods.public_github import PROVIDER_ID as PUBLIC_GITHUB
+from external_query_service.methods._public_github import PROVIDER_ID as PUBLIC_GITHUB
 from external_query_service.storage import SQLiteLedger as Ledger
 from external_query_service.testing import SEARX, LoopbackServer, World
 from external_query_service.testing.server import json_reply

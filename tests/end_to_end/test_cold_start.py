@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from external_query_service.cli import build_parser
-from external_query_service.net.backend import verifying_context
+from external_query_service.net._backend import verifying_context
 from external_query_service.settings import NetworkSettings
 from tests.support.paths import REPO
 
@@ -36,13 +36,13 @@ def test_a_search_only_service_loads_no_model_ledger_other_adapter_or_extractor(
         "'base_url': 'http://127.0.0.1:9/searx'}]})\n"
         "ExternalQueryService(settings).close()\n"
     )
-    assert "external_query_service.adapters.searxng" in loaded
+    assert "external_query_service.adapters._searxng" in loaded
     for lazy in (
         "external_query_service.llm",
         "external_query_service.storage",
         "external_query_service.toolkit",
-        "external_query_service.adapters.local_docs",
-        "external_query_service.adapters.mcp_docs",
+        "external_query_service.adapters._local_docs",
+        "external_query_service.adapters._mcp_docs",
         "trafilatura",
         "htmldate",
         "publicsuffixlist",
@@ -60,7 +60,7 @@ def test_an_llm_and_a_ledger_are_loaded_when_configured(tmp_path: Path) -> None:
         f"'ledger': {{'path': {str(ledger)!r}}}}})\n"
         "ExternalQueryService(settings).close()\n"
     )
-    assert "external_query_service.llm.client" in loaded
+    assert "external_query_service.llm._client" in loaded
     assert "external_query_service.storage" in loaded
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service.cli import main
-from external_query_service.gateway.registry import known_kinds
+from external_query_service.gateway._registry import known_kinds
 from external_query_service.models import ExternalAnswer
-from external_query_service.net.fetch import HttpRuntime
+from external_query_service.net._fetch import HttpRuntime
 from external_query_service.testing import SEARX, LoopbackServer, Reply, World, json_reply
 from external_query_service.testing.content import searx_body
 from external_query_service.testing.world import open_world
@@ -351,7 +351,7 @@ def test_a_missing_postgres_extra_is_an_input_error_like_the_redis_one(
 ) -> None:
     # As if psycopg were not installed: importing it (or the backend needing it) fails.
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    monkeypatch.setitem(sys.modules, "external_query_service.storage.postgres", None)
+    monkeypatch.setitem(sys.modules, "external_query_service.storage._postgres", None)
     code, err = ask_with_ledger(tmp_path, 'url = "postgresql://ledger@127.0.0.1:9/none"', capsys)
 
     assert code == 2

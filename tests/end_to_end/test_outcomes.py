@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, InvalidQuery, Settings, fixed_clock
-from external_query_service.net.fetch import HttpRuntime
+from external_query_service.net._fetch import HttpRuntime
 from external_query_service.testing import (
     SEARX,
     LoopbackServer,

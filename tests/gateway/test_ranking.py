@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.gateway.ranking import rank_adapters
+from external_query_service.gateway._ranking import rank_adapters
 from external_query_service.models import AdapterCapability, ExternalQueryPlan, Readiness
 
 READY = Readiness(ready=True)

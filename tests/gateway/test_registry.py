@@ -22,17 +22,17 @@ from external_query_service import (
 )
 from external_query_service._audit import AuditLog
 from external_query_service._digests import sha256_digest
-from external_query_service.adapters.base import AdapterRuntime, evidence_id
+from external_query_service.adapters._base import AdapterRuntime, evidence_id
 from external_query_service.errors import FetchError
-from external_query_service.gateway import registry
-from external_query_service.gateway.gateway import ExternalQueryGateway
+from external_query_service.gateway import _registry as registry
+from external_query_service.gateway._gateway import ExternalQueryGateway
 from external_query_service.models import (
     Evidence,
     ExternalQueryPlan,
     ProviderType,
     Readiness,
 )
-from external_query_service.runtime.evidence_store import EvidenceStore
+from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import AdapterSettings, NetworkSettings, SourceSettings
 from external_query_service.testing import LoopbackServer, json_reply
 from tests.support.quote_adapter import QuoteAdapter

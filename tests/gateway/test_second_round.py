@@ -12,8 +12,8 @@ import pytest
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service._audit import AuditLog
 from external_query_service.errors import SettingsError
-from external_query_service.gateway.gateway import ExternalQueryGateway
-from external_query_service.gateway.second_round import second_round_queries
+from external_query_service.gateway._gateway import ExternalQueryGateway
+from external_query_service.gateway._second_round import second_round_queries
 from external_query_service.models import (
     ExternalQueryPlan,
     GatherResult,

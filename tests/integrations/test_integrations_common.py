@@ -25,7 +25,7 @@ from external_query_service import (
     Settings,
 )
 from external_query_service.integrations import IntegrationUnavailable
-from external_query_service.integrations.common import (
+from external_query_service.integrations._common import (
     ServiceHandle,
     cited_evidence,
     evidence_metadata,
@@ -168,7 +168,7 @@ def test_an_owned_service_still_open_at_exit_is_closed_then() -> None:
     done = _run_python(
         f"""
         from external_query_service import service as module
-        from external_query_service.integrations.common import ServiceHandle
+        from external_query_service.integrations._common import ServiceHandle
         from tests.integrations.support import docs_settings
 
         close = module.ExternalQueryService.close

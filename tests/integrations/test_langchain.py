@@ -24,7 +24,7 @@ from external_query_service import (
     ServiceClosed,
     fixed_clock,
 )
-from external_query_service.integrations.common import OUTCOME_EVENT
+from external_query_service.integrations._common import OUTCOME_EVENT
 from external_query_service.integrations.langchain import (
     ExternalQueryRetriever,
     ExternalQueryTool,

@@ -17,7 +17,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from pydantic import Field
 
 from external_query_service import ExternalQueryService, InputError, InvalidQuery, ServiceClosed
-from external_query_service.integrations.common import cited_evidence, evidence_metadata
+from external_query_service.integrations._common import cited_evidence, evidence_metadata
 from external_query_service.integrations.llamaindex import (
     ExternalQueryOutcome,
     ExternalQueryRetriever,

@@ -14,7 +14,7 @@ import pytest
 
 from external_query_service.admission import ContractRejected, EvidencePlan, EvidenceReceipt
 from external_query_service.cli import main
-from external_query_service.methods.public_github import (
+from external_query_service.methods._public_github import (
     ENV_API_URL,
     ENV_RAW_URL,
     PROVIDER_ID,

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from external_query_service.errors import BlockedDestination, UpstreamStatus
-from external_query_service.net.cache import ResponseCache, cache_rules
-from external_query_service.net.fetch import FetchedPage, HttpRuntime, SafeFetcher
+from external_query_service.net._cache import ResponseCache, cache_rules
+from external_query_service.net._fetch import FetchedPage, HttpRuntime, SafeFetcher
 from external_query_service.settings import CacheSettings, NetworkSettings
-from external_query_service.storage.redis_cache import open_shared_cache
+from external_query_service.storage._redis_cache import open_shared_cache
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.testing.server import RecordedRequest, json_reply
 from tests.support.http_cache import START, Clock, network, page, url

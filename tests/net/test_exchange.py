@@ -1,4 +1,4 @@
-"""The one cached exchange path (net/exchange.py), on its own: what it sends, when it
+"""The one cached exchange path (net/_exchange.py), on its own: what it sends, when it
 replays, how a 304 confirms a kept body, and what it shares. The wire step is a scripted
 ``Send`` (the fetcher's and endpoints' real ones are exercised against loopback servers in
 net/test_fetch.py and net/test_cache.py)."""
@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from external_query_service.net.cache import CacheKey, HttpExchange, ResponseCache
-from external_query_service.net.exchange import CachedExchange, Received
+from external_query_service.net._cache import CacheKey, HttpExchange, ResponseCache
+from external_query_service.net._exchange import CachedExchange, Received
 
 START = datetime(2026, 5, 1, 8, 0, tzinfo=UTC)
 KEY: CacheKey = ("api", "GET", "http://api.test/v1/rates")

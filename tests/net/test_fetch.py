@@ -32,10 +32,10 @@ from external_query_service.errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
-from external_query_service.net import fetch as fetch_module
-from external_query_service.net.body import DECODE_CHUNK
-from external_query_service.net.breaker import CircuitBreaker
-from external_query_service.net.fetch import (
+from external_query_service.net import _fetch as fetch_module
+from external_query_service.net._body import DECODE_CHUNK
+from external_query_service.net._breaker import CircuitBreaker
+from external_query_service.net._fetch import (
     ApiResponse,
     FetchedPage,
     HttpRuntime,

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from external_query_service.errors import BlockedDestination, FetchError, UnsafeURL
-from external_query_service.net.backend import GuardedBackend
-from external_query_service.net.fetch import FetchedPage, SafeFetcher
-from external_query_service.net.policy import ip_allowed
+from external_query_service.net._backend import GuardedBackend
+from external_query_service.net._fetch import FetchedPage, SafeFetcher
+from external_query_service.net._policy import ip_allowed
 from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 

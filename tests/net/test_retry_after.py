@@ -1,4 +1,4 @@
-"""``Retry-After`` read one way (net/retry_after.py), against a fixed clock: both forms,
+"""``Retry-After`` read one way (net/_retry_after.py), against a fixed clock: both forms,
 the cap, and the model client and the fetcher taking the same reading."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pydantic import BaseModel
 
 from external_query_service.errors import UpstreamStatus
 from external_query_service.llm import ChatCompletionsClient, ChatMessage
-from external_query_service.net.fetch import SafeFetcher
-from external_query_service.net.retry_after import MAX_RETRY_AFTER_S, retry_after
-from external_query_service.runtime.clock import fixed_clock
+from external_query_service.net._fetch import SafeFetcher
+from external_query_service.net._retry_after import MAX_RETRY_AFTER_S, retry_after
+from external_query_service.runtime._clock import fixed_clock
 from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from tests.support.llm_chat import ChatServer, answer_json, api_error

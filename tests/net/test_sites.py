@@ -5,8 +5,8 @@ import ipaddress
 import pytest
 
 from external_query_service.models import ProviderType
-from external_query_service.net.policy import ip_allowed
-from external_query_service.net.sites import (
+from external_query_service.net._policy import ip_allowed
+from external_query_service.net._sites import (
     check_origin,
     domain_matches,
     ip_literal,
@@ -157,8 +157,8 @@ def test_source_allowed_applies_only_the_lists() -> None:
 def test_registrable_domains_agree_with_the_publicsuffixlist_package_on_every_rule() -> None:
     import publicsuffixlist
 
-    from external_query_service.net.policy import normalize_host
-    from external_query_service.net.sites import _suffix_rules, registrable_domain
+    from external_query_service.net._policy import normalize_host
+    from external_query_service.net._sites import _suffix_rules, registrable_domain
 
     reference = publicsuffixlist.PublicSuffixList()
     hosts = ["example.com", "a.b.example.co.uk", "x.unknown-tld-here", "www.公司.cn"]

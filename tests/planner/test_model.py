@@ -15,7 +15,7 @@ from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.models import CORE_QUERY_KINDS, QuerySemantics, TimeRange
 from external_query_service.planner import LLMPlanner
-from external_query_service.planner.structured import ExternalQueryPlanner, PlannerResult
+from external_query_service.planner._structured import ExternalQueryPlanner, PlannerResult
 from external_query_service.testing import LoopbackServer
 from tests.support.llm_chat import CHAT_PATH, ChatServer, answer_json, api_error, completion
 from tests.support.world import NOW, World, forecast_reply, serve_zhanjiang_geocoding

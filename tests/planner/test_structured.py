@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from external_query_service.models import QuerySemantics, TimeRange
-from external_query_service.planner.structured import (
+from external_query_service.planner._structured import (
     ExternalQueryPlanner,
     PlannerResult,
     default_contract,
 )
-from external_query_service.text.language import detect_language
+from external_query_service.text._language import detect_language
 
 WEATHER_WORDS = "北京明天天气怎么样？会下雨吗？"
 

@@ -20,8 +20,8 @@ from external_query_service.models import (
     Fact,
     VerifierResult,
 )
-from external_query_service.presenter import extractive as presenter_module
-from external_query_service.presenter.extractive import (
+from external_query_service.presenter import _extractive as presenter_module
+from external_query_service.presenter._extractive import (
     ExternalAnswerPresenter,
     display_sources,
     strip_invisible,
@@ -610,7 +610,7 @@ def test_summary_quotes_further_documents_when_they_share_one_site() -> None:
 
 
 def test_strip_invisible_keeps_its_table_bounded_on_a_text_of_every_code_point() -> None:
-    from external_query_service.text import visible
+    from external_query_service.text import _visible as visible
 
     everything = "".join(chr(point) for point in range(0x20000) if not 0xD800 <= point < 0xE000)
     stripped = visible.strip_invisible(everything)
@@ -621,7 +621,7 @@ def test_strip_invisible_keeps_its_table_bounded_on_a_text_of_every_code_point()
 
 
 def test_the_plain_text_fast_path_never_keeps_an_invisible_character() -> None:
-    from external_query_service.text import visible
+    from external_query_service.text import _visible as visible
 
     plain = [
         chr(point)

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, Settings
-from external_query_service.adapters.base import evidence_id
+from external_query_service.adapters._base import evidence_id
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.models import AnswerContract, Evidence, ExternalContextPacket
 from external_query_service.presenter import LLMAnswerPresenter
-from external_query_service.presenter.extractive import ExternalAnswerPresenter, Presentation
-from external_query_service.presenter.grounding import split_sentences
+from external_query_service.presenter._extractive import ExternalAnswerPresenter, Presentation
+from external_query_service.presenter._grounding import split_sentences
 from external_query_service.testing import Reply
-from external_query_service.text.quantities import find_quantities
+from external_query_service.text._quantities import find_quantities
 from tests.support.llm_chat import ChatServer, answer_json
 from tests.support.packets import make_evidence, make_packet
 from tests.support.world import docs_folder

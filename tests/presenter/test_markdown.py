@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from external_query_service.models import AnswerContract
-from external_query_service.presenter.extractive import ExternalAnswerPresenter
+from external_query_service.presenter._extractive import ExternalAnswerPresenter
 from external_query_service.testing import LoopbackServer
 from tests.support.packets import make_evidence, make_packet
 from tests.support.world import World, article, hit, make_service

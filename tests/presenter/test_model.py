@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
-from external_query_service.adapters.base import evidence_id
+from external_query_service.adapters._base import evidence_id
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.models import (
     Evidence,
@@ -23,7 +23,7 @@ from external_query_service.models import (
     VerifierResult,
 )
 from external_query_service.presenter import LLMAnswerPresenter
-from external_query_service.presenter.extractive import ExternalAnswerPresenter, Presentation
+from external_query_service.presenter._extractive import ExternalAnswerPresenter, Presentation
 from external_query_service.testing import LoopbackServer, Reply
 from tests.support.llm_chat import CHAT_PATH, ChatServer, Step, answer_json, api_error, completion
 from tests.support.packets import evidence_blocks, fixed_tokens, make_evidence, make_packet

@@ -23,10 +23,10 @@ from external_query_service import (
     fixed_clock,
 )
 from external_query_service.models import ExternalAnswer
-from external_query_service.runtime.analysis_pool import AnalysisPool, usable_cores
+from external_query_service.runtime._analysis_pool import AnalysisPool, usable_cores
 from external_query_service.settings import AnalysisSettings, Settings
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
-from external_query_service.text.analyse import PageAnalysis, analyse_page
+from external_query_service.text._analyse import PageAnalysis, analyse_page
 from tests.support.worker_probe import loaded_modules
 
 T = TypeVar("T")

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from external_query_service.adapters.base import analysis_memo
-from external_query_service.net.cache import CachedResponse, HttpExchange
-from external_query_service.runtime.memo import SingleFlight, SizedLRU, ThreadMemo, held_bytes
+from external_query_service.adapters._base import analysis_memo
+from external_query_service.net._cache import CachedResponse, HttpExchange
+from external_query_service.runtime._memo import SingleFlight, SizedLRU, ThreadMemo, held_bytes
 from external_query_service.settings import CacheSettings
-from external_query_service.text.analyse import PageAnalysis, analyse_page
+from external_query_service.text._analyse import PageAnalysis, analyse_page
 
 
 def test_the_lru_evicts_least_recently_used_first_and_skips_kept_keys() -> None:

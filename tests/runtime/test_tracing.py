@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from external_query_service import ExternalQueryService
-from external_query_service.runtime import tracing as tracing_module
+from external_query_service.runtime import _tracing as tracing_module
 from external_query_service.testing import World
 from tests.support.air_show import PAGE, QUESTION
 

@@ -26,8 +26,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from external_query_service.server import ServerThread
-from external_query_service.server.access import KeyRing, TokenBuckets
-from external_query_service.server.hosts import host_name
+from external_query_service.server._access import KeyRing, TokenBuckets
+from external_query_service.server._hosts import host_name
 
 KEY = "k-" + "s3cret" * 4
 OTHER_KEY = "k-other-key-0123456789"

@@ -147,7 +147,7 @@ def test_failed_accepts_are_one_line_per_interval_with_a_count(
     import asyncio
     import errno
 
-    from external_query_service.server.connections import limit_accept_errors
+    from external_query_service.server._connections import limit_accept_errors
 
     loop = asyncio.new_event_loop()
     others: list[dict[str, object]] = []

@@ -14,7 +14,7 @@ from external_query_service.llm import ChatCompletionsClient
 from external_query_service.server.mcp import MAX_DELEGATED_STEPS, build_server
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession
-from external_query_service.toolkit.delegate import MAX_GOAL_CHARS
+from external_query_service.toolkit._delegate import MAX_GOAL_CHARS
 from tests.support.delegation import KEY_ENV, SECRET, WEB_SCRIPT, archived, model_config
 from tests.support.llm_chat import ChatServer
 from tests.support.toolkit_tasks import make_task, serve_docs, web_inputs, web_task, write

@@ -17,11 +17,11 @@ from external_query_service import (
     register_adapter,
 )
 from external_query_service.models import CORE_QUERY_KINDS, ExternalQueryPlan, ProviderType
-from external_query_service.runtime.evidence_store import MAX_READ_CHARS
+from external_query_service.runtime._evidence_store import MAX_READ_CHARS
 from external_query_service.server.mcp import build_server
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession
-from external_query_service.toolkit.operations import TOOL_NAMES
+from external_query_service.toolkit._operations import TOOL_NAMES
 from tests.support.world import PORT_QUESTION as QUESTION
 from tests.support.world import World, article, hit
 

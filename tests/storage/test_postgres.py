@@ -32,7 +32,7 @@ from external_query_service.storage import (
     open_ledger,
     show_target,
 )
-from external_query_service.storage.postgres import LOCK_CLASS, PostgresLedger
+from external_query_service.storage._postgres import LOCK_CLASS, PostgresLedger
 from tests.support.ledger_records import (
     OBJECTIVE,
     SOURCES,

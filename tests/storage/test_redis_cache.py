@@ -25,17 +25,13 @@ import pytest
 from pydantic import ValidationError
 
 from external_query_service import ExternalQueryService
-from external_query_service.net.cache import ResponseCache
-from external_query_service.net.fetch import SafeFetcher
+from external_query_service.net._cache import ResponseCache
+from external_query_service.net._fetch import SafeFetcher
 from external_query_service.settings import CacheSettings, NetworkSettings, Settings
-from external_query_service.storage.redis_cache import SharedCache, open_shared_cache
+from external_query_service.storage._redis_cache import SharedCache, open_shared_cache
 from external_query_service.testing import LoopbackServer, Reply, World, article, hit
 from external_query_service.testing.world_files import dump_toml
-from external_query_service.text.analyse import (
-    analyse_page,
-    analysis_from_json,
-    analysis_to_json,
-)
+from external_query_service.text._analyse import analyse_page, analysis_from_json, analysis_to_json
 from tests.support.paths import REPO
 from tests.support.services import service_missing
 from tests.support.serving import CLI, served_workers
@@ -103,7 +99,7 @@ def test_a_page_analysis_made_by_one_memo_is_reused_by_another_through_redis(
     redis_url: str, prefix: str
 ) -> None:
     from external_query_service._wiring import _shared_analyses
-    from external_query_service.adapters.base import analysis_memo
+    from external_query_service.adapters._base import analysis_memo
 
     body = article("Berth", ["The new berth opens on 1 December 2026."]).encode()
     calls: list[str] = []
@@ -173,10 +169,10 @@ def test_a_cache_url_is_checked() -> None:
 
 _HOLDER = """
 import asyncio, json, sys
-from external_query_service.net.cache import ResponseCache
-from external_query_service.net.fetch import SafeFetcher
+from external_query_service.net._cache import ResponseCache
+from external_query_service.net._fetch import SafeFetcher
 from external_query_service.settings import CacheSettings, NetworkSettings
-from external_query_service.storage.redis_cache import open_shared_cache
+from external_query_service.storage._redis_cache import open_shared_cache
 args = json.loads(sys.argv[1])
 settings = CacheSettings(**args["cache"])
 cache = ResponseCache(settings, shared=open_shared_cache(settings).responses)
@@ -321,7 +317,7 @@ def test_answers_go_on_when_redis_dies_mid_run_and_the_errors_are_counted(
     )
     service = ExternalQueryService(settings)
     try:
-        from external_query_service.server.metrics import ServerMetrics
+        from external_query_service.server._metrics import ServerMetrics
 
         metrics = ServerMetrics(service)
         first = service.answer(QUESTION)

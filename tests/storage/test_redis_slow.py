@@ -133,7 +133,7 @@ def test_the_median_answer_behind_a_slow_redis_is_within_one_and_a_half_times_no
     assert statistics.median(behind) <= 1.5 * statistics.median(alone), (behind, alone)
 
 
-def test_healthz_answers_in_under_50_ms_while_questions_wait_on_redis(
+def test_healthz_never_waits_on_redis_while_questions_do(
     loopback: LoopbackServer, slow_redis: str, prefix: str
 ) -> None:
     pytest.importorskip("uvicorn")
@@ -167,4 +167,6 @@ def test_healthz_answers_in_under_50_ms_while_questions_wait_on_redis(
             asker.join(60)
 
     assert len(took) >= 5  # the follow-ups were waiting on Redis all along
-    assert statistics.median(took) < 0.05, took
+    # Each Redis reply takes DELAY_S: a health check that waited on even one would take that
+    # long; one that never does answers in milliseconds, even on a busy host.
+    assert statistics.median(took) < DELAY_S / 2, took

@@ -18,9 +18,9 @@ import pytest
 from external_query_service import ExternalQueryService, Settings
 from external_query_service.cli import main
 from external_query_service.errors import SettingsError
-from external_query_service.net.cache import shared_key
+from external_query_service.net._cache import shared_key
 from external_query_service.settings import CacheSettings
-from external_query_service.storage.redis_cache import SharedCache
+from external_query_service.storage._redis_cache import SharedCache
 from external_query_service.testing import LoopbackServer, World
 from tests.support.world import PORT_QUESTION, make_service, serve_port_news
 

@@ -16,7 +16,7 @@ from typing import Any
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import ToolkitSession
-from external_query_service.toolkit.delegate import DelegationResult
+from external_query_service.toolkit._delegate import DelegationResult
 from tests.support.llm_chat import ChatServer, completion, logprob_tokens
 from tests.support.toolkit_tasks import make_task, write
 

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from external_query_service.adapters.base import Adapter, AdapterOutcome
+from external_query_service.adapters._base import Adapter, AdapterOutcome
 from external_query_service.models import ExternalQueryPlan
-from external_query_service.net.fetch import FetchedPage, TrustedEndpoint
+from external_query_service.net._fetch import FetchedPage, TrustedEndpoint
 from external_query_service.settings import NetworkSettings
 
 T = TypeVar("T")

@@ -18,9 +18,9 @@ from external_query_service.admission import (
     parse_receipt,
     retire,
 )
-from external_query_service.admission.chain import ChainLink, ChainRecord, ChainRetirement
-from external_query_service.admission.models import Admission, EvidencePlan, EvidenceReceipt
-from external_query_service.admission.receipt import receipt_digest
+from external_query_service.admission._chain import ChainLink, ChainRecord, ChainRetirement
+from external_query_service.admission._models import Admission, EvidencePlan, EvidenceReceipt
+from external_query_service.admission._receipt import receipt_digest
 from external_query_service.storage import LedgerTarget
 
 OBJECTIVE = "Is the literal present in the public source?"

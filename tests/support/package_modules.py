@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 
 import external_query_service
-from external_query_service.integrations.common import IntegrationUnavailable
+from external_query_service.integrations._common import IntegrationUnavailable
 
 #: What the optional extras' modules import (the server's, the PostgreSQL ledger's, the MCP
 #: fixture server's): the walk imports every module, so without one of these it is skipped.
@@ -37,9 +37,3 @@ def package_modules() -> tuple[ModuleType, ...]:
             # (with the frameworks) walks it.
             continue
     return tuple(modules)
-
-
-def is_private(module: ModuleType) -> bool:
-    """Internal by design: some part of the dotted name starts with ``_`` (``__init__`` and
-    ``__main__`` aside, which are never part of a module's ``__name__`` here)."""
-    return any(part.startswith("_") for part in module.__name__.split("."))

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from external_query_service import Adapter, AdapterOutcome
 from external_query_service._digests import sha256_digest
-from external_query_service.adapters.base import evidence_id
+from external_query_service.adapters._base import evidence_id
 from external_query_service.models import Evidence, ExternalQueryPlan, Fact, ProviderType
 
 

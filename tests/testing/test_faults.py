@@ -13,7 +13,7 @@ import pytest
 from external_query_service.errors import InputError
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
-from external_query_service.testing.faults import PRIVATE_REDIRECT, fault_reply
+from external_query_service.testing._faults import PRIVATE_REDIRECT, fault_reply
 from tests.support.world import NOW
 
 QUESTION = "湛江港今年吞吐量是多少？"

@@ -143,4 +143,4 @@ def test_naming_a_case_folder_loads_the_case_machinery(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES, tmp_path / "cases")
     loaded = _modules_after_a_run(tmp_path, "--external-query-cases", "cases", "-k", "usd")
     # The service itself (trafilatura waits for the first page to extract; this case has none).
-    assert {"external_query_service.testing.plugin", "external_query_service.service"} <= loaded
+    assert {"external_query_service.testing._plugin", "external_query_service.service"} <= loaded

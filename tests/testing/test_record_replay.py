@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from external_query_service.testing import World, comparable_answer, load_world, open_world
-from external_query_service.testing.recorder import record_world
+from external_query_service.testing._recorder import record_world
 from external_query_service.testing.world import WORLD_KEY, WORLD_KEY_ENV
 from tests.support.keyed_search import BRAVE_KEY, QUESTION, SEMANTICS, TAVILY_KEY, serve
 from tests.support.widget_docs import CACHE_DOC, INSTALL_DOC

@@ -40,7 +40,7 @@ from external_query_service.testing import (
     record_world,
     searx_body,
 )
-from external_query_service.testing.recorder import NothingAnswered, Recording
+from external_query_service.testing._recorder import NothingAnswered, Recording
 from external_query_service.testing.world_files import dump_toml
 from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW, ZHANJIANG, closed_port, forecast_reply

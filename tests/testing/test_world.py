@@ -20,9 +20,9 @@ from external_query_service import (
     SettingsError,
     register_adapter,
 )
+from external_query_service.adapters._searxng import SearxngAdapter
 from external_query_service.adapters.options import Endpoints
-from external_query_service.adapters.searxng import SearxngAdapter
-from external_query_service.net.fetch import SafeFetcher, TrustedEndpoint
+from external_query_service.net._fetch import SafeFetcher, TrustedEndpoint
 from external_query_service.testing import (
     Reply,
     World,

@@ -15,15 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.runtime.memo import held_bytes
-from external_query_service.text.chunk import Chunk, chunk_text
-from external_query_service.text.echo import (
-    answer_terms,
-    breadcrumb_spans,
-    fold,
-    question_spans,
-)
-from external_query_service.text.score import (
+from external_query_service.runtime._memo import held_bytes
+from external_query_service.text._chunk import Chunk, chunk_text
+from external_query_service.text._echo import answer_terms, breadcrumb_spans, fold, question_spans
+from external_query_service.text._score import (
     ANSWER_WEIGHT,
     MAX_QUERY_CHARS,
     MIN_COPIED_TERMS,
@@ -37,7 +32,7 @@ from external_query_service.text.score import (
     term_stats,
     text_terms,
 )
-from external_query_service.text.tokens import query_terms, terms
+from external_query_service.text._tokens import query_terms, terms
 
 # Text drawn from pieces that exercise every splitting rule: CJK and Latin terminators,
 # closing quotes, commas, newlines and odd whitespace.
@@ -535,19 +530,19 @@ def _module_patterns() -> dict[str, re.Pattern[Any]]:
     import external_query_service.text as text
     import external_query_service.verifier as verifier
 
-    names = ["external_query_service.planner.structured", "external_query_service.net.sites"]
+    names = ["external_query_service.planner._structured", "external_query_service.net._sites"]
     for package in (net, text, gateway, adapters, verifier):
         names += [
             info.name for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
         ]
     # Language tags come from settings and hosts, at most 64 characters, never from evidence.
-    names.remove("external_query_service.text.language")
+    names.remove("external_query_service.text._language")
     found: dict[str, re.Pattern[Any]] = {}
     for name in names:
         module = importlib.import_module(name)
         for attribute, value in vars(module).items():
             if isinstance(value, re.Pattern):
-                found[f"{name.rsplit('.', 1)[1]}.{attribute}"] = value
+                found[f"{name.rsplit('.', 1)[1].lstrip('_')}.{attribute}"] = value
     return found
 
 

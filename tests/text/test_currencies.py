@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from external_query_service.text.currencies import (
+from external_query_service.text._currencies import (
     currency_aliases,
     currency_code,
     currency_pair,
     iso_codes,
 )
-from external_query_service.text.targets import normalize_for_match
+from external_query_service.text._targets import normalize_for_match
 
 
 def test_us_dollar_goes_by_its_code_chinese_and_english_names_and_its_own_symbol() -> None:

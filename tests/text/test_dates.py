@@ -4,7 +4,7 @@ from datetime import date
 
 import pytest
 
-from external_query_service.text.dates import find_dates
+from external_query_service.text._dates import find_dates
 
 MAY_14 = date(2025, 5, 14)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.text.decode import PRESCAN_BYTES, decode_body, lookup_charset
+from external_query_service.text._decode import PRESCAN_BYTES, decode_body, lookup_charset
 from tests.support.paths import DATA
 
 PAGES = DATA / "pages"

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.text.analyse import (
+from external_query_service.text._analyse import (
     analyse_page,
     analysis_from_record,
     analysis_to_record,
 )
-from external_query_service.text.decode import decode_body
-from external_query_service.text.extract import (
+from external_query_service.text._decode import decode_body
+from external_query_service.text._extract import (
     FAST_READER,
     MAX_FAST_DEPTH,
     cjk_count,

@@ -8,13 +8,13 @@ import time
 import pytest
 
 from external_query_service.testing import LoopbackServer, World, hit
-from external_query_service.text.analyse import (
+from external_query_service.text._analyse import (
     PageAnalysis,
     analyse_page,
     analysis_from_json,
     analysis_to_json,
 )
-from external_query_service.text.pdf import extract_pdf
+from external_query_service.text._pdf import extract_pdf
 from tests.support.pdfs import PdfPage, encrypted_pdf, nested_bomb, page_tree_bomb, text_pdf
 from tests.support.world import make_service
 

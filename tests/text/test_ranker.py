@@ -9,7 +9,7 @@ import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import LoopbackServer, World, article, hit
-from external_query_service.text.ranker import (
+from external_query_service.text._ranker import (
     FEATURES,
     RankerModel,
     RankerPassage,
@@ -18,9 +18,9 @@ from external_query_service.text.ranker import (
     model_from_json,
     rank_probabilities,
 )
-from external_query_service.text.rerank import Candidate, rerank
-from external_query_service.text.score import term_stats
-from external_query_service.text.tokens import terms
+from external_query_service.text._rerank import Candidate, rerank
+from external_query_service.text._score import term_stats
+from external_query_service.text._tokens import terms
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 QUESTION = "湛江港今年货物吞吐量是多少？"

@@ -9,10 +9,10 @@ import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import LoopbackServer, World, article, hit
-from external_query_service.text.ranker import RankerPassage, rank_probabilities
-from external_query_service.text.rerank import Candidate, Reranked, rerank
-from external_query_service.text.score import TermStats, term_stats
-from external_query_service.text.tokens import terms
+from external_query_service.text._ranker import RankerPassage, rank_probabilities
+from external_query_service.text._rerank import Candidate, Reranked, rerank
+from external_query_service.text._score import TermStats, term_stats
+from external_query_service.text._tokens import terms
 
 QUESTION = "湛江港今年货物吞吐量是多少？"
 ANSWER = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"

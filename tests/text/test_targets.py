@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.text.targets import (
+from external_query_service.text._targets import (
     MATCH_THRESHOLD,
     best_match,
     matches_target,

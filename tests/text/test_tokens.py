@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from external_query_service.text.tokens import query_terms, terms
+from external_query_service.text._tokens import query_terms, terms
 
 
 def test_chinese_text_is_cut_into_dictionary_words() -> None:

@@ -16,9 +16,14 @@ FOLDER = Path(external_query_service.toolkit.__file__).parent
 PACKAGE = "external_query_service.toolkit"
 
 
+def _topic(name: str) -> str:
+    """A toolkit module by what it is about: ``_operations`` is operations."""
+    return name[1:] if name.startswith("_") and not name.startswith("__") else name
+
+
 def _imported_modules(path: Path) -> set[str]:
-    """The toolkit modules ``path`` imports (by module name, ``__init__`` excluded)."""
-    siblings = {item.stem for item in FOLDER.glob("*.py")} - {"__init__"}
+    """The toolkit modules ``path`` imports (by topic, ``__init__`` excluded)."""
+    siblings = {_topic(item.stem) for item in FOLDER.glob("*.py")} - {"__init__"}
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -30,20 +35,20 @@ def _imported_modules(path: Path) -> set[str]:
                 continue
             head = module.split(".")[0]
             if head:
-                found.add(head)
+                found.add(_topic(head))
             else:  # "from . import x": x is the module
-                found.update(alias.name for alias in node.names)
+                found.update(_topic(alias.name) for alias in node.names)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith(PACKAGE + "."):
-                    found.add(alias.name.removeprefix(PACKAGE + ".").split(".")[0])
+                    found.add(_topic(alias.name.removeprefix(PACKAGE + ".").split(".")[0]))
     return found & siblings
 
 
 def _graph() -> dict[str, set[str]]:
     """Module → the toolkit modules it imports (the package ``__init__`` re-exports all)."""
     return {
-        path.stem: _imported_modules(path) - {path.stem}
+        _topic(path.stem): _imported_modules(path) - {_topic(path.stem)}
         for path in sorted(FOLDER.glob("*.py"))
         if path.stem != "__init__"
     }
@@ -87,12 +92,12 @@ def test_the_import_reader_counts_function_local_and_type_checking_imports(
     source = tmp_path / "sample.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "from .tools import Tool\n"
-        "from . import kits\n"
+        "from ._tools import Tool\n"
+        "from . import _kits\n"
         "if TYPE_CHECKING:\n"
-        "    from .tasks import EvidenceTask\n"
+        "    from ._tasks import EvidenceTask\n"
         "def later():\n"
-        "    from external_query_service.toolkit.operations import ToolkitSession\n"
+        "    from external_query_service.toolkit._operations import ToolkitSession\n"
         "    from ..store import EvidenceStore\n",
         encoding="utf-8",
     )

@@ -10,7 +10,7 @@ import pytest
 
 from external_query_service.llm import TokenLogprob
 from external_query_service.toolkit import TaskSpec, load_task
-from external_query_service.toolkit.confidence import (
+from external_query_service.toolkit._confidence import (
     Thresholds,
     choice_distribution,
     judge,

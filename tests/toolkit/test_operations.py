@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from external_query_service.runtime.evidence_store import EvidenceStore
+from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import (
     EvidenceTask,
@@ -17,7 +17,7 @@ from external_query_service.toolkit import (
     ToolkitSession,
     load_task,
 )
-from external_query_service.toolkit.operations import ArgumentsResult
+from external_query_service.toolkit._operations import ArgumentsResult
 from tests.support.toolkit_tasks import LICENCE, REQUIREMENT, make_task, write
 
 

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from external_query_service.runtime.evidence_store import EvidenceStore
+from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import ToolkitSession
-from external_query_service.toolkit.kits import ALIASES, PASSAGES_PER_PAGE
-from external_query_service.toolkit.operations import TOOL_NAMES
+from external_query_service.toolkit._kits import ALIASES, PASSAGES_PER_PAGE
+from external_query_service.toolkit._operations import TOOL_NAMES
 from tests.support.delegation import WEB_SCRIPT, delegate, view, web_session
 from tests.support.llm_chat import ChatServer, completion
 from tests.support.toolkit_tasks import make_task

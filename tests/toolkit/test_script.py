@@ -14,7 +14,7 @@ import pytest
 from external_query_service.errors import InputError, TaskDefinitionError
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import TaskScript, ToolkitSession, load_script
-from external_query_service.toolkit.script import BoundScript
+from external_query_service.toolkit._script import BoundScript
 from tests.support.delegation import KEY_ENV, SECRET, WEB_SCRIPT, model_config
 from tests.support.llm_chat import ChatServer
 from tests.support.paths import REPO

@@ -20,8 +20,8 @@ from external_query_service.toolkit import (
     TaskSpec,
     ToolkitError,
     load_task,
-    operations,
 )
+from external_query_service.toolkit import _operations as operations
 from tests.support.paths import REPO
 from tests.support.toolkit_tasks import (
     REQUIREMENT,

@@ -30,8 +30,8 @@ from external_query_service.toolkit import (
     TrustedGenerator,
     load_task,
 )
-from external_query_service.toolkit.kits import ALIASES, BUILTIN_TOOLS, TOOL_NAMES
-from external_query_service.toolkit.tools import ToolRegistry
+from external_query_service.toolkit._kits import ALIASES, BUILTIN_TOOLS, TOOL_NAMES
+from external_query_service.toolkit._tools import ToolRegistry
 from tests.support.delegation import chosen_ids, delegate, pick, step_reply, view
 from tests.support.llm_chat import ChatServer
 from tests.support.toolkit_tasks import web_inputs_static, web_task, write

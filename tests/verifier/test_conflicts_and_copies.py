@@ -17,10 +17,10 @@ from external_query_service.models import (
     ValueConflict,
     VerifierResult,
 )
-from external_query_service.presenter.extractive import ExternalAnswerPresenter
+from external_query_service.presenter._extractive import ExternalAnswerPresenter
 from external_query_service.testing import LoopbackServer, Reply
-from external_query_service.verifier.conflicts import value_conflicts
-from external_query_service.verifier.copies import COPY_SIMILARITY, copy_groups, similarity
+from external_query_service.verifier._conflicts import value_conflicts
+from external_query_service.verifier._copies import COPY_SIMILARITY, copy_groups, similarity
 from tests.support.llm_chat import ChatServer, answer_json, api_error
 from tests.support.packets import make_evidence, make_packet
 from tests.support.world import NOW, World, article, hit

@@ -7,12 +7,8 @@ import pytest
 
 from external_query_service.errors import InputError
 from external_query_service.models import Evidence, ExternalQueryPlan, TimeRange
-from external_query_service.verifier.notes import ReaderNote
-from external_query_service.verifier.timecheck import (
-    TimeVerdict,
-    check_time,
-    local_date,
-)
+from external_query_service.verifier._notes import ReaderNote
+from external_query_service.verifier._timecheck import TimeVerdict, check_time, local_date
 from tests.support.world import CST
 
 TODAY = date(2024, 5, 11)

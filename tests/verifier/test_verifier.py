@@ -310,7 +310,7 @@ def test_now_without_an_offset_is_refused() -> None:
 
 def test_public_names_are_pinned_and_importable() -> None:
     # isort-style order (constants, classes, functions), as ruff's RUF022 keeps it.
-    # Site and target helpers moved to net/sites.py and text/targets.py, shared with the gateway.
+    # Site and target helpers moved to net/_sites.py and text/_targets.py, shared with the gateway.
     assert verifier_package.__all__ == [
         "EvidenceVerifier",
         "TimeVerdict",

@@ -1,0 +1,355 @@
+"""Decoded HTML → the page's main text, title and publication date.
+
+Two readings of the main text, both on the *decoded* string (an extractor would otherwise
+guess the encoding itself and garble undeclared GBK pages):
+
+- the *fast reading*, first: resiliparse's main-content heuristics (``extract_plain_text``
+  with ``main_content``) on its own lexbor parse, about a fifteenth of trafilatura's CPU on
+  the page corpus, with as high a body recall (it keeps more boilerplate, which the chunk
+  filter and the ranker's link-text feature leave out of snippets);
+- trafilatura, where the fast text looks wrong: below the length floor (``is_too_short``), or
+  less than ``MIN_MAIN_SHARE`` of the page's whole visible text (the heuristics kept one
+  block of a forum thread or an article split across containers, which trafilatura's
+  readability and jusText fallbacks find). Comments are dropped, tables kept, links not
+  rendered. Where resiliparse is not installed (no binary wheel for the platform),
+  trafilatura reads every page.
+
+Metadata is read from one lxml parse of the page with two cheap steps — trafilatura's title
+heuristics and htmldate without its extensive search — because trafilatura's full
+``with_metadata`` pass (author, sitename, categories, extensive date search) costs about half
+as much again as the extraction itself; the trafilatura reading, when needed, works on that
+same tree.
+
+The returned text is ``normalize_text``-ed; that is the text the evidence store keeps and
+that snippets point into.
+
+trafilatura, htmldate and resiliparse (about 0.2 s of imports) are imported by the functions
+that use them, when the first page is extracted: a process that answers from fact APIs only,
+or prints ``--help``, never loads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Final
+
+from ..errors import ExtractionFailed
+from ._tokens import query_terms, terms
+
+__all__ = [
+    "CJK_WEIGHT",
+    "FAST_READER",
+    "MAX_FAST_DEPTH",
+    "MIN_MAIN_SHARE",
+    "MIN_QUERY_SENTENCE_WEIGHTED",
+    "MIN_SENTENCE_WEIGHTED",
+    "MIN_WEIGHTED_CHARS",
+    "ExtractedPage",
+    "cjk_count",
+    "extract_page",
+    "is_too_short",
+    "normalize_text",
+    "preload_extraction",
+]
+
+#: A page's text is too short when ``len(text) + CJK_WEIGHT * cjk_chars < MIN_WEIGHTED_CHARS``,
+#: i.e. fewer than 200 characters of Latin text or 40 CJK characters (a CJK character carries
+#: about as much as five Latin ones), mixed text in proportion. Nav-only pages come out of
+#: trafilatura as junk like "Home\nAbout" or "We use cookies. Accept"; this rejects them.
+MIN_WEIGHTED_CHARS: Final = 200
+CJK_WEIGHT: Final = 4
+#: A shorter text is still a document when it holds a complete sentence (ended by 。！？!? or
+#: a full stop) of at least this weight: 12 CJK characters or 60 Latin ones. "We use
+#: cookies." is no such sentence; "湛江明天多云转晴，最高气温24℃。" is.
+MIN_SENTENCE_WEIGHTED: Final = 60
+#: ... or a complete sentence of at least this weight (4 CJK characters, 20 Latin ones) that
+#: names one of the question's terms: a short documentation page, "Requests time out after 10
+#: seconds.", answers a question about timeouts, however little else it says.
+MIN_QUERY_SENTENCE_WEIGHTED: Final = 20
+# A sentence: a line's text up to and including its terminator (no terminator, no sentence).
+_SENTENCE = re.compile(r"[^\n。！？!?]*?(?:[。！？!?]|\.(?=\s|$))")
+
+#: The fast reading's text is taken when it is at least this share (in characters) of all the
+#: text the page shows: below it, the main-content heuristics kept a fragment (one post of a
+#: thread, the lead of an article split across containers) and trafilatura reads the page.
+#: On the page corpus 0.3 sends an eighth of the pages to trafilatura and keeps body recall
+#: at or above trafilatura's alone on every set (``bench/page_cpu.py``).
+MIN_MAIN_SHARE: Final = 0.3
+#: The fast reading is not tried on a page whose markup nests this deep: its main-content
+#: heuristics take time growing with the cube of the depth (0.1 s at 2,500 levels, 3 s at
+#: 10,000), a CPU bomb, while trafilatura's parser (libxml2) stops nesting at 256 levels.
+#: Real pages stay far below it.
+MAX_FAST_DEPTH: Final = 128
+#: ``ExtractedPage.extractor`` of a page the fast reading gave the text of.
+FAST_READER: Final = "resiliparse"
+_TRAFILATURA: Final = "trafilatura"
+
+_PLAIN_TYPES: Final = frozenset({"text/plain", "text/markdown"})
+
+# Line breaks of every flavour become "\n"; other control characters go.
+_NEWLINES = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
+_SPACES = re.compile(r"[^\S\n]+")
+_CJK_RUN = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]+"
+)
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_KANA = re.compile("[\u3040-\u30ff]")
+_HANGUL = re.compile("[\uac00-\ud7af]")
+_LETTER_SAMPLE: Final = 4000
+_CONTENT_LANGUAGE: Final = (
+    '//meta[translate(@http-equiv, "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")'
+    '="content-language"]/@content'
+)
+_LANG_TAG = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{1,8}){0,4}")
+
+
+@dataclass(frozen=True)
+class ExtractedPage:
+    """Main text (normalized), title ("" when none), publication date, a language hint, and
+    which reading gave the text (``FAST_READER``, ``"trafilatura"``, or ``"plain"`` for a
+    text/plain body)."""
+
+    text: str
+    title: str
+    published_at: date | None
+    language_hint: str | None
+    extractor: str = _TRAFILATURA
+
+
+def normalize_text(text: str) -> str:
+    """NFC; newlines unified; control characters dropped; whitespace runs inside a line
+    collapsed to one space; lines stripped; empty lines dropped; lines joined by "\\n".
+
+    Not NFKC: the text must stay what a reader would quote (full-width punctuation stays).
+    """
+    text = _NEWLINES.sub("\n", unicodedata.normalize("NFC", text))
+    text = _CONTROLS.sub("", text)
+    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def cjk_count(text: str) -> int:
+    """How many CJK characters (Han, kana, Hangul) ``text`` holds: the lengths of its CJK runs
+    added up, so no list of single characters is built."""
+    if text.isascii():
+        return 0
+    return sum(match.end() - match.start() for match in _CJK_RUN.finditer(text))
+
+
+def _weighted(text: str) -> int:
+    return len(text) + CJK_WEIGHT * cjk_count(text)
+
+
+def is_too_short(text: str, query: str = "") -> bool:
+    """True when ``text`` is below the CJK-aware length floor (see ``MIN_WEIGHTED_CHARS``)
+    and holds no complete sentence either (``MIN_SENTENCE_WEIGHTED``), nor a shorter one
+    naming a term of ``query`` (``MIN_QUERY_SENTENCE_WEIGHTED``): a news brief of one or two
+    sentences and a short documentation page that answers are documents, a page of menu
+    items and a cookie notice are not. Emptiness is judged by what the text says, not by
+    its length alone."""
+    if _weighted(text) >= MIN_WEIGHTED_CHARS:
+        return False
+    wanted = frozenset(query_terms(query)) if query else frozenset()
+    for found in _SENTENCE.finditer(text):
+        sentence = found.group().strip()
+        weight = _weighted(sentence)
+        if weight >= MIN_SENTENCE_WEIGHTED:
+            return False
+        if (
+            wanted
+            and weight >= MIN_QUERY_SENTENCE_WEIGHTED
+            and not wanted.isdisjoint(terms(sentence))
+        ):
+            return False
+    return True
+
+
+def preload_extraction() -> None:
+    """Load what the first page's extraction would otherwise load: jusText's stoplists (every
+    language's, merged; about 0.15 s) and the fast reading's module. Idempotent, no I/O beyond the
+    installed package's data files."""
+    from trafilatura import external as trafilatura_external
+
+    if not trafilatura_external.JT_STOPLIST:
+        trafilatura_external.jt_stoplist_init()
+    with contextlib.suppress(ImportError):  # the fast reading, where it is installed
+        import resiliparse.extract.html2text  # noqa: F401
+
+
+def extract_page(
+    html: str, url: str, *, content_type: str = "text/html", query: str = ""
+) -> ExtractedPage:
+    """Extract the main text of a decoded page.
+
+    ``text/plain`` (and markdown) is only normalized. Raises ``ExtractionFailed`` with reason
+    ``parser_error`` (not parseable as HTML), ``no_main_text`` (nothing extracted) or
+    ``too_short`` (below the CJK-aware floor, ``is_too_short``: a short text that names a term
+    of ``query`` in a complete sentence is kept).
+    """
+    if content_type.split(";", 1)[0].strip().lower() in _PLAIN_TYPES:
+        text = _checked(normalize_text(html), url, query)
+        return ExtractedPage(text, "", None, _script_language(text), extractor="plain")
+    if not html.strip():
+        raise ExtractionFailed(url, reason="no_main_text")
+    if "\x00" in html:
+        # NUL never occurs in real markup: a binary body (or UTF-16 without a BOM).
+        raise ExtractionFailed(url, reason="parser_error")
+    tree = _parse(html, url)
+    fast = None if _nests_deeper(tree, MAX_FAST_DEPTH) else _fast_text(html, query)
+    text = _trafilatura_text(tree, url, query) if fast is None else fast
+    return ExtractedPage(
+        text=text,
+        title=_title(tree),
+        published_at=_published(tree, url),
+        language_hint=_declared_language(tree) or _script_language(text),
+        extractor=_TRAFILATURA if fast is None else FAST_READER,
+    )
+
+
+def _fast_text(html: str, query: str) -> str | None:
+    """The fast reading's main text (normalized), or None where it looks wrong (module
+    docstring), cannot parse the page, or resiliparse is not installed."""
+    try:
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.html import HTMLTree
+    except ImportError:
+        return None
+    try:
+        tree = HTMLTree.parse(html)
+        options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
+        raw = extract_plain_text(tree, main_content=True, **options)
+        main = normalize_text(raw)
+        if not main or is_too_short(main, query):
+            return None
+        # Both raw texts come out of one extractor with its whitespace collapsed alike, so
+        # their lengths compare without normalizing the whole page's text too.
+        whole = extract_plain_text(tree, **options)
+    except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
+        return None
+    return main if len(raw) >= MIN_MAIN_SHARE * len(whole) else None
+
+
+@functools.cache
+def _depth_probe(depth: int) -> str:
+    # One element ``depth`` levels down: libxml2 walks the levels in C, about a millisecond
+    # on a megabyte page.
+    return "/" + "/".join(["*"] * depth) + "[1]"
+
+
+def _nests_deeper(tree: Any, depth: int) -> bool:
+    """Whether the parsed page holds an element ``depth`` levels down."""
+    return bool(tree.getroottree().xpath(_depth_probe(depth)))
+
+
+def _trafilatura_text(tree: Any, url: str, query: str) -> str:
+    """trafilatura's main text of the parsed page (normalized, length-checked)."""
+    from trafilatura import bare_extraction
+
+    try:
+        # ``bare_extraction`` copies a tree it is given, so ``tree`` stays intact for metadata.
+        # The fallbacks stay on (not ``fast``): on the page corpus ``fast`` saves a fifth of
+        # the CPU but costs a point of token F1 on the magic_html set. Their one cold cost,
+        # jusText's stoplists on the first page that needs them, is ``preload_extraction``'s.
+        document = bare_extraction(
+            tree,
+            url=url,
+            include_comments=False,
+            include_tables=True,
+            include_links=False,
+            include_images=False,
+        )
+    except Exception as exc:
+        raise ExtractionFailed(url, reason="parser_error") from exc
+    raw = getattr(document, "text", None) if document is not None else None
+    if not isinstance(raw, str):
+        raise ExtractionFailed(url, reason="no_main_text")
+    return _checked(normalize_text(raw), url, query)
+
+
+def _parse(html: str, url: str) -> Any:
+    from trafilatura.utils import load_html
+
+    try:
+        tree = load_html(html)
+        if tree is None:
+            # trafilatura refuses documents without "html" near the start that parse to a
+            # single element, e.g. old pages that open with a <script>; browsers render them.
+            tree = load_html(f"<html>{html}</html>")
+    except Exception as exc:  # lxml raises a handful of types on hostile markup
+        raise ExtractionFailed(url, reason="parser_error") from exc
+    if tree is None:
+        raise ExtractionFailed(url, reason="parser_error")
+    return tree
+
+
+def _checked(text: str, url: str, query: str) -> str:
+    if not text:
+        raise ExtractionFailed(url, reason="no_main_text")
+    if is_too_short(text, query):
+        raise ExtractionFailed(url, reason="too_short")
+    return text
+
+
+def _title(tree: Any) -> str:
+    # trafilatura's own order: OpenGraph/meta, then JSON-LD, then <h1>/<title> heuristics.
+    from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
+
+    try:
+        metadata = examine_meta(tree)
+        # trafilatura guards this call the same way (malformed JSON-LD).
+        with contextlib.suppress(Exception):
+            metadata = extract_meta_json(tree, metadata)
+        title = metadata.title or extract_title(tree) or ""
+    except Exception:
+        return ""
+    return " ".join(normalize_text(str(title)).split("\n"))
+
+
+def _published(tree: Any, url: str) -> date | None:
+    # Extensive search scans every text node for date-like strings: one corpus page took
+    # 1.7 s with it. Meta tags, JSON-LD, <time> elements and the URL are enough here.
+    from htmldate import find_date
+
+    try:
+        found = find_date(
+            tree,
+            url=url or None,
+            extensive_search=False,
+            original_date=True,
+            outputformat="%Y-%m-%d",
+        )
+        return date.fromisoformat(found) if found else None
+    except Exception:
+        return None
+
+
+def _declared_language(tree: Any) -> str | None:
+    candidates = [tree.get("lang"), tree.get("xml:lang")]
+    candidates += tree.xpath(_CONTENT_LANGUAGE)[:1]
+    for value in candidates:
+        if isinstance(value, str):
+            tag = value.strip().lower().replace("_", "-")
+            if _LANG_TAG.fullmatch(tag):
+                return tag
+    return None
+
+
+def _script_language(text: str) -> str | None:
+    """A hint from the writing system alone: "ja" (kana), "ko" (Hangul), "zh" (Han), else None."""
+    sample = text[:_LETTER_SAMPLE]
+    letters = sum(1 for char in sample if char.isalpha())
+    if not letters:
+        return None
+    if len(_KANA.findall(sample)) * 10 >= letters:
+        return "ja"
+    if len(_HANGUL.findall(sample)) * 3 >= letters:
+        return "ko"
+    if len(_HAN.findall(sample)) * 3 >= letters:
+        return "zh"
+    return None

@@ -1,0 +1,197 @@
+"""Admitted evidence that disagree on the value asked.
+
+What is asked is known only where the plan fixes it:
+
+- ``weather``: the temperature (the first one an evidence states, in °C or °F); values more
+  than ``TEMPERATURE_SPREAD`` degrees apart disagree;
+- ``exchange_rate``: the rate (a fact named ``rate``, else the first number other than 1
+  written without a unit, dates left out); more than ``RATE_SPREAD`` apart (relative);
+- any other kind: a fact the evidence's provider named (a quote's ``price``), compared with
+  the same-named fact of other evidence; more than ``QUANTITY_SPREAD`` apart (relative).
+
+A plan whose ``asked_value`` is ``event_date`` asks when its one event happened, whatever
+its kind: the value compared is then the event's date, and two different days disagree. An
+evidence states it only when its title and snippet name exactly one calendar date other
+than its own publication date (inside the plan's range, when it has one): the publication
+date is when the page was written, not when the event happened, and a text naming two
+dates does not say which is the event's. Such evidence does not vote.
+
+A page's free text about any other kind has no value the plan names, so it is never set
+against another page's (two pages quoting different figures may be about different things).
+
+Only evidence about the same target (a compare target it covers, else the plan's) and the
+same day (its first stated date in the plan's range, else its first stated date, else its
+publication date; an event's date is itself the value, so it is compared across days) are
+compared, and only with the same unit: °C against °F is no disagreement found, not a
+conversion. Each independent source votes once (its best ranked evidence; copies are not
+sources): values within the spread of one another form one opinion, and a value held by
+more than half of the votes is the majority.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from ..models import Evidence, ExternalQueryPlan, ValueConflict
+from ..net._sites import registrable_domain, url_host
+from ..text._dates import date_spans, find_dates
+from ..text._quantities import Quantity, find_quantities
+
+__all__ = ["QUANTITY_SPREAD", "RATE_SPREAD", "TEMPERATURE_SPREAD", "value_conflicts"]
+
+TEMPERATURE_SPREAD = Decimal(2)
+RATE_SPREAD = Decimal("0.005")
+QUANTITY_SPREAD = Decimal("0.01")
+_TEMPERATURE_UNITS = frozenset({"°C", "°F"})
+#: The subject of an event's date; its value is the day's ordinal (``date.toordinal``).
+_EVENT_DATE = "event_date"
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    evidence: Evidence
+    value: Decimal
+    unit: str
+    subject: str
+
+    def spelled(self) -> str:
+        if self.subject == _EVENT_DATE:
+            return date.fromordinal(int(self.value)).isoformat()
+        return Quantity(self.value, self.unit, 0, 0).spelled()
+
+
+def value_conflicts(
+    plan: ExternalQueryPlan,
+    ranked: Sequence[tuple[Evidence, tuple[str, ...]]],
+) -> tuple[ValueConflict, ...]:
+    """The disagreements among ``ranked`` (admitted evidence, best first, copies left out,
+    each with the compare targets it covers)."""
+    groups: dict[tuple[str | None, date | None, str, str], list[_Value]] = {}
+    for evidence, covered in ranked:
+        for value in _values(plan, evidence):
+            day = None if value.subject == _EVENT_DATE else _day(plan, evidence)
+            for target in covered or (None,):
+                groups.setdefault((target, day, value.subject, value.unit), []).append(value)
+    found: list[ValueConflict] = []
+    for (target, _day_key, _subject, _unit), values in groups.items():
+        found.extend(_disagreements(target, _one_per_site(values)))
+    return tuple(found)
+
+
+def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
+    if plan.asked_value == "event_date":
+        day = _event_date(plan, evidence)
+        if day is not None:
+            yield _Value(evidence, Decimal(day.toordinal()), "", _EVENT_DATE)
+        return
+    if plan.query_kind == "weather":
+        text = _without_dates(evidence.snippet)
+        first = next((q for q in find_quantities(text) if q.unit in _TEMPERATURE_UNITS), None)
+        if first is not None:
+            yield _Value(evidence, first.value, first.unit, "temperature")
+        return
+    if plan.query_kind == "exchange_rate":
+        rate = _fact(evidence, "rate")
+        if rate is None:
+            text = _without_dates(evidence.snippet)
+            rate = next(
+                (q.value for q in find_quantities(text) if not q.unit and q.value not in (0, 1)),
+                None,
+            )
+        if rate is not None:
+            yield _Value(evidence, rate, "", "exchange_rate")
+        return
+    for fact in evidence.facts:
+        value = _decimal(fact.value)
+        if value is not None:
+            yield _Value(evidence, value, fact.unit, fact.name)
+
+
+def _event_date(plan: ExternalQueryPlan, evidence: Evidence) -> date | None:
+    """The one date ``evidence`` gives for the plan's event, if it gives exactly one."""
+    stated = find_dates(f"{evidence.title}\n{evidence.snippet}", reference=evidence.published_at)
+    days = {day for day in stated if day != evidence.published_at}
+    if plan.time_range is not None:
+        days = {day for day in days if plan.time_range.covers(day)}
+    return days.pop() if len(days) == 1 else None
+
+
+def _fact(evidence: Evidence, name: str) -> Decimal | None:
+    return next((_decimal(f.value) for f in evidence.facts if f.name == name), None)
+
+
+def _decimal(text: str) -> Decimal | None:
+    found = find_quantities(text)
+    return found[0].value if len(found) == 1 else None
+
+
+def _without_dates(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text)
+    chars = list(folded)
+    for start, end, _day in date_spans(folded):
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _day(plan: ExternalQueryPlan, evidence: Evidence) -> date | None:
+    days = sorted(evidence.about_dates)
+    if plan.time_range is not None:
+        inside = [d for d in days if plan.time_range.start <= d <= plan.time_range.end]
+        days = inside or days
+    return days[0] if days else evidence.published_at
+
+
+def _one_per_site(values: Sequence[_Value]) -> list[_Value]:
+    seen: dict[str, _Value] = {}
+    for value in values:
+        seen.setdefault(registrable_domain(url_host(value.evidence.url)), value)
+    return list(seen.values())
+
+
+def _close(subject: str, left: Decimal, right: Decimal) -> bool:
+    if subject == _EVENT_DATE:
+        return left == right
+    if subject == "temperature":
+        return abs(left - right) <= TEMPERATURE_SPREAD
+    spread = RATE_SPREAD if subject == "exchange_rate" else QUANTITY_SPREAD
+    scale = max(abs(left), abs(right))
+    return scale == 0 or abs(left - right) / scale <= spread
+
+
+def _disagreements(target: str | None, votes: list[_Value]) -> list[ValueConflict]:
+    """One conflict per opinion that differs from the largest one."""
+    if len(votes) < 2:
+        return []
+    opinions: list[list[_Value]] = []
+    for vote in sorted(votes, key=lambda v: v.value):
+        if opinions and _close(vote.subject, opinions[-1][-1].value, vote.value):
+            opinions[-1].append(vote)
+        else:
+            opinions.append([vote])
+    if len(opinions) < 2:
+        return []
+    # The largest opinion first; among equals, the one whose best-ranked vote ranks first.
+    order = {id(vote): rank for rank, vote in enumerate(votes)}
+    opinions.sort(key=lambda group: (-len(group), min(order[id(v)] for v in group)))
+    majority = 2 * len(opinions[0]) > len(votes)
+    lead = min(opinions[0], key=lambda v: order[id(v)])
+    conflicts = []
+    for other in opinions[1:]:
+        second = min(other, key=lambda v: order[id(v)])
+        conflicts.append(
+            ValueConflict(
+                subject=lead.subject,
+                target=target,
+                evidence_ids=(lead.evidence.evidence_id, second.evidence.evidence_id),
+                values=(lead.spelled(), second.spelled()),
+                majority=majority,
+                dissenting=tuple(vote.evidence.evidence_id for vote in other),
+            )
+        )
+    return conflicts
