@@ -244,7 +244,7 @@ def test_a_worker_loads_the_text_pipeline_and_not_the_settings_or_pydantic() -> 
         modules = set(run(lambda: analysis.run(loaded_modules)))
     finally:
         analysis.close()
-    assert {"external_query_service.text.analyse", "trafilatura", "lxml"} <= modules
+    assert {"external_query_service.text._analyse", "trafilatura", "lxml"} <= modules
     assert "pydantic" not in modules
     assert "external_query_service.settings" not in modules
 
