@@ -28,7 +28,7 @@ from .net._fetch import HttpRuntime
 from .net._sites import registrable_domain
 from .planner._structured import ExternalQueryPlanner, StructuredPlanner
 from .presenter._extractive import ExternalAnswerPresenter
-from .runtime._analysis_pool import AnalysisPool, warm_pipeline
+from .runtime._analysis_pool import AnalysisPool, warm_pipeline, warm_scoring
 from .runtime._clock import Clock
 from .runtime._events import CacheHits
 from .runtime._evidence_store import EvidenceStore
@@ -92,12 +92,18 @@ class Components:
 
     def warm_up(self) -> None:
         """The once-per-process part of warming up (CPU-bound; any thread): analysis
-        workers and browser started, the page pipeline, templates and Public Suffix List
-        loaded, and anyio's asyncio backend imported."""
+        workers and browser started, the page pipeline (only its term cutting when workers
+        do the rest), templates and Public Suffix List loaded, and anyio's asyncio backend
+        imported."""
         self.analysis.start()  # the workers warm up beside this process
         if self.browser is not None:
             self.browser.start()
-        warm_pipeline()
+        if self.analysis.processes:
+            # The workers extract: this process only cuts questions and snippets into terms
+            # (a page analysed here after all, with no worker, loads the rest then).
+            warm_scoring()
+        else:
+            warm_pipeline()
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
         # httpcore asks anyio for the running loop's backend on its first request; anyio

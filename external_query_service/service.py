@@ -462,7 +462,9 @@ class ExternalQueryService(Closing):
     def warm_up(self) -> None:
         """Pay now what the first question would otherwise pay for. Once per process: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
-        page, rjieba's dictionary through one Chinese tokenization, the presenter's
+        page when pages are analysed in this process (``[analysis] processes = 0``; the
+        workers warm their own otherwise), rjieba's dictionary through one Chinese
+        tokenization, the presenter's
         templates compiled, the Public Suffix List parsed, anyio's asyncio backend (which
         httpcore loads on its first request) imported, and, with ``[analysis] processes``
         above 0, the analysis workers started and warm (waited for up to
