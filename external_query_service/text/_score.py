@@ -102,10 +102,10 @@ MIN_COPIED_TERMS: Final = 3
 #: Bytes of chunk cuts (``TextTerms``, with their texts, as Python holds them) this process
 #: keeps, most recently used: the second pass (``rerank``) and every copy of a question asked
 #: at once score the very snippets the page analysis cut already. A cut of a 360-character
-#: Chinese chunk holds about 16 KB, so this is some 500 cuts: a question's snippets (two a
-#: page) many times over. Bounded in bytes, not in cuts: 2,048 cuts held 32 MB in the service
-#: and in every analysis worker alike.
-TERMS_KEPT_BYTES: Final = 8 * 1024 * 1024
+#: Chinese chunk holds about 16 KB, so this is some 250 cuts: the snippets (two a page) of
+#: 15 questions of 8 pages at once; a cut made again costs well under a millisecond. Bounded
+#: in bytes, not in cuts: 2,048 cuts held 32 MB in the service and in every analysis worker.
+TERMS_KEPT_BYTES: Final = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
