@@ -1,7 +1,7 @@
 """Which passage comes first? A ranking benchmark over real and public QA sets.
 
     python bench/ranking.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
-                            [--cache FILE]
+                            [--cache FILE] [--weights FILE]
 
 Sets (none is part of the repository; each is measured only when present, and the script
 says which are absent):
@@ -33,6 +33,9 @@ Okapi BM25 (jieba tokens of the same pages' ≤ 360-character chunks, ``k1 = 1.2
 ``b = 0.75``) and the fitted ranker (``text._ranker``), the share of questions whose kept
 evidence holds an answer, and the ranker's refusals: answered with the answer first, answered
 with the answer nowhere in the kept evidence, refused although a kept passage held it.
+Last, the ranker's CPU per question (process time, the best of ``CPU_RUNS`` passes over
+every question): its features, then the model's probabilities of them. ``--weights`` reads
+another model file than the packaged one (a former one, to compare).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import math
 import os
 import pickle
 import sys
+import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -61,7 +65,13 @@ from external_query_service.errors import ExtractionFailed
 from external_query_service.testing.content import article
 from external_query_service.text._analyse import analyse_page
 from external_query_service.text._chunk import Chunk, chunk_text
-from external_query_service.text._ranker import RankerModel, RankerPassage, features, load_model
+from external_query_service.text._ranker import (
+    RankerModel,
+    RankerPassage,
+    features,
+    load_model,
+    model_from_json,
+)
 from external_query_service.text._score import TermStats, score_chunks
 from external_query_service.text._tokens import terms
 
@@ -70,6 +80,7 @@ SAMPLE = 400
 K1, B = 1.2, 0.75
 HALVES = ("fitting", "checking")
 METHODS = ("today", "bm25", "ranker")
+CPU_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -258,7 +269,7 @@ def serve(question: Question) -> Served:
 
 def orders(served: Served, model: RankerModel) -> dict[str, list[bool]]:
     """For each method, whether each passage of its order (best first) holds an answer."""
-    scores = [model.linear(row) for row in served.rows]
+    scores = [model.score(row) for row in served.rows]
     ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
     return {
         "today": served.today,
@@ -359,6 +370,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--cache", help="pickle of what the page chain kept: read if present, else written"
     )
+    parser.add_argument("--weights", help="a ranker model file instead of the packaged one")
     return parser.parse_args(argv)
 
 
@@ -368,24 +380,74 @@ def served_sets(args: argparse.Namespace) -> list[tuple[str, list[Served]]]:
     ranker's features are computed again: a change of features is measured in seconds."""
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.is_file():
-        # Plain fields, not ``Served`` itself: the script may run as ``__main__`` or imported.
         stored: list[tuple[str, list[dict[str, Any]]]] = pickle.loads(cache.read_bytes())
-        sets = [(name, [Served(**fields) for fields in items]) for name, items in stored]
+        sets = [(name, [_unpacked(fields) for fields in items]) for name, items in stored]
         for _, served in sets:
             for item in served:
                 item.rows = features(item.question, item.passages, item.stats)
         return sets
     sets = [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
     if cache is not None:
-        plain = [(name, [{**vars(item), "rows": []} for item in served]) for name, served in sets]
+        plain = [(name, [_packed(item) for item in served]) for name, served in sets]
         cache.write_bytes(pickle.dumps(plain))
     return sets
 
 
+# The cache holds builtins only, not ``Served``, ``RankerPassage`` or ``TermStats``: the script
+# may run as ``__main__`` or imported, and a cache outlives a move of the package's modules.
+
+
+def _packed(item: Served) -> dict[str, Any]:
+    return {
+        **vars(item),
+        "rows": [],
+        "passages": [(p.text, p.title, p.page, p.offset) for p in item.passages],
+        "stats": [sorted(chunk) for chunk in item.stats.chunk_terms],
+    }
+
+
+def _unpacked(fields: dict[str, Any]) -> Served:
+    passages = [RankerPassage(*passage) for passage in fields["passages"]]
+    stats = TermStats(tuple(frozenset(chunk) for chunk in fields["stats"]))
+    return Served(**{**fields, "passages": passages, "stats": stats})
+
+
+def cpu(sets: list[tuple[str, list[Served]]], model: RankerModel) -> None:
+    """The ranker's CPU per question over every question served (module docstring)."""
+    served = [item for _, items in sets for item in items]
+    best_features = best_model = math.inf
+    for _ in range(CPU_RUNS):
+        spent_features = spent_model = 0.0
+        for item in served:
+            start = time.process_time()
+            rows = features(item.question, item.passages, item.stats)
+            middle = time.process_time()
+            for row in rows:
+                model.probability(row)
+            spent_features += middle - start
+            spent_model += time.process_time() - middle
+        best_features, best_model = min(best_features, spent_features), min(best_model, spent_model)
+    n = max(len(served), 1)
+    passages = sum(len(item.passages) for item in served) / n
+    print(
+        f"ranker CPU per question ({len(served)} questions, {passages:.1f} kept passages "
+        f"each, {len(model.trees)} trees): features {1000 * best_features / n:.2f} ms, "
+        f"model {1000 * best_model / n:.3f} ms"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    model = load_model()
-    for name, served in served_sets(parse(argv)):
+    args = parse(argv)
+    model = (
+        model_from_json(Path(args.weights).read_text(encoding="utf-8"))
+        if args.weights
+        else load_model()
+    )
+    sets = served_sets(args)
+    for name, served in sets:
         report(name, served, model)
+    if sets:
+        cpu(sets, model)
     return 0
 
 

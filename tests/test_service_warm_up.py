@@ -14,6 +14,10 @@ from trafilatura import external as trafilatura_external
 from external_query_service import ExternalQueryService, ServiceClosed, Settings
 from external_query_service.text import _tokens as tokens
 
+#: Pages analysed in a thread: warm_up waits for the analysis workers it starts, and all but
+#: the test about those workers leave them out (each is an interpreter warming up, ~1 s CPU).
+IN_THREAD = Settings.from_mapping({"analysis": {"processes": 0}})
+
 
 def docs_folder(tmp_path: Path) -> Path:
     (tmp_path / "guide.md").write_text(
@@ -42,10 +46,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 def test_warm_up_loads_the_text_pipeline_without_touching_the_network(
     tmp_path: Path, no_network: list[object]
 ) -> None:
-    settings = Settings.from_mapping({"analysis": {"processes": 0}}).with_docs(
-        docs_folder(tmp_path)
-    )
-    with ExternalQueryService(settings) as service:
+    with ExternalQueryService(IN_THREAD.with_docs(docs_folder(tmp_path))) as service:
         service.warm_up()
         service.warm_up()  # a second call is harmless
     assert no_network == []
@@ -54,7 +55,7 @@ def test_warm_up_loads_the_text_pipeline_without_touching_the_network(
 
 
 def test_a_question_after_warm_up_is_still_answered(tmp_path: Path) -> None:
-    with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+    with ExternalQueryService(IN_THREAD.with_docs(docs_folder(tmp_path))) as service:
         service.warm_up()
         answer = service.answer("What does the verifier check?", {"query_kind": "documentation"})
     assert answer.status == "answered"
@@ -62,7 +63,7 @@ def test_a_question_after_warm_up_is_still_answered(tmp_path: Path) -> None:
 
 def test_awarm_up_warms_from_an_event_loop_and_the_async_answer_follows(tmp_path: Path) -> None:
     async def scenario() -> str:
-        async with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+        async with ExternalQueryService(IN_THREAD.with_docs(docs_folder(tmp_path))) as service:
             await service.awarm_up()
             answer = await service.aanswer(
                 "What does the verifier check?", {"query_kind": "documentation"}
@@ -73,7 +74,7 @@ def test_awarm_up_warms_from_an_event_loop_and_the_async_answer_follows(tmp_path
 
 
 def test_warm_up_after_close_is_refused(tmp_path: Path) -> None:
-    service = ExternalQueryService(Settings().with_docs(docs_folder(tmp_path)))
+    service = ExternalQueryService(IN_THREAD.with_docs(docs_folder(tmp_path)))
     service.close()
     with pytest.raises(ServiceClosed):
         service.warm_up()
@@ -81,7 +82,7 @@ def test_warm_up_after_close_is_refused(tmp_path: Path) -> None:
 
 def test_warm_up_from_inside_a_running_loop_still_works(tmp_path: Path) -> None:
     async def scenario() -> str:
-        async with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+        async with ExternalQueryService(IN_THREAD.with_docs(docs_folder(tmp_path))) as service:
             service.warm_up()  # blocking, but allowed: nothing in it needs this thread's loop
             answer = await service.aanswer(
                 "What does the verifier check?", {"query_kind": "documentation"}
@@ -92,11 +93,14 @@ def test_warm_up_from_inside_a_running_loop_still_works(tmp_path: Path) -> None:
 
 
 def test_warm_up_builds_the_synchronous_loops_page_client_and_workers(tmp_path: Path) -> None:
-    with ExternalQueryService(Settings().with_docs(docs_folder(tmp_path))) as service:
+    settings = Settings.from_mapping({"analysis": {"processes": 1}})
+    with ExternalQueryService(settings.with_docs(docs_folder(tmp_path))) as service:
         assert not service._portal.running
         service.warm_up()
         assert service._portal.running  # the loop the synchronous calls use
         assert len(service._http.fetcher._loops._items) == 1
+        assert service.analysis.ready == 1  # warm_up waited for its worker
+        assert len(service.analysis.pids()) == 1
         answer = service.answer("What does the verifier check?", {"query_kind": "documentation"})
     assert answer.status == "answered"
 

@@ -1,13 +1,14 @@
-"""Fit the passage ranker's weights on the fitting halves of bench/ranking.py; print both halves.
+"""Fit the passage ranker on the fitting halves of bench/ranking.py; print both halves.
 
     python tools/fit_ranker.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
-                               [--cache FILE] [--out WEIGHTS_FILE]
+                               [--cache FILE] [--learner linear|trees] [--out WEIGHTS_FILE]
 
 A dev-only script (nothing in the package imports it): the sets are found as
 ``bench/ranking.py`` finds them (``--cache`` as there: what the page chain kept is read back,
 only the features are computed again), and only the questions of each set's *fitting* half
-are fitted on. Four steps, all deterministic (Newton's method from zero weights, folds by a
-hash of the question id: no random draw, so no seed to fix):
+are fitted on. Five steps, all deterministic (Newton's method from zero weights, folds by a
+hash of the question id, LightGBM single-threaded in its deterministic mode with a fixed
+seed):
 
 1. **Pairwise logistic regression** (RankNet's loss on a linear scorer): for every question,
    every pair of its kept passages where one holds the answer and the other does not, minimise
@@ -18,16 +19,28 @@ hash of the question id: no random draw, so no seed to fix):
    weights are fitted on all folds but one and judged on the one left out; the λ with the best
    mean over the sets of the held-out top-1 and MRR wins, and the weights are fitted again on
    every fitting question with it. The checking halves play no part.
-3. **Calibration** (Platt scaling): ``p = sigmoid(a · (w · x) + b)`` fitted by logistic
-   regression on whether each kept passage holds the answer.
-4. **Threshold**: the probability a question's best passage must reach for it to be answered,
+3. **Trees** (``--learner trees``; needs the ``fit`` extra, LightGBM): gradient boosted
+   regression trees with LambdaRank's objective, started from the linear score (LightGBM's
+   ``init_score``), so the trees learn what the linear part misses; the questions weigh as
+   in step 1. Their number, depth, least passages per leaf and learning rate are chosen among
+   ``TREE_GRID`` by the same cross-validation (each fold's trees start from the linear score
+   fitted on that fold's training part), then fitted on every fitting question. The trees are
+   written out flat and evaluated in pure Python by ``text._ranker``; the script checks that
+   its evaluation gives LightGBM's own scores. The default learner is ``linear`` (no trees):
+   the cross-validation preferred no trees to any of the grid, the trees' gain on the checking
+   halves was one question per set or none, and they learnt a penalty for every page below the
+   first that refuses a lone answer on a lower-ranked page (the pages above it blocked).
+4. **Calibration** (Platt scaling): ``p = sigmoid(a · s + b)`` of the fitted score ``s``
+   (linear part plus trees), fitted by logistic regression on whether each kept passage holds
+   the answer.
+5. **Threshold**: the probability a question's best passage must reach for it to be answered,
    chosen among the questions' best probabilities to minimise the questions answered with the
    answer nowhere in the kept evidence plus those refused although it was there (each set
    weighted the same).
 
 Writes the weights file (``--out``, by default ``text._ranker``'s ``WEIGHTS_FILE`` in the
-package) and prints the cross-validation
-figures, then ``bench/ranking.py``'s figures for both halves of every set with the new weights.
+package) and prints the cross-validation figures, then ``bench/ranking.py``'s figures for
+both halves of every set with the new model.
 """
 
 from __future__ import annotations
@@ -39,20 +52,34 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from ranking import Served, parse, report, served_sets
 
-from external_query_service.text._ranker import FEATURES, WEIGHTS_FILE, RankerModel
+from external_query_service.text._ranker import (
+    FEATURES,
+    WEIGHTS_FILE,
+    RankerModel,
+    model_from_json,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
-VERSION = 2
+VERSION = 3
 PENALTIES = (0.01, 0.03, 0.1, 0.3, 1.0)
 FOLDS = 4
 NEWTON_STEPS = 30
+#: The trees' settings tried (step 3): (depth, least passages per leaf, learning rate), each
+#: judged after every number of trees in ``TREE_ROUNDS``. Small on purpose: the ranker runs
+#: on every kept passage in the service process.
+TREE_GRID = tuple(
+    (depth, leaf, rate) for depth in (2, 3) for leaf in (20, 50) for rate in (0.02, 0.05)
+)
+TREE_ROUNDS = (50, 100, 200)
+SEED = 7
 
 Sets = list[tuple[str, list[Served]]]
 Pairs = list[tuple[list[float], float]]
@@ -146,15 +173,30 @@ def fold(item: Served) -> int:
     return hashlib.sha256(f"fold:{item.set}:{item.qid}".encode()).digest()[0] % FOLDS
 
 
+_FOLD_WEIGHTS: dict[tuple[float, int], list[float]] = {}
+
+
+def fold_weights(fitting: Sets, penalty: float, k: int) -> list[float]:
+    """The weights fitted on every fitting question outside fold ``k`` (kept for step 3)."""
+    key = (penalty, k)
+    if key not in _FOLD_WEIGHTS:
+        train = [(name, [s for s in served if fold(s) != k]) for name, served in fitting]
+        _FOLD_WEIGHTS[key] = fit_weights(pairs(train), penalty)
+    return _FOLD_WEIGHTS[key]
+
+
 def cross_validate(fitting: Sets, penalty: float) -> dict[str, tuple[float, float]]:
     """Held-out top-1 and MRR per set for ``penalty`` (module docstring, step 2)."""
     held: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in fitting}
     for k in range(FOLDS):
-        train = [(name, [s for s in served if fold(s) != k]) for name, served in fitting]
-        weights = fit_weights(pairs(train), penalty)
+        weights = fold_weights(fitting, penalty, k)
         for name, served in fitting:
             left_out = [s for s in served if fold(s) == k]
             held[name] += [ranks([item], weights) for item in left_out]
+    return _means(held)
+
+
+def _means(held: dict[str, list[tuple[float, float]]]) -> dict[str, tuple[float, float]]:
     return {
         name: (
             sum(t for t, _ in values) / max(len(values), 1),
@@ -164,17 +206,187 @@ def cross_validate(fitting: Sets, penalty: float) -> dict[str, tuple[float, floa
     }
 
 
+def _merit(figures: dict[str, tuple[float, float]]) -> float:
+    return sum((t + r) / 2 for t, r in figures.values()) / max(len(figures), 1)
+
+
+def _shown(figures: dict[str, tuple[float, float]]) -> str:
+    return "   ".join(f"{name} top-1 {t:.1%} MRR {r:.3f}" for name, (t, r) in figures.items())
+
+
 def choose_penalty(fitting: Sets) -> float:
     best, chosen = -1.0, PENALTIES[0]
     for penalty in PENALTIES:
         figures = cross_validate(fitting, penalty)
-        merit = sum((t + r) / 2 for t, r in figures.values()) / max(len(figures), 1)
-        shown = "   ".join(f"{name} top-1 {t:.1%} MRR {r:.3f}" for name, (t, r) in figures.items())
-        print(f"λ = {penalty:<5} cross-validated on the fitting halves: {shown}")
+        merit = _merit(figures)
+        print(f"λ = {penalty:<5} cross-validated on the fitting halves: {_shown(figures)}")
         if merit > best:
             best, chosen = merit, penalty
     print(f"chosen λ = {chosen}")
     return chosen
+
+
+# -- step 3: trees -----------------------------------------------------------------------
+
+
+def _lightgbm() -> Any:
+    try:
+        import lightgbm
+    except ImportError:
+        raise SystemExit(
+            "the trees need LightGBM: pip install -e '.[fit]' (or pass --learner linear)"
+        ) from None
+    return lightgbm
+
+
+def fit_trees(
+    served: Sets, weights: Sequence[float], depth: int, leaf: int, rate: float, rounds: int
+) -> Any:
+    """A LightGBM booster of ``rounds`` LambdaRank trees over ``served``'s questions, started
+    from the linear score under ``weights`` (module docstring, step 3)."""
+    lightgbm = _lightgbm()
+    import numpy as np
+
+    present = [(name, [s for s in items if s.rows]) for name, items in served]
+    present = [(name, items) for name, items in present if items]
+    rows, labels, groups, start, share = [], [], [], [], []
+    for _, items in present:
+        for item in items:
+            rows += item.rows
+            labels += [int(label) for label in item.labels]
+            groups.append(len(item.rows))
+            start += [_dot(weights, row) for row in item.rows]
+            share += [1 / (len(items) * len(present))] * len(item.rows)
+    mean = sum(share) / len(share)
+    data = lightgbm.Dataset(
+        np.array(rows, dtype=np.float64),
+        np.array(labels),
+        group=groups,
+        weight=np.array([w / mean for w in share]),
+        init_score=np.array(start),
+    )
+    params = {
+        "objective": "lambdarank",
+        "max_depth": depth,
+        "num_leaves": 2**depth,
+        "min_child_samples": leaf,
+        "learning_rate": rate,
+        "seed": SEED,
+        "deterministic": True,
+        "force_row_wise": True,
+        "num_threads": 1,
+        "verbosity": -1,
+    }
+    return lightgbm.train(params, data, num_boost_round=rounds)
+
+
+def flat_trees(booster: Any, rounds: int | None = None) -> list[dict[str, list[Any]]]:
+    """The booster's first ``rounds`` trees in ``text._ranker``'s flat form (module docstring
+    there): nodes numbered in preorder, so children follow their parent."""
+    out = []
+    for info in booster.dump_model(num_iteration=rounds)["tree_info"]:
+        tree: dict[str, list[Any]] = {
+            "features": [],
+            "thresholds": [],
+            "left": [],
+            "right": [],
+            "leaves": [],
+        }
+
+        def walk(node: dict[str, Any], tree: dict[str, list[Any]] = tree) -> int:
+            if "leaf_value" in node:
+                tree["leaves"].append(float(node["leaf_value"]))
+                return ~(len(tree["leaves"]) - 1)
+            if node["decision_type"] != "<=":
+                raise ValueError(f"a split of kind {node['decision_type']!r}")
+            index = len(tree["features"])
+            tree["features"].append(int(node["split_feature"]))
+            tree["thresholds"].append(float(node["threshold"]))
+            tree["left"].append(0)
+            tree["right"].append(0)
+            tree["left"][index] = walk(node["left_child"])
+            tree["right"][index] = walk(node["right_child"])
+            return index
+
+        walk(info["tree_structure"])
+        out.append(tree)
+    return out
+
+
+def _model(weights: Sequence[float], trees: Sequence[dict[str, list[Any]]]) -> RankerModel:
+    """An uncalibrated model of these weights and trees, read as ``text._ranker`` reads them."""
+    document = {
+        "version": VERSION,
+        "features": list(FEATURES),
+        "weights": dict(zip(FEATURES, weights, strict=True)),
+        "trees": list(trees),
+        "calibration": {"scale": 1.0, "bias": 0.0},
+        "threshold": 0.0,
+    }
+    return model_from_json(json.dumps(document))
+
+
+def model_ranks(served: list[Served], model: RankerModel) -> tuple[float, float]:
+    """Top-1 and MRR of the questions under ``model``'s fitted score (as ``ranks``)."""
+    top1 = rr = 0.0
+    for item in served:
+        scores = [model.score(row) for row in item.rows]
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        first = next((k for k, i in enumerate(order) if item.labels[i]), None)
+        if first is not None:
+            top1 += first == 0
+            rr += 1 / (first + 1)
+    n = max(len(served), 1)
+    return top1 / n, rr / n
+
+
+def choose_trees(fitting: Sets, penalty: float) -> tuple[int, int, float, int]:
+    """(depth, least passages per leaf, learning rate, number of trees) by cross-validation
+    on the fitting halves (module docstring, step 3)."""
+    held: dict[tuple[int, int, float, int], dict[str, list[tuple[float, float]]]] = {}
+    for depth, leaf, rate in TREE_GRID:
+        for rounds in TREE_ROUNDS:
+            held[depth, leaf, rate, rounds] = {name: [] for name, _ in fitting}
+        for k in range(FOLDS):
+            weights = fold_weights(fitting, penalty, k)
+            train = [(name, [s for s in served if fold(s) != k]) for name, served in fitting]
+            booster = fit_trees(train, weights, depth, leaf, rate, max(TREE_ROUNDS))
+            for rounds in TREE_ROUNDS:
+                model = _model(weights, flat_trees(booster, rounds))
+                for name, served in fitting:
+                    left_out = [s for s in served if fold(s) == k]
+                    held[depth, leaf, rate, rounds][name] += [
+                        model_ranks([item], model) for item in left_out
+                    ]
+    best, chosen = -1.0, (*TREE_GRID[0], TREE_ROUNDS[0])
+    for key, values in held.items():
+        figures = _means(values)
+        depth, leaf, rate, rounds = key
+        print(
+            f"trees: depth {depth}, ≥ {leaf} per leaf, rate {rate}, {rounds:>3} trees, "
+            f"cross-validated: {_shown(figures)}"
+        )
+        if _merit(figures) > best:
+            best, chosen = _merit(figures), key
+    print(f"chosen trees: depth {chosen[0]}, ≥ {chosen[1]} per leaf, rate {chosen[2]}, {chosen[3]}")
+    return chosen
+
+
+def checked_trees(
+    fitting: Sets, weights: Sequence[float], booster: Any
+) -> list[dict[str, list[Any]]]:
+    """The booster's trees flat, once ``text._ranker``'s pure-Python evaluation of them gives
+    LightGBM's own scores on every fitting passage."""
+    import numpy as np
+
+    trees = flat_trees(booster)
+    model = _model([0.0] * len(FEATURES), trees)
+    rows = [row for _, served in fitting for item in served for row in item.rows]
+    theirs = booster.predict(np.array(rows, dtype=np.float64), raw_score=True)
+    worst = max((abs(model.score(r) - t) for r, t in zip(rows, theirs, strict=True)), default=0)
+    if worst > 1e-9:
+        raise SystemExit(f"the flat trees score {worst} away from LightGBM's: not written")
+    return trees
 
 
 def fit_calibration(points: list[tuple[float, bool, float]]) -> tuple[float, float]:
@@ -229,12 +441,27 @@ def pick_threshold(fitting: Sets, model: RankerModel) -> float:
     return min(candidates, key=lambda t: (cost(t), t))
 
 
+def document_text(document: dict[str, object]) -> str:
+    """The weights file's text: indented, each tree on one line of its own."""
+    rest = {key: value for key, value in document.items() if key != "trees"}
+    trees = document.get("trees") or []
+    assert isinstance(trees, list)
+    text = json.dumps(rest, indent=2, ensure_ascii=False)
+    lines = ",\n".join("    " + json.dumps(tree, separators=(",", ":")) for tree in trees)
+    block = f'  "trees": [\n{lines}\n  ],\n' if trees else '  "trees": [],\n'
+    head, tail = text.split('  "calibration"', 1)
+    return f'{head}{block}  "calibration"{tail}\n'
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument(
         "--out", default=str(ROOT / "external_query_service" / "text" / WEIGHTS_FILE)
     )
+    parser.add_argument("--learner", choices=("linear", "trees"), default="linear")
     known, rest = parser.parse_known_args(argv)
+    if known.learner == "trees":
+        _lightgbm()  # fail before the long steps, not after them
     sets = served_sets(parse(rest))
     if not sets:
         print("no set to fit on; nothing written")
@@ -242,41 +469,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     fitting = [(name, [s for s in served if s.half == "fitting"]) for name, served in sets]
     penalty = choose_penalty(fitting)
     weights = fit_weights(pairs(fitting), penalty)
+    trees: list[dict[str, list[Any]]] = []
+    settings: dict[str, object] = {}
+    if known.learner == "trees":
+        depth, leaf, rate, rounds = choose_trees(fitting, penalty)
+        booster = fit_trees(fitting, weights, depth, leaf, rate, rounds)
+        trees = checked_trees(fitting, weights, booster)
+        settings = {
+            "objective": "lambdarank",
+            "trees": rounds,
+            "depth": depth,
+            "min_passages_per_leaf": leaf,
+            "learning_rate": rate,
+            "seed": SEED,
+        }
+    fitted = _model(weights, trees)
     points = []
     for _, served in fitting:
         for item in served:
             share = 1 / (max(len(item.rows), 1) * len(served) * len(fitting))
             points += [
-                (_dot(weights, row), label, share)
+                (fitted.score(row), label, share)
                 for row, label in zip(item.rows, item.labels, strict=True)
             ]
     scale, bias = fit_calibration(points)
-    model = RankerModel(VERSION, tuple(weights), scale, bias, 0.0)
-    threshold = pick_threshold(fitting, model)
-    document = {
+    threshold = pick_threshold(
+        fitting, RankerModel(VERSION, fitted.weights, scale, bias, 0.0, fitted.trees)
+    )
+    document: dict[str, object] = {
         "version": VERSION,
         "features": list(FEATURES),
-        "weights": {name: round(value, 6) for name, value in zip(FEATURES, weights, strict=True)},
-        "calibration": {"scale": round(scale, 6), "bias": round(bias, 6)},
-        "threshold": round(threshold, 6),
+        # The weights and leaf values exactly as fitted (rounding them would move the
+        # calibration off the scores it was fitted on), thresholds exactly as LightGBM split.
+        "weights": dict(zip(FEATURES, weights, strict=True)),
+        "trees": trees,
+        "calibration": {"scale": scale, "bias": bias},
+        "threshold": threshold,
         "penalty": penalty,
+        "tree_settings": settings,
         "fitted_on": {name: len(served) for name, served in fitting},
         "method": (
             "pairwise logistic regression, L2 penalty by cross-validation on the fitting "
-            "halves, Platt calibration (tools/fit_ranker.py)"
+            "halves"
+            + (
+                ", LambdaRank trees boosted on it (settings by the same cross-validation)"
+                if trees
+                else ""
+            )
+            + ", Platt calibration (tools/fit_ranker.py)"
         ),
     }
-    Path(known.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {known.out}")
-    rounded = RankerModel(
-        VERSION,
-        tuple(document["weights"][name] for name in FEATURES),
-        document["calibration"]["scale"],
-        document["calibration"]["bias"],
-        document["threshold"],
-    )
+    text = document_text(document)
+    Path(known.out).write_text(text, encoding="utf-8")
+    print(f"wrote {known.out}: {len(trees)} trees, {len(text)} bytes")
+    model = model_from_json(text)
     for name, served in sets:
-        report(name, served, rounded)
+        report(name, served, model)
     return 0
 
 

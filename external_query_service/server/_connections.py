@@ -91,24 +91,30 @@ class HeaderDeadlineProtocol(H11Protocol):
 
     def _make_room(self) -> None:
         """At ``limit_concurrency`` open connections uvicorn answers the next request with
-        503; close the longest-waiting idle ones (never this one) until there is room. The
-        closes run before this connection's first bytes are read, since the loop calls
-        ``connection_lost`` ahead of the next read."""
+        503; close the longest-waiting idle ones (never this one) until there is room. A
+        connection already closing stays in uvicorn's count until the loop calls its
+        ``connection_lost``, which it does before this connection's first bytes are read; so
+        the room is counted over connections not yet closing, or a burst of accepts (each
+        seeing the others' closes still pending) would close every idle connection."""
         limit = self.limit_concurrency
         connections = self.server_state.connections
         if limit is None or len(connections) < limit:
             return
+        open_ = [other for other in connections if not _closing(other)]
+        excess = len(open_) - limit + 1
+        if excess <= 0:
+            return
         idle = sorted(
             (
                 other
-                for other in connections
+                for other in open_
                 if other is not self
                 and isinstance(other, HeaderDeadlineProtocol)
                 and other._waiting_for_headers()
             ),
             key=lambda other: other._armed_at,
         )
-        for other in idle[: len(connections) - limit + 1]:
+        for other in idle[:excess]:
             other._disarm()
             other.transport.close()
 
@@ -118,6 +124,12 @@ class HeaderDeadlineProtocol(H11Protocol):
         idle = self.cycle is None or self.cycle.response_complete
         if idle and self.cycle is self._waiting_after and not self.transport.is_closing():
             self.transport.close()
+
+
+def _closing(connection: object) -> bool:
+    """Whether ``connection`` (any protocol uvicorn counts) has begun to close."""
+    transport = getattr(connection, "transport", None)
+    return transport is not None and transport.is_closing()
 
 
 def limit_accept_errors(

@@ -603,7 +603,13 @@ class World(Closing):
     def settings(self, *adapters: Mapping[str, Any], **sections: Any) -> Settings:
         """Settings for a service in this world: the given adapters (default: the world's
         own), every world origin reached through ``connect_to`` on loopback, the world's CA
-        trusted, the guard on (only 127.0.0.1 admitted). ``network=`` entries override."""
+        trusted, the guard on (only 127.0.0.1 admitted). ``network=`` entries override.
+
+        Pages are analysed in a thread of the service's own process unless ``[analysis]
+        processes`` is given (by the world or ``analysis=``): a world's service answers a
+        question or a few, whose pages are analysed in a thread anyway while worker processes
+        warm up, and starting two workers (each a fresh interpreter loading the text pipeline,
+        about 0.9 s of CPU) for every case or test would cost far more than they save."""
         chosen = _place(adapters, f"world {self.name}") if adapters else self._placed
         for placed in chosen:
             for url in (placed.endpoints or Endpoints()).urls.values():
@@ -625,6 +631,7 @@ class World(Closing):
             network["ca_bundle"] = str(self._ca_file)
         network.update(sections.pop("network", {}))
         merged = {**{k: v for k, v in self.sections.items() if k != "network"}, **sections}
+        merged["analysis"] = {"processes": 0, **merged.get("analysis", {})}
         return Settings.from_mapping(
             {"network": network, "adapters": [placed.table for placed in chosen], **merged},
             origin=f"world {self.name}",

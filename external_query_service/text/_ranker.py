@@ -32,14 +32,19 @@ Each passage gathered for a question is described by ``FEATURES``, each a number
 - ``told_length``: the characters outside those lines, over 360, at most 1: a passage that is
   its page's title and little else tells nothing.
 
-The weights are fitted, not set by hand: ``tools/fit_ranker.py`` fits them on the fitting
-halves of the ranking benchmark (``bench/ranking.py``) by pairwise logistic regression (a
-passage holding the answer against one that does not, from the same question; its L2 penalty
-chosen by cross-validation on the fitting halves), then fits a
-logistic calibration (Platt) that turns the linear score into the probability that a passage
-holds the answer, and picks ``threshold``: when no passage of a question reaches it, nothing
-gathered answers the question. The file is read once; scoring is pure Python arithmetic, the
-same inputs always give the same scores.
+The model is fitted, not set by hand: ``tools/fit_ranker.py`` fits it on the fitting halves of
+the ranking benchmark (``bench/ranking.py``). A passage's fitted score is a linear part, a
+weight per feature (pairwise logistic regression: a passage holding the answer against one
+that does not, from the same question; its L2 penalty chosen by cross-validation on the
+fitting halves), plus the sum of a few small regression trees boosted on top of it
+(LambdaRank, their number and depth chosen by cross-validation too; none when the linear part
+alone does better). A tree is stored flat: node ``i`` sends a passage to ``left[i]`` when its
+value of feature ``features[i]`` is at most ``thresholds[i]``, else to ``right[i]``; a child
+below zero is the leaf ``~child``, whose value ``leaves[~child]`` the tree adds. A logistic
+calibration (Platt) turns the score into the probability that a passage holds the answer,
+and ``threshold`` is the probability a question's best passage must reach: when none does,
+nothing gathered answers the question. The file is read once; scoring is pure Python
+arithmetic and comparisons, the same inputs always give the same scores.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ __all__ = [
     "WEIGHTS_FILE",
     "RankerModel",
     "RankerPassage",
+    "Tree",
     "features",
     "load_model",
     "model_from_json",
@@ -115,30 +121,85 @@ class RankerPassage:
 
 
 @dataclass(frozen=True)
+class Tree:
+    """One regression tree, flat (module docstring): per split node its feature's index, its
+    threshold and its two children; a child below zero is the leaf ``~child``."""
+
+    features: tuple[int, ...]
+    thresholds: tuple[float, ...]
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    leaves: tuple[float, ...]
+
+    def value(self, values: Sequence[float]) -> float:
+        """The leaf value this tree gives a passage with these feature values."""
+        if not self.features:
+            return self.leaves[0]
+        node = 0
+        features, thresholds, left, right = self.features, self.thresholds, self.left, self.right
+        while node >= 0:
+            node = left[node] if values[features[node]] <= thresholds[node] else right[node]
+        return self.leaves[~node]
+
+
+@dataclass(frozen=True)
 class RankerModel:
-    """Weights per feature, the calibration ``p = 1 / (1 + exp(-(scale × s + bias)))`` of the
-    linear score ``s``, and the probability a question's best passage must reach."""
+    """Weights per feature and the trees boosted on them (module docstring), the calibration
+    ``p = 1 / (1 + exp(-(scale × s + bias)))`` of the fitted score ``s``, and the probability
+    a question's best passage must reach."""
 
     version: int
     weights: tuple[float, ...]
     scale: float
     bias: float
     threshold: float
+    trees: tuple[Tree, ...] = ()
 
-    def linear(self, values: Sequence[float]) -> float:
+    def score(self, values: Sequence[float]) -> float:
         """The fitted score of a passage with these feature values: what orders passages."""
-        return sum(w * x for w, x in zip(self.weights, values, strict=True))
+        linear = sum(w * x for w, x in zip(self.weights, values, strict=True))
+        return linear + sum(tree.value(values) for tree in self.trees)
 
     def probability(self, values: Sequence[float]) -> float:
         """The calibrated probability that a passage with these feature values answers (an
-        increasing function of ``linear``)."""
-        z = self.scale * self.linear(values) + self.bias
+        increasing function of ``score``)."""
+        z = self.scale * self.score(values) + self.bias
         return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
+def _tree(data: Mapping[str, Sequence[float]]) -> Tree:
+    tree = Tree(
+        features=tuple(int(i) for i in data["features"]),
+        thresholds=tuple(float(t) for t in data["thresholds"]),
+        left=tuple(int(i) for i in data["left"]),
+        right=tuple(int(i) for i in data["right"]),
+        leaves=tuple(float(v) for v in data["leaves"]),
+    )
+    nodes, leaves = len(tree.features), len(tree.leaves)
+    children = (*tree.left, *tree.right)
+    if (
+        not leaves
+        or len(tree.thresholds) != nodes
+        or len(tree.left) != nodes
+        or len(tree.right) != nodes
+        or leaves != nodes + 1
+        or any(not 0 <= i < len(FEATURES) for i in tree.features)
+        or any(not -leaves <= child < nodes for child in children)
+        # Children sit after their parent, so a walk always ends at a leaf.
+        or any(
+            0 <= child <= node
+            for node in range(nodes)
+            for child in (tree.left[node], tree.right[node])
+        )
+    ):
+        raise ValueError("a ranker tree is malformed")
+    return tree
+
+
 def model_from_json(data: str) -> RankerModel:
-    """A ``RankerModel`` from the JSON ``tools/fit_ranker.py`` writes; ``ValueError`` when its
-    features are not ``FEATURES``."""
+    """A ``RankerModel`` from the JSON ``tools/fit_ranker.py`` writes (``trees`` may be absent:
+    a linear model); ``ValueError`` when its features are not ``FEATURES`` or a tree is
+    malformed."""
     document = json.loads(data)
     if tuple(document["features"]) != FEATURES:
         raise ValueError("ranker weights name other features than text.ranker.FEATURES")
@@ -148,6 +209,7 @@ def model_from_json(data: str) -> RankerModel:
         scale=float(document["calibration"]["scale"]),
         bias=float(document["calibration"]["bias"]),
         threshold=float(document["threshold"]),
+        trees=tuple(_tree(tree) for tree in document.get("trees", ())),
     )
 
 
@@ -202,7 +264,9 @@ class _Collection:
         best = 0.0
         for index, (start, _) in enumerate(hits):
             inside = {t for p, t in hits[index:] if p < start + PROXIMITY_CHARS}
-            best = max(best, sum(self.idf[t] for t in inside))
+            # Summed in the query's order, not the set's (which changes with the hash seed):
+            # the same passage scores the same to the last bit in every process.
+            best = max(best, sum(self.idf[t] for t in self.terms if t in inside))
         return best / self.total
 
 

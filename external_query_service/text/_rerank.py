@@ -53,7 +53,7 @@ def rerank(
     *,
     model: RankerModel | None = None,
 ) -> list[Reranked]:
-    """Every passage once, best first (by score, then by the ranker's linear score); equal
+    """Every passage once, best first (by score, then by the ranker's fitted score); equal
     scores keep the input order (deterministic). ``model`` defaults to the packaged one."""
     model = model or load_model()
     ranked: dict[int, tuple[int, float, bool]] = {}
@@ -70,7 +70,7 @@ def rerank(
             probability = model.probability(row)
             scale = (QUERY_WEIGHT + TARGET_WEIGHT * shares[i]) / (QUERY_WEIGHT + TARGET_WEIGHT)
             score = max(0, min(10000, round(10000 * probability * scale)))
-            ranked[i] = (score, model.linear(row), probability >= model.threshold)
+            ranked[i] = (score, model.score(row), probability >= model.threshold)
     order = sorted(ranked, key=lambda i: (-ranked[i][0], -ranked[i][1], i))
     return [Reranked(i, ranked[i][0], ranked[i][2]) for i in order]
 

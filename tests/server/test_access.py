@@ -39,7 +39,9 @@ def digest(key: str) -> str:
 
 
 def docs_service(folder: Path, **server: Any) -> ExternalQueryService:
-    settings = Settings.from_mapping({"server": server}).with_docs(write_docs(folder))
+    # Pages analysed in a thread: no worker processes warmed up for an access rule.
+    settings = Settings.from_mapping({"server": server, "analysis": {"processes": 0}})
+    settings = settings.with_docs(write_docs(folder))
     return ExternalQueryService(settings)
 
 

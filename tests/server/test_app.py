@@ -36,11 +36,16 @@ from external_query_service.server import ServerThread
 from external_query_service.storage import migrate_ledger
 from tests.support.paths import REPO
 
+#: Settings whose pages are analysed in a thread: the server's warm-up starts no worker
+#: process where the pool is not what a test is about.
+IN_THREAD_SECTION = {"analysis": {"processes": 0}}
+IN_THREAD = Settings.from_mapping(IN_THREAD_SECTION)
+
 
 @pytest.fixture(scope="module")
 def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     docs = write_docs(tmp_path_factory.mktemp("docs"))
-    with ServerThread(ExternalQueryService(Settings().with_docs(docs))) as server:
+    with ServerThread(ExternalQueryService(IN_THREAD.with_docs(docs))) as server:
         yield server
 
 
@@ -132,7 +137,7 @@ def test_readyz_lists_each_adapter_and_is_200_when_one_is_ready(client: httpx.Cl
 
 def test_readyz_is_503_when_no_adapter_is_ready(tmp_path: Path) -> None:
     first, second = write_docs(tmp_path / "a"), write_docs(tmp_path / "b")
-    service = ExternalQueryService(Settings().with_docs(first).with_docs(second, adapter_id="b"))
+    service = ExternalQueryService(IN_THREAD.with_docs(first).with_docs(second, adapter_id="b"))
     for folder in (first, second):  # both vanish after the service started
         (folder / "verifier.md").unlink()
         folder.rmdir()
@@ -156,7 +161,7 @@ def test_readyz_asks_the_configured_ledger_and_is_503_when_it_needs_migrating(
     import psycopg
 
     migrate_ledger(postgres_url)
-    settings = Settings.from_mapping({"ledger": {"url": postgres_url}})
+    settings = Settings.from_mapping({"ledger": {"url": postgres_url}, **IN_THREAD_SECTION})
     service = ExternalQueryService(settings.with_docs(write_docs(tmp_path / "docs")))
     with ServerThread(service) as server:
         ready = httpx.get(f"{server.url}/readyz")
@@ -258,7 +263,7 @@ def test_the_http_service_doc_examples_run_as_written(
     reference = (ROOT / "docs" / "http_service.md").read_text(encoding="utf-8")
     section = reference.split("\n## HTTP service\n", 1)[1].split("\n## ", 1)[0]
     calling, embedding = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    service = ExternalQueryService(Settings().with_docs(ROOT / "docs" / "architecture"))
+    service = ExternalQueryService(IN_THREAD.with_docs(ROOT / "docs" / "architecture"))
     with ServerThread(service) as server:
         backend: dict[str, Any] = {}
         exec(calling.replace("http://127.0.0.1:8080", server.url), backend)

@@ -36,6 +36,8 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
                 "redis_slow_s": 5.0,
             },
             "server": {"api_keys_env": "EQ_WORKER_KEYS", "requests_per_minute": RATE},
+            # Pages analysed in a thread: no worker warms analysis processes it never uses.
+            "analysis": {"processes": 0},
         }
     ).with_docs(write_docs(tmp_path / "docs"))
     config = tmp_path / "serve.toml"

@@ -4,7 +4,7 @@ answer text beside the full structured model; and no fetched URL on the server's
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
@@ -60,8 +60,13 @@ def serve_three_sources(loopback: LoopbackServer) -> World:
     return world
 
 
-def listed_over_stdio(tmp_path: Path, loopback: LoopbackServer) -> dict[str, Tool]:
-    params = server_params("--config", str(settings_file(tmp_path, World(loopback))))
+@pytest.fixture(scope="module")
+def listed(
+    tmp_path_factory: pytest.TempPathFactory, module_server: LoopbackServer
+) -> dict[str, Tool]:
+    """The tools one stdio server lists (the tests only read them: one server for all)."""
+    folder = tmp_path_factory.mktemp("listed")
+    params = server_params("--config", str(settings_file(folder, World(module_server))))
 
     async def session() -> dict[str, Tool]:
         async with Client(params) as client:
@@ -70,10 +75,44 @@ def listed_over_stdio(tmp_path: Path, loopback: LoopbackServer) -> dict[str, Too
     return asyncio.run(session())
 
 
+@dataclass(frozen=True)
+class Answered:
+    """One answer over stdio: its text and structured content, the server's stderr, and the
+    paths (with hosts) the answer asked the loopback world for."""
+
+    text: str
+    model: dict[str, Any]
+    stderr: str
+    requested: list[tuple[str, str]]
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory: pytest.TempPathFactory, module_server: LoopbackServer) -> Answered:
+    """``answer`` called once over stdio, the server's stderr kept in a file (the tests only
+    read the result: one server and one answer for all)."""
+    module_server.requests.clear()
+    world = serve_three_sources(module_server)
+    folder = tmp_path_factory.mktemp("answered")
+    params = server_params("--config", str(settings_file(folder, world)))
+    stderr_path = folder / "stderr.txt"
+
+    async def session() -> tuple[str, dict[str, Any]]:
+        with stderr_path.open("w", encoding="utf-8") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                result = await client.call_tool("answer", {"question": QUESTION})
+                texts = [getattr(item, "text", "") for item in result.content]
+                assert len(texts) == 1
+                return texts[0], structured(result)
+
+    text, model = asyncio.run(session())
+    requested = [(request.host, request.path) for request in module_server.requests]
+    return Answered(text, model, stderr_path.read_text(encoding="utf-8"), requested)
+
+
 def test_every_tool_and_parameter_is_titled_described_and_annotated(
-    tmp_path: Path, loopback: LoopbackServer
+    listed: dict[str, Tool],
 ) -> None:
-    tools = listed_over_stdio(tmp_path, loopback)
+    tools = listed
     assert set(tools) == TOOLS
     for name, tool in tools.items():
         assert tool.title == f"External query: {name}"
@@ -91,10 +130,8 @@ def test_every_tool_and_parameter_is_titled_described_and_annotated(
     assert tools["operate"].annotations.destructive_hint is False
 
 
-def test_closed_values_are_enums_and_read_evidence_is_bounded(
-    tmp_path: Path, loopback: LoopbackServer
-) -> None:
-    tools = listed_over_stdio(tmp_path, loopback)
+def test_closed_values_are_enums_and_read_evidence_is_bounded(listed: dict[str, Tool]) -> None:
+    tools = listed
     for name in ("arguments", "operate"):
         assert tools[name].input_schema["properties"]["tool"]["enum"] == list(TOOL_NAMES)
     # The design's names are advertised; the older ones stay callable but are not listed.
@@ -119,9 +156,9 @@ def test_closed_values_are_enums_and_read_evidence_is_bounded(
 
 
 def test_answer_semantics_is_a_typed_object_with_the_query_kind_vocabulary(
-    tmp_path: Path, loopback: LoopbackServer
+    listed: dict[str, Tool],
 ) -> None:
-    answer = listed_over_stdio(tmp_path, loopback)["answer"]
+    answer = listed["answer"]
     assert answer.input_schema["required"] == ["question"]
     semantics = answer.input_schema["properties"]["semantics"]
     fields = semantics["properties"]
@@ -157,19 +194,9 @@ def test_answer_semantics_is_a_typed_object_with_the_query_kind_vocabulary(
 
 
 def test_an_answer_over_stdio_is_short_readable_text_and_the_full_model(
-    tmp_path: Path, loopback: LoopbackServer
+    answered: Answered,
 ) -> None:
-    world = serve_three_sources(loopback)
-    params = server_params("--config", str(settings_file(tmp_path, world)))
-
-    async def session() -> tuple[str, dict[str, Any]]:
-        async with Client(params) as client:
-            result = await client.call_tool("answer", {"question": QUESTION})
-            texts = [getattr(item, "text", "") for item in result.content]
-            assert len(texts) == 1
-            return texts[0], structured(result)
-
-    text, model = asyncio.run(session())
+    text, model = answered.text, answered.model
     assert model["status"] == "answered"
     assert len(model["sources"]) == 3
     assert len(text) < 4000
@@ -185,26 +212,14 @@ def test_an_answer_over_stdio_is_short_readable_text_and_the_full_model(
     assert '"audit"' not in text
 
 
-def test_the_server_writes_no_fetched_url_to_stderr(
-    tmp_path: Path, loopback: LoopbackServer
-) -> None:
-    world = serve_three_sources(loopback)
-    params = server_params("--config", str(settings_file(tmp_path, world)))
-    stderr_path = tmp_path / "stderr.txt"
-
-    async def session() -> None:
-        with stderr_path.open("w", encoding="utf-8") as errlog:
-            async with Client(stdio_client(params, errlog=errlog)) as client:
-                found = structured(await client.call_tool("answer", {"question": QUESTION}))
-                assert found["status"] == "answered"
-
-    asyncio.run(session())
+def test_the_server_writes_no_fetched_url_to_stderr(answered: Answered) -> None:
     # The answer did fetch the search and every page ...
-    assert loopback.requests_to("/searx/search")
+    assert answered.model["status"] == "answered"
+    assert any(path == "/searx/search" for _, path in answered.requested)
     for site in SITES:
-        assert loopback.requests_to("/throughput", host=site)
+        assert (site, "/throughput") in answered.requested
     # ... and the server's stderr names none of them (httpx logs each at INFO).
-    stderr = stderr_path.read_text(encoding="utf-8")
+    stderr = answered.stderr
     assert "http://" not in stderr
     assert "HTTP Request" not in stderr
     for site in SITES:

@@ -174,7 +174,9 @@ def test_a_quiet_stream_gets_heartbeat_comments(world: World) -> None:
 
 @pytest.fixture(scope="module")
 def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    settings = Settings().with_docs(write_docs(tmp_path_factory.mktemp("docs")))
+    # Pages analysed in a thread: the server's warm-up starts no worker process.
+    settings = Settings.from_mapping({"analysis": {"processes": 0}})
+    settings = settings.with_docs(write_docs(tmp_path_factory.mktemp("docs")))
     with ServerThread(ExternalQueryService(settings)) as server:
         yield server
 

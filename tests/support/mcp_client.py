@@ -24,11 +24,13 @@ TOOLS = {"observe", "arguments", "operate", "answer", "read_evidence"}
 
 def settings_file(folder: Path, world: World) -> Path:
     """``folder/settings.toml`` for the server: the loopback network (``world``'s sites and
-    ``docs.test``) and ``world``'s SearXNG."""
+    ``docs.test``) and ``world``'s SearXNG; pages analysed in a thread of the server's own
+    process, as ``World.settings`` does (no worker interpreters started for a question)."""
     hosts = sorted(world.sites | {"docs.test"})
     resolve = "".join(f'"{host}" = "127.0.0.1"\n' for host in hosts)
     return write(
         folder / "settings.toml",
+        "[analysis]\nprocesses = 0\n"
         '[network]\nallowed_networks = ["127.0.0.1/32"]\ntimeout_s = 5.0\ndeadline_s = 10.0\n'
         f"[network.resolve]\n{resolve}"
         f'[[adapters]]\nkind = "searxng"\nid = "searx"\nbase_url = "{world.base("/searx")}"\n',

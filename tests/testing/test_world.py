@@ -372,6 +372,20 @@ def test_world_settings_resolve_every_site_to_loopback_with_the_guard_on() -> No
     ]
 
 
+def test_world_settings_analyse_pages_in_a_thread_unless_processes_are_given() -> None:
+    with World() as world:
+        assert world.settings().analysis.processes == 0
+        chosen = world.settings(analysis={"processes": 2, "page_cpu_s": 1.0}).analysis
+        assert (chosen.processes, chosen.page_cpu_s) == (2, 1.0)
+        world.sections["analysis"] = {"page_cpu_s": 2.0}  # a world's own section, no processes
+        assert (world.settings().analysis.processes, world.settings().analysis.page_cpu_s) == (
+            0,
+            2.0,
+        )
+        world.sections["analysis"] = {"processes": 1}
+        assert world.settings().analysis.processes == 1
+
+
 @pytest.mark.usefixtures("https_worlds")
 def test_a_redacted_credential_in_a_route_matches_a_request_without_it() -> None:
     with World() as world:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
+from importlib.resources import files
 
 import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.text import _ranker as ranker_module
 from external_query_service.text._ranker import (
     FEATURES,
-    RankerModel,
+    WEIGHTS_FILE,
     RankerPassage,
+    Tree,
     features,
     load_model,
     model_from_json,
@@ -32,12 +36,104 @@ def stats_of(*texts: str) -> object:
     return term_stats(terms(text) for text in texts)
 
 
-def test_the_packaged_weights_name_every_feature_and_are_calibrated() -> None:
+def test_the_packaged_model_is_versioned_small_and_calibrated() -> None:
     model = load_model()
-    assert model.version == 2
+    assert model.version == 3
     assert len(model.weights) == len(FEATURES)
     assert 0 < model.threshold < 1
     assert model.scale > 0  # a higher fitted score is a higher probability
+    # Trees on top of the linear part, if any, few and shallow: the ranker runs on every kept
+    # passage in the service process.
+    assert len(model.trees) <= 200
+    assert all(depth(tree) <= 4 for tree in model.trees)
+
+
+def depth(tree: Tree, node: int = 0) -> int:
+    if not tree.features or node < 0:
+        return 0
+    return 1 + max(depth(tree, tree.left[node]), depth(tree, tree.right[node]))
+
+
+def test_the_packaged_file_reads_the_same_model_every_time() -> None:
+    text = (files(ranker_module.__package__) / WEIGHTS_FILE).read_text("utf-8")
+    assert model_from_json(text) == model_from_json(text) == load_model()
+    stats = stats_of(ANSWER, ASIDE, "今天天气很好。")
+    passages = [RankerPassage(ANSWER, "港口生产快报", 1, 0), RankerPassage(ASIDE, "湛江港", 0, 400)]
+    once = rank_probabilities(QUESTION, passages, stats)  # type: ignore[arg-type]
+    again = rank_probabilities(QUESTION, passages, stats, model_from_json(text))  # type: ignore[arg-type]
+    assert once == again
+
+
+def document(**changes: object) -> str:
+    """A model file: linear weights ``coverage 2`` and ``bm25 -1``, and two trees."""
+    weights = dict.fromkeys(FEATURES, 0.0) | {"coverage": 2.0, "bm25": -1.0}
+    page, agreement = FEATURES.index("page_position"), FEATURES.index("agreement")
+    trees = [
+        # page_position <= 0.5 ? -1 : (agreement <= 0.25 ? 0.5 : 2)
+        {
+            "features": [page, agreement],
+            "thresholds": [0.5, 0.25],
+            "left": [-1, -2],
+            "right": [1, -3],
+            "leaves": [-1.0, 0.5, 2.0],
+        },
+        {"features": [], "thresholds": [], "left": [], "right": [], "leaves": [0.25]},
+    ]
+    body = {
+        "version": 3,
+        "features": list(FEATURES),
+        "weights": weights,
+        "trees": trees,
+        "calibration": {"scale": 1.0, "bias": 0.0},
+        "threshold": 0.5,
+    }
+    return json.dumps(body | changes)
+
+
+def row(**values: float) -> list[float]:
+    return [values.get(name, 0.0) for name in FEATURES]
+
+
+def test_a_hand_made_tree_model_gives_the_scores_expected() -> None:
+    model = model_from_json(document())
+    # linear part + first tree + the one-leaf tree
+    assert model.score(row(coverage=0.5, page_position=1.0, agreement=0.75)) == 1 + 2 + 0.25
+    assert model.score(row(coverage=0.5, page_position=1.0, agreement=0.125)) == 1 + 0.5 + 0.25
+    assert model.score(row(bm25=0.5, page_position=0.25, agreement=1.0)) == -0.5 - 1 + 0.25
+    # A value equal to a threshold goes left, as LightGBM sends it.
+    assert model.score(row(page_position=0.5, agreement=1.0)) == -1 + 0.25
+    assert model.score(row(page_position=1.0, agreement=0.25)) == 0.5 + 0.25
+    assert model.probability(row(page_position=0.5, agreement=1.0, coverage=0.375)) == 0.5
+
+
+def test_a_linear_model_file_without_trees_still_reads() -> None:
+    linear = json.loads(document())
+    del linear["trees"]
+    model = model_from_json(json.dumps(linear))
+    assert model.trees == ()
+    assert model.score(row(coverage=0.5, bm25=0.25, page_position=1.0)) == 0.75
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {
+            "features": [len(FEATURES)],
+            "thresholds": [0.5],
+            "left": [-1],
+            "right": [-2],
+            "leaves": [0, 1],
+        },
+        {"features": [0], "thresholds": [0.5], "left": [0], "right": [-2], "leaves": [0, 1]},
+        {"features": [0], "thresholds": [0.5], "left": [-1], "right": [-3], "leaves": [0, 1]},
+        {"features": [0], "thresholds": [], "left": [-1], "right": [-2], "leaves": [0, 1]},
+        {"features": [], "thresholds": [], "left": [], "right": [], "leaves": []},
+    ],
+    ids=["feature", "cycle", "leaf", "threshold", "empty"],
+)
+def test_malformed_trees_are_refused(tree: dict[str, list[float]]) -> None:
+    with pytest.raises(ValueError, match="tree"):
+        model_from_json(document(trees=[tree]))
 
 
 def test_weights_for_other_features_are_refused() -> None:
@@ -110,8 +206,8 @@ def test_passages_below_the_threshold_do_not_reach_it() -> None:
     stats = stats_of(ANSWER, ASIDE)
     passages = [Candidate(ANSWER, QUESTION), Candidate(ASIDE, QUESTION)]
     model = load_model()
-    strict = RankerModel(model.version, model.weights, model.scale, model.bias, 0.9999)
-    lenient = RankerModel(model.version, model.weights, model.scale, model.bias, 0.0)
+    strict = dataclasses.replace(model, threshold=0.9999)
+    lenient = dataclasses.replace(model, threshold=0.0)
     assert not any(item.reaches for item in rerank(passages, stats, model=strict))  # type: ignore[arg-type]
     assert all(item.reaches for item in rerank(passages, stats, model=lenient))  # type: ignore[arg-type]
 
