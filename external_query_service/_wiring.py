@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .adapters._base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
+from .adapters._page_walk import RecordedWalks, WalkObserver
 from .gateway._gateway import ExternalQueryGateway
 from .gateway._registry import adapter_class
 from .models import CORE_QUERY_KINDS, Readiness
@@ -27,7 +28,7 @@ from .net._fetch import HttpRuntime
 from .net._sites import registrable_domain
 from .planner._structured import ExternalQueryPlanner, StructuredPlanner
 from .presenter._extractive import ExternalAnswerPresenter
-from .runtime._analysis_pool import AnalysisPool, warm_pipeline
+from .runtime._analysis_pool import AnalysisPool, warm_pipeline, warm_scoring
 from .runtime._clock import Clock
 from .runtime._events import CacheHits
 from .runtime._evidence_store import EvidenceStore
@@ -91,12 +92,18 @@ class Components:
 
     def warm_up(self) -> None:
         """The once-per-process part of warming up (CPU-bound; any thread): analysis
-        workers and browser started, the page pipeline, templates and Public Suffix List
-        loaded, and anyio's asyncio backend imported."""
+        workers and browser started, the page pipeline (only its term cutting when workers
+        do the rest), templates and Public Suffix List loaded, and anyio's asyncio backend
+        imported."""
         self.analysis.start()  # the workers warm up beside this process
         if self.browser is not None:
             self.browser.start()
-        warm_pipeline()
+        if self.analysis.processes:
+            # The workers extract: this process only cuts questions and snippets into terms
+            # (a page analysed here after all, with no worker, loads the rest then).
+            warm_scoring()
+        else:
+            warm_pipeline()
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
         # httpcore asks anyio for the running loop's backend on its first request; anyio
@@ -148,10 +155,14 @@ def build_components(
     store: EvidenceStore | None = None,
     http: HttpRuntime | None = None,
     tool_observer: ToolObserver | None = None,
+    walk_observer: WalkObserver | None = None,
+    recorded_walks: RecordedWalks | None = None,
 ) -> Components:
     """Every part ``settings`` asks for. ``planner``, ``store`` and ``http`` replace the
     parts that would be built (an explicit planner wins over a configured model's);
-    ``tool_observer`` is told of every call an adapter makes to a tool server outside HTTP."""
+    ``tool_observer`` is told of every call an adapter makes to a tool server outside HTTP,
+    ``walk_observer`` of how every page walk ended; ``recorded_walks`` replays a recorded
+    world's walks (``adapters/_page_walk.py``)."""
     caching = settings.cache
     if store is None:
         store = EvidenceStore(caching.store_max_bytes, hold_s=caching.store_hold_s)
@@ -174,6 +185,8 @@ def build_components(
         ),
         search_endpoint=http.search_endpoint,
         tool_observer=tool_observer,
+        walk_observer=walk_observer,
+        recorded_walks=recorded_walks,
     )
     adapters: list[Adapter] = [
         adapter_class(config.kind)(config, runtime) for config in settings.adapters

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ._audit import AuditLog, caller
 from ._wiring import WARM_UP_WORKERS_S, build_components
 from .adapters._base import ToolObserver
+from .adapters._page_walk import RecordedWalks, WalkObserver
 from .admission._chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
 from .gateway._gateway import ExternalQueryGateway
@@ -91,7 +92,9 @@ class ExternalQueryService(Closing):
     every time check; ``planner`` is an optional structured planner hook; ``store`` keeps
     the text of every page read; ``http`` replaces the network runtime (it must offer
     ``fetcher``, ``endpoint(base_url)`` and ``aclose()``); ``tool_observer`` is told of every
-    call an adapter makes to a tool server outside HTTP (a recording keeps them).
+    call an adapter makes to a tool server outside HTTP (a recording keeps them), and
+    ``walk_observer`` of how every page walk ended; ``recorded_walks`` makes the page walks of
+    a recorded world's replay end as the recording's did (``adapters/_page_walk.py``).
 
     One service serves many callers at once: ``[network] max_concurrent_questions`` bounds
     the questions it works on together (``questions`` counts them); the rest wait in line up
@@ -135,6 +138,8 @@ class ExternalQueryService(Closing):
         store: EvidenceStore | None = None,
         http: HttpRuntime | None = None,
         tool_observer: ToolObserver | None = None,
+        walk_observer: WalkObserver | None = None,
+        recorded_walks: RecordedWalks | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or system_clock
@@ -145,6 +150,8 @@ class ExternalQueryService(Closing):
             store=store,
             http=http,
             tool_observer=tool_observer,
+            walk_observer=walk_observer,
+            recorded_walks=recorded_walks,
         )
         self._parts = parts
         self.store = parts.store
@@ -455,7 +462,9 @@ class ExternalQueryService(Closing):
     def warm_up(self) -> None:
         """Pay now what the first question would otherwise pay for. Once per process: the
         page pipeline (trafilatura, htmldate, jusText's stoplists) run over a small built-in
-        page, rjieba's dictionary through one Chinese tokenization, the presenter's
+        page when pages are analysed in this process (``[analysis] processes = 0``; the
+        workers warm their own otherwise), rjieba's dictionary through one Chinese
+        tokenization, the presenter's
         templates compiled, the Public Suffix List parsed, anyio's asyncio backend (which
         httpcore loads on its first request) imported, and, with ``[analysis] processes``
         above 0, the analysis workers started and warm (waited for up to

@@ -25,9 +25,9 @@ base_url = "http://127.0.0.1:8888"   # the adapter's own keys, checked by its Op
 [cache]
 enabled = true                 # response cache and page-analysis memo
 default_ttl_s = 300            # freshness of replies that state none
-max_bytes = 268435456          # response cache bound (bodies, LRU)
-analysis_max_bytes = 67108864  # page-analysis memo bound (texts, LRU)
-store_max_bytes = 268435456    # evidence store bound (texts, LRU)
+max_bytes = 16777216           # response cache bound (entries as held, LRU)
+analysis_max_bytes = 8388608   # page-analysis memo bound (analyses as held, LRU)
+store_max_bytes = 33554432     # evidence store bound (texts as held, LRU)
 store_hold_s = 600             # a returned answer's passages stay readable this long
 # url = "redis://127.0.0.1:6379/0"  # share the cache between processes (Redis)
 key_prefix = "external-query:" # every Redis key starts with it
@@ -374,15 +374,22 @@ class CacheSettings(Frozen):
     (``analysis_max_bytes``) on or off; identical requests in flight at the same moment
     are shared either way. The evidence store is bounded whatever ``enabled`` says: at most
     ``store_max_bytes`` of page texts, least recently used first out, except the texts of
-    answers still being worked on and, for ``store_hold_s`` after an answer is returned,
-    the texts it cites.
+    answers still being worked on; for ``store_hold_s`` after an answer is returned, the
+    texts it cites go last (while the bound has room for them).
     """
 
     enabled: bool = True
     default_ttl_s: float = Field(default=300.0, ge=0)
-    max_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
-    analysis_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
-    store_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    #: The three bounds count what the kept objects hold in this process's memory (a page
+    #: analysis holds about 30 times its text's length, in term sets: 8 MiB keep some two
+    #: dozen, the pages of the last few questions; analysing a page again costs about 50 ms
+    #: of CPU; 16 MiB of responses keep some 400 pages of 40 KB, the last 50 questions' of 8
+    #: pages, for as long as they are fresh). With these defaults a service's memory stays flat
+    #: after its first few hundred questions; a deployment that wants more kept raises them,
+    #: or shares a Redis cache (``url``).
+    max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    analysis_max_bytes: int = Field(default=8 * 1024 * 1024, ge=0)
+    store_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     store_hold_s: float = Field(default=600.0, ge=0)
     #: A Redis server (``redis://``, ``rediss://``, ``unix://``) that keeps the response
     #: cache, page analyses, cross-process fetch claims and server sessions for every

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,22 @@ def test_warm_up_builds_the_synchronous_loops_page_client_and_workers(tmp_path: 
         assert len(service.analysis.pids()) == 1
         answer = service.answer("What does the verifier check?", {"query_kind": "documentation"})
     assert answer.status == "answered"
+
+
+def test_with_analysis_workers_warm_up_leaves_the_extraction_to_them() -> None:
+    # In a fresh interpreter: this one has long imported everything. The workers hold the
+    # extraction (about 30 MB); the service cuts questions and snippets, and warms that.
+    script = (
+        "import sys\n"
+        "from external_query_service import ExternalQueryService, Settings\n"
+        "from external_query_service.text import _tokens as tokens\n"
+        "settings = Settings.from_mapping({'analysis': {'processes': 1}})\n"
+        "with ExternalQueryService(settings) as service:\n"
+        "    service.warm_up()\n"
+        "    ready = service.analysis.ready\n"
+        "print(ready, tokens._jieba.cache_info().currsize, 'trafilatura' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.split() == ["1", "1", "False"]

@@ -36,6 +36,7 @@ from ..runtime._clock import Clock
 from ..runtime._evidence_store import EvidenceStore
 from ..runtime._memo import SharedMemo, ThreadMemo, held_bytes
 from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
+from ._page_walk import RecordedWalks, WalkObserver
 from .options import AdapterOptions
 
 if TYPE_CHECKING:
@@ -134,6 +135,11 @@ class AdapterRuntime:
 
     #: Told of every call to a tool server outside HTTP; None: nobody listens.
     tool_observer: ToolObserver | None = None
+    #: Told of how every page walk ended (a recording keeps it); None: nobody listens.
+    walk_observer: WalkObserver | None = None
+    #: The walks of a recorded world being replayed: a walk over hits the recording walked
+    #: ends as the recorded one did (``_page_walk.RecordedWalks``); None: the walk's own rules.
+    recorded_walks: RecordedWalks | None = None
     #: The trusted client of a search engine's API root (its replies are ``search`` cache
     #: hits, not ``api`` ones); None: ``endpoint``.
     search_endpoint: EndpointFactory | None = None

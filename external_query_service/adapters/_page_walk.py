@@ -23,12 +23,22 @@ busy the host is. Two rules see to that:
   took when that is longer. A busy host slows every page of a walk alike, so a page that
   came in beside the others in the recording still does in the replay; a fixed quarter
   second cut off a page one redirect further away whenever the host was loaded.
+
+Those two rules narrow what the host's speed decides; they cannot remove it (a page can
+outlast any grace on a loaded host). So a recording also keeps how each of its walks ended
+(``WalkRecord``: the hits it was given and the fate of each hit it reached), and a replay of
+that world walks by the record instead of the clock (``RecordedWalks``): it reaches the same
+hits, waits for every page the recording read whatever the clock says, and cuts off the pages
+the recording cut off, with the same reason (``_pages._replayed_walk``).
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 __all__ = [
     "ANALYSIS_MARKUP_BUDGET",
@@ -36,8 +46,12 @@ __all__ = [
     "CUT_OFF_ANALYSIS",
     "STRAGGLER_FLOOR_S",
     "STRAGGLER_GRACE_S",
+    "WALK_READ",
     "HeldPages",
     "PageWalk",
+    "RecordedWalks",
+    "WalkObserver",
+    "WalkRecord",
     "markup_units",
     "straggler_grace",
     "straggler_patience",
@@ -73,6 +87,10 @@ CUT_OFF = "cut_off"
 #: The failure of a page cut off after its body arrived: its analysis was still pending or
 #: running when the walk ended.
 CUT_OFF_ANALYSIS = "cut_off:analysis"
+
+#: The fate of a hit whose page was read (``WalkRecord.fates``); any other fate is the page's
+#: failure (``cut_off``, ``error_status:404`` ...).
+WALK_READ = "read"
 
 #: Media types whose markup the budget counts; other bodies (plain text, PDF, whose pages
 #: ``max_pdf_pages`` bounds) have none.
@@ -261,3 +279,48 @@ class PageWalk:
         """The failure of hit ``index`` when the walk ends before it did: ``cut_off:analysis``
         once its body had arrived (analysing or held), ``cut_off`` while it was loading."""
         return CUT_OFF_ANALYSIS if index in self.analysing or index in self.held else CUT_OFF
+
+
+# -- how a walk ended, recorded and replayed -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WalkRecord:
+    """How one walk ended: the adapter, the hits it was given (URLs, in order) and the fate
+    of each hit it reached (``WALK_READ`` or the page's failure). The walk reaches hits in
+    list order, so ``fates`` is for the first ``len(fates)`` hits; the others were not
+    reached."""
+
+    adapter_id: str
+    hits: tuple[str, ...]
+    fates: tuple[str, ...]
+
+
+class WalkObserver(Protocol):
+    """Told of every walk as it ends (a recording keeps them, for the replay)."""
+
+    def __call__(self, record: WalkRecord) -> None: ...
+
+
+class RecordedWalks:
+    """The walks a recording made, for a replay to make again: the fates of a walk by the same
+    adapter over the same hits (``take``). Two such walks in one recording are replayed in
+    the order they were recorded (the last one again for any more)."""
+
+    def __init__(self, records: Iterable[WalkRecord]) -> None:
+        self._fates: dict[tuple[str, tuple[str, ...]], list[tuple[str, ...]]] = {}
+        for record in records:
+            self._fates.setdefault((record.adapter_id, record.hits), []).append(record.fates)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return sum(len(fates) for fates in self._fates.values())
+
+    def take(self, adapter_id: str, hits: Sequence[str]) -> tuple[str, ...] | None:
+        """The recorded fates of ``adapter_id``'s walk over ``hits``; None when the recording
+        made no such walk (the walk then follows its own rules)."""
+        with self._lock:
+            queue = self._fates.get((adapter_id, tuple(hits)))
+            if not queue:
+                return None
+            return queue.pop(0) if len(queue) > 1 else queue[0]

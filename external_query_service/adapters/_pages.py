@@ -13,6 +13,8 @@ cut off. A page whose body has arrived is no straggler: its analysis is waited f
 the question's deadline, unless its markup is over ``ANALYSIS_MARKUP_BUDGET``; such a heavy
 page (a huge table, tens of thousands of attributes) is analysed only when no other page
 was read, and is otherwise cut off (``cut_off:analysis``) without reaching a worker.
+The replay of a recorded world walks by the record instead (``_replayed_walk``): the same
+hits, each read or cut off as the recording's walk did, whatever the clock.
 A read page is decoded, extracted, chunked and scored; its
 best snippets become ``page_body`` evidence. A PDF is read page by page, and each snippet's
 URL names its page (``…#page=3``, ``page_locator``). With ``[browser] mode`` on, an HTML
@@ -88,10 +90,14 @@ from ..text._rerank import Candidate, rerank
 from ..text._score import TermStats, best_snippets
 from ._base import AdapterRuntime, evidence_id
 from ._page_walk import (
+    CUT_OFF,
+    CUT_OFF_ANALYSIS,
     STRAGGLER_FLOOR_S,
     STRAGGLER_GRACE_S,
+    WALK_READ,
     HeldPages,
     PageWalk,
+    WalkRecord,
     markup_units,
     straggler_patience,
 )
@@ -336,6 +342,73 @@ def _best_first(
 
 
 async def _walk(
+    candidates: Sequence[SearchHit],
+    plan: ExternalQueryPlan,
+    source: _Source,
+    runtime: AdapterRuntime,
+) -> list[tuple[SearchHit, _Read]]:
+    """Every hit the walk reached, in list order, with what it gave: by the walk's rules
+    (``_timed_walk``), or as a recorded world's walk over the same hits ended
+    (``_replayed_walk``). The ``walk_observer`` is told how it ended."""
+    urls = [hit.url for hit in candidates]
+    recorded = runtime.recorded_walks
+    fates = None if recorded is None else recorded.take(source.adapter_id, urls)
+    if fates is None:
+        reads = await _timed_walk(candidates, plan, source, runtime)
+    else:
+        reads = await _replayed_walk(candidates, fates, plan, source, runtime)
+    if runtime.walk_observer is not None:
+        ended = tuple(read.failure or WALK_READ for _hit, read in reads)
+        runtime.walk_observer(WalkRecord(source.adapter_id, tuple(urls), ended))
+    return reads
+
+
+async def _replayed_walk(
+    candidates: Sequence[SearchHit],
+    fates: Sequence[str],
+    plan: ExternalQueryPlan,
+    source: _Source,
+    runtime: AdapterRuntime,
+) -> list[tuple[SearchHit, _Read]]:
+    """The walk of a recorded world, by its record instead of the clock: the hits the
+    recording reached (the first ``len(fates)``), no others; a page it cut off while loading
+    is cut off unfetched, one it cut off in analysis is fetched and not analysed, and every
+    other page is fetched and analysed and waited for (within the question's deadline, by no
+    grace), at most ``max_pages`` fetches at once."""
+    deadline = gather_deadline.get()
+    fetch_by = None if deadline is None else deadline - DEADLINE_MARGIN_S
+    places = asyncio.Semaphore(runtime.network.max_pages)
+
+    async def replay(hit: SearchHit, fate: str) -> _Read:
+        if not source_allowed(_host(hit.url), runtime.sources):
+            found = _snippet_evidence(hit, plan, source, runtime, min_score=0)
+            return _Read(tuple(found), "source_policy")
+        if fate == CUT_OFF:
+            return _Read(failure=CUT_OFF)
+        async with places:
+            outcome = await _fetch(hit, runtime, fetch_by)
+        if isinstance(outcome, _Read):
+            return outcome
+        if fate == CUT_OFF_ANALYSIS:
+            return _Read(failure=CUT_OFF_ANALYSIS, received=outcome.received)
+        return await _analyse(hit, outcome, plan, source, runtime, fetch_by)
+
+    reached = list(zip(candidates, fates, strict=False))
+    tasks = [asyncio.create_task(replay(hit, fate)) for hit, fate in reached]
+    try:
+        # Not cancelled on a failure of one (a bug, a recording over its cap): the fetches in
+        # flight end within their own deadlines (see ``_timed_walk``).
+        if tasks:
+            await asyncio.wait(tasks)
+    finally:
+        # Only when the walk is itself cancelled is anything still running here.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return [(hit, task.result()) for (hit, _fate), task in zip(reached, tasks, strict=True)]
+
+
+async def _timed_walk(
     candidates: Sequence[SearchHit],
     plan: ExternalQueryPlan,
     source: _Source,

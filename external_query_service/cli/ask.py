@@ -7,7 +7,7 @@ import contextlib
 import sys
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._audit import AuditEvent, listening
 from .._jsonio import load_json_file, read_regular_file
@@ -19,6 +19,9 @@ from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import Settings
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
+
+if TYPE_CHECKING:
+    from ..adapters._page_walk import RecordedWalks
 
 __all__ = ["no_data_source", "register"]
 
@@ -236,7 +239,9 @@ def _replay(args: argparse.Namespace, question: str) -> int:
         now = parse_now(args.now) if args.now else world.now
         # The recorded question replays with its recorded semantics unless flags say otherwise.
         recorded = world.spec.recorded_semantics(question) if world.spec else None
-        return _answer(args, question, _settings(args, world.settings()), now, default=recorded)
+        settings = _settings(args, world.settings())
+        walks = world.recorded_walks()
+        return _answer(args, question, settings, now, default=recorded, recorded_walks=walks)
 
 
 def no_data_source() -> InputError:
@@ -272,13 +277,15 @@ def _answer(
     now: datetime | None,
     *,
     default: dict[str, Any] | None = None,
+    recorded_walks: RecordedWalks | None = None,
 ) -> int:
     today = (now or datetime.now().astimezone()).date()
     semantics = coerce_semantics(_semantics(args, today) or default or None)
     if not any(adapter.enabled for adapter in settings.adapters):
         raise no_data_source()
     clock = fixed_clock(now) if now else None
-    with ExternalQueryService(settings, clock=clock) as service, _progress(args.progress):
+    service = ExternalQueryService(settings, clock=clock, recorded_walks=recorded_walks)
+    with service, _progress(args.progress):
         answer = service.answer(question, semantics)
     if args.format == "json":
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from ..errors import (
@@ -15,13 +16,17 @@ from ..errors import (
     UpstreamStatus,
 )
 
-__all__ = ["BREAKER_COOLDOWN_S", "BREAKER_THRESHOLD", "CircuitBreaker"]
+__all__ = ["BREAKER_COOLDOWN_S", "BREAKER_HOSTS", "BREAKER_THRESHOLD", "CircuitBreaker"]
 
 #: Consecutive failures (refused, timed out, 5xx or 429) after which a host is left alone,
 #: and for how long before one probe may try it again: a host that keeps failing must not
 #: cost every question its full timeout, nor be hammered while it is down.
 BREAKER_THRESHOLD = 5
 BREAKER_COOLDOWN_S = 30.0
+#: Hosts with failures a breaker remembers, the most recently failed: search results name
+#: ever new hosts, and one that failed and was never asked again must not be kept for the
+#: service's life. A host forgotten starts afresh (closed), as a host never seen does.
+BREAKER_HOSTS = 10_000
 
 
 _HOST_FAILURES = frozenset(
@@ -56,6 +61,7 @@ class CircuitBreaker:
         self,
         *,
         threshold: int = BREAKER_THRESHOLD,
+        max_hosts: int = BREAKER_HOSTS,
         cooldown_s: float = BREAKER_COOLDOWN_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -63,7 +69,8 @@ class CircuitBreaker:
         self._cooldown = cooldown_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._failures: dict[str, int] = {}
+        self._max_hosts = max_hosts
+        self._failures: OrderedDict[str, int] = OrderedDict()  # least recently failed first
         self._opened: dict[str, float] = {}
         self._probing: set[str] = set()
 
@@ -104,5 +111,14 @@ class CircuitBreaker:
                 self._opened.pop(host, None)
                 return
             count = self._failures[host] = self._failures.get(host, 0) + 1
+            self._failures.move_to_end(host)
             if count >= self._threshold:
                 self._opened[host] = self._clock()
+            while len(self._failures) > self._max_hosts:
+                forgotten, _ = self._failures.popitem(last=False)
+                self._opened.pop(forgotten, None)
+
+    def remembered(self) -> int:
+        """How many hosts with failures the breaker remembers (at most ``max_hosts``)."""
+        with self._lock:
+            return len(self._failures)

@@ -54,10 +54,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ExtractionFailed
-from ..settings import AnalysisSettings
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+
+    # A worker imports this module: the settings (and pydantic, about 18 MB of a worker's
+    # memory) are the parent's business only.
+    from ..settings import AnalysisSettings
 
 __all__ = [
     "CPU_DEADLINE",
@@ -65,6 +68,7 @@ __all__ = [
     "AnalysisPool",
     "usable_cores",
     "warm_pipeline",
+    "warm_scoring",
 ]
 
 T = TypeVar("T")
@@ -129,6 +133,16 @@ def warm_pipeline() -> None:
             content_type="text/html",
             query="湛江明天天气怎么样",
         )
+
+
+def warm_scoring() -> None:
+    """Pay the one-off costs of the text work a process with analysis workers still does
+    itself (cutting questions and snippets into terms: rjieba's dictionary, OpenCC's
+    tables), and not the extraction's (trafilatura, htmldate, jusText: about 30 MB, which
+    the workers hold)."""
+    from ..text._score import text_terms
+
+    text_terms("湛江明天多云，气温二十三到二十八摄氏度，東南風三級。")
 
 
 def _page_url(kwargs: Mapping[str, Any]) -> str:

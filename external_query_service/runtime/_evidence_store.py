@@ -7,11 +7,13 @@ passages (the chain's own chunks) with ids a caller can name again.
 
 The store is bounded by bytes (``max_bytes``; ``[cache] store_max_bytes`` for a service):
 past the bound the least recently used captures are evicted. Never evicted: a capture
-pinned by a question still being answered (``question()``), and for ``hold_s`` seconds
-after that question's answer is returned (``[cache] store_hold_s``), so a caller can read
-every passage an answer cites back during that window. Later, a cited capture stays
-readable until the bound needs its room; reading an evicted one raises ``EvidenceEvicted``
-(a ``KeyError``) saying so.
+pinned by a question still being answered (``question()``). Evicted last: a capture for
+``hold_s`` seconds after that question's answer is returned (``[cache] store_hold_s``), so
+a caller can read every passage an answer cites back during that window, as long as the
+bound has room for every capture so held (the bound wins: a busy service answering many
+questions a second would otherwise hold every page of the last ``hold_s`` seconds, far past
+its bound). Later, a cited capture stays readable until the bound needs its room; reading
+an evicted one raises ``EvidenceEvicted`` (a ``KeyError``) saying so.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 #: The default bound of a store, in bytes of text held (the settings' default too).
-DEFAULT_STORE_BYTES = 256 * 1024 * 1024
+DEFAULT_STORE_BYTES = 32 * 1024 * 1024
 #: How long a returned answer's captures are kept at least, by default (seconds).
 DEFAULT_HOLD_S = 600.0
 #: Bytes counted per capture besides its text (the capture record, its passages' index).
@@ -173,7 +175,14 @@ class EvidenceStore:
                 if not self._texts.put(ref, text):  # larger than the whole bound
                     self._captures.pop(ref, None)
                     self._remember_eviction(ref)
+                self._bound()
         return ref
+
+    def _bound(self) -> None:
+        """Past the bound with only held and pinned captures left: the held ones go too,
+        least recently used first (pinned ones never)."""
+        if self._texts.total > self._texts.max_size:
+            self._texts.trim(keep=self._pins.__contains__)
 
     @contextlib.contextmanager
     def question(self) -> Iterator[None]:
@@ -202,6 +211,7 @@ class EvidenceStore:
             for ref in [ref for ref, end in self._held.items() if end <= now]:
                 del self._held[ref]
             self._texts.trim()
+            self._bound()
 
     def _kept(self, ref: str) -> bool:
         return ref in self._pins or self._held.get(ref, 0.0) > self._clock()
@@ -222,7 +232,7 @@ class EvidenceStore:
             return EvidenceEvicted(
                 f"evidence reference {ref} was evicted: the store keeps at most "
                 f"{self.max_bytes} bytes, and a returned answer's captures at least "
-                f"{self._hold_s:g} s"
+                f"{self._hold_s:g} s while they fit in that bound"
             )
         return KeyError(f"unknown evidence reference: {ref}")
 

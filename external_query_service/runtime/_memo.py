@@ -128,15 +128,17 @@ class SizedLRU(Generic[K, V]):
             self._drop(key)
             return None if item is None else item[0]
 
-    def trim(self) -> None:
-        """Evict least recently used entries (skipping kept ones) until under the bound."""
+    def trim(self, keep: Callable[[K], bool] | None = None) -> None:
+        """Evict least recently used entries (skipping kept ones: ``keep``, by default the
+        map's own) until under the bound."""
+        keep = self._keep if keep is None else keep
         with self._lock:
             if self._total <= self.max_size:
                 return
             for key in list(self._items):
                 if self._total <= self.max_size:
                     break
-                if self._keep is not None and self._keep(key):
+                if keep is not None and keep(key):
                     continue
                 value = self._items[key][0]
                 self._drop(key)

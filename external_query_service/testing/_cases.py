@@ -305,7 +305,10 @@ def run_case(case: Case) -> CaseResult:
         with open_world(case.world) as world:
             now = case.now or world.now
             clock = fixed_clock(now) if now is not None else world.clock
-            with ExternalQueryService(world.settings(), clock=clock) as service:
+            walks = world.recorded_walks()
+            with ExternalQueryService(
+                world.settings(), clock=clock, recorded_walks=walks
+            ) as service:
                 answer = service.answer(case.question, case.semantics)
     except ExternalQueryError as exc:
         return CaseResult(case, None, error=f"{type(exc).__name__}: {exc}")

@@ -12,7 +12,10 @@ reach disk; see ``secrets.py`` for the rest. Which adapters are recorded, and wh
 searches, is asked of each adapter's options, so a third-party adapter takes part like a
 built-in one. A POST is filed with the JSON body fields it sent (``match``, secret-named
 fields left out), and every call an adapter made to an MCP server over stdio as
-``[[tools]]`` (its arguments and the result, or the fault that replays its failure).
+``[[tools]]`` (its arguments and the result, or the fault that replays its failure). How
+every page walk ended — which hits it reached, which pages it read and which it cut off, and
+why — is kept as ``[[walks]]``, so the replay's walks end the same way whatever the host's
+speed (``adapters/_page_walk.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import httpx
 
 from .._digests import sha256_digest
 from ..adapters._base import ToolCall
+from ..adapters._page_walk import WalkRecord
 from ..adapters.options import AdapterOptions, Endpoints
 from ..errors import (
     BlockedDestination,
@@ -60,6 +64,7 @@ from .world_files import (
     RecordedRun,
     SearchEntry,
     ToolEntry,
+    WalkEntry,
     WorldInfo,
     WorldManifest,
     check_free_folder,
@@ -133,6 +138,8 @@ class Recording:
     exchanges: list[Exchange] = field(default_factory=list)
     #: Calls to tool servers outside HTTP, in order (the first for given arguments kept).
     tools: list[ToolCall] = field(default_factory=list)
+    #: How every page walk ended, in the order they ended.
+    walks: list[WalkRecord] = field(default_factory=list)
     #: Set when an exchange would pass ``max_bytes``. The chain may swallow the error
     #: (an adapter that crashes is just a failed attempt), so ``record_world`` checks this.
     overflow: bool = False
@@ -175,6 +182,11 @@ class Recording:
                 raise InputError(f"the recording grew beyond {self.max_bytes} bytes")
             self._bytes += len(data)
             self.tools.append(call)
+
+    def walk(self, record: WalkRecord) -> None:
+        """Note how a page walk ended (a ``WalkObserver``)."""
+        with self._lock:
+            self.walks.append(record)
 
     @property
     def answered(self) -> bool:
@@ -443,6 +455,15 @@ def _build_world(
         else:
             api.append(ApiEntry(url=url, match=item.match, **common, **extra))
     tools = _tool_entries(recording.tools, files, scrubbed, secrets)
+    walks = [
+        WalkEntry(
+            adapter=walk.adapter_id,
+            # As the recorded search bodies are scrubbed, so the replay sees the same URLs.
+            hits=tuple(scrub(url.encode("utf-8"), secrets).decode("utf-8") for url in walk.hits),
+            fates=walk.fates,
+        )
+        for walk in recording.walks
+    ]
     network = settings.network.model_dump(mode="json", exclude_defaults=True)
     for key in _LOCAL_NETWORK_KEYS:
         network.pop(key, None)
@@ -457,6 +478,7 @@ def _build_world(
         pages=tuple(pages),
         api=tuple(api),
         tools=tuple(tools),
+        walks=tuple(walks),
     )
     return _WorldParts(manifest, files, tuple(scrubbed))
 
@@ -532,7 +554,7 @@ def record_world(
     recording = runtime.recording
     clock = fixed_clock(moment)
     with ExternalQueryService(
-        live, clock=clock, http=runtime, tool_observer=recording.tool
+        live, clock=clock, http=runtime, tool_observer=recording.tool, walk_observer=recording.walk
     ) as service:
         answer = service.answer(question, semantics)
     if runtime.recording.overflow:

@@ -43,6 +43,7 @@ import httpx
 from pydantic import ValidationError
 
 from .._digests import sha256_digest
+from ..adapters._page_walk import RecordedWalks
 from ..adapters.options import Endpoints
 from ..errors import InputError, SettingsError
 from ..gateway._registry import adapter_options
@@ -637,8 +638,18 @@ class World(Closing):
         )
 
     def service(self, *adapters: Mapping[str, Any], **sections: Any) -> ExternalQueryService:
-        """An ``ExternalQueryService`` on ``settings(...)`` with the world's clock."""
-        return ExternalQueryService(self.settings(*adapters, **sections), clock=self.clock)
+        """An ``ExternalQueryService`` on ``settings(...)`` with the world's clock, whose page
+        walks end as the recording's did (``recorded_walks``)."""
+        return ExternalQueryService(
+            self.settings(*adapters, **sections),
+            clock=self.clock,
+            recorded_walks=self.recorded_walks(),
+        )
+
+    def recorded_walks(self) -> RecordedWalks | None:
+        """The page walks of the recording this world was loaded from, fresh for one service
+        (``ExternalQueryService(recorded_walks=...)``); None for a world without them."""
+        return self.spec.recorded_walks() if self.spec is not None else None
 
     # -- what was asked -----------------------------------------------------------------------
     @property

@@ -37,11 +37,18 @@ adapter = "docs"
 tool = "search_docs"
 arguments = { query = "widget cache" }
 file = "tools/0003.json"               # the CallToolResult as JSON
+
+[[walks]]                              # how a recorded page walk ended (recorded worlds)
+adapter = "searx"
+hits = ["https://a.example.cn/1", "https://b.example.cn/2", "https://c.example.cn/3"]
+fates = ["read", "cut_off"]            # one per hit reached, in order; the rest not reached
 ```
 
 Every entry may also carry ``status``, ``latency_ms``, ``fault`` (see ``faults.py``),
 ``redirect_to`` (pages and api: answer 302 there) and ``note``. File names are relative
-to the directory and may not leave it.
+to the directory and may not leave it. ``[[walks]]`` came with the recording's walks; a
+world without them (hand-written, or recorded before they were kept) replays by the walk's
+own rules.
 """
 
 from __future__ import annotations
@@ -54,10 +61,11 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, ValidationError, field_validator
+from pydantic import Field, JsonValue, ValidationError, ValidationInfo, field_validator
 
 from .._digests import sha256_digest
 from .._frozen import Frozen
+from ..adapters._page_walk import RecordedWalks, WalkRecord
 from ..errors import InputError, SettingsError
 from ..gateway._registry import adapter_options
 from ..settings import Settings, format_validation_error
@@ -71,6 +79,7 @@ __all__ = [
     "RecordedRun",
     "SearchEntry",
     "ToolEntry",
+    "WalkEntry",
     "WorldInfo",
     "WorldManifest",
     "WorldSpec",
@@ -173,6 +182,29 @@ class ToolEntry(_Body):
     fault: ToolFault | None = None
 
 
+class WalkEntry(Frozen):
+    """How one page walk of the recording ended: ``adapter``'s walk over ``hits`` (the
+    URLs, in order) reached the first ``len(fates)`` of them, and each came to its fate
+    (``read``, or the page's failure: ``cut_off``, ``cut_off:analysis``, ``error_status:404``
+    ...). A replay's walk over the same hits ends the same way (``_page_walk.RecordedWalks``)."""
+
+    adapter: str
+    hits: tuple[str, ...]
+    fates: tuple[str, ...] = ()
+
+    @field_validator("fates")
+    @classmethod
+    def _reached(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        hits = info.data.get("hits")
+        if hits is not None and len(value) > len(hits):
+            raise ValueError("a walk has at most one fate per hit")
+        return value
+
+    def record(self) -> WalkRecord:
+        """The entry as the walk's ``WalkRecord``."""
+        return WalkRecord(self.adapter, self.hits, self.fates)
+
+
 class WorldManifest(Frozen):
     """``world.toml`` as a typed model."""
 
@@ -186,6 +218,7 @@ class WorldManifest(Frozen):
     pages: tuple[PageEntry, ...] = ()
     api: tuple[ApiEntry, ...] = ()
     tools: tuple[ToolEntry, ...] = ()
+    walks: tuple[WalkEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +256,12 @@ class WorldSpec:
         if not isinstance(data, dict):
             raise InputError(f"{path}: the root must be a JSON object")
         return data
+
+    def recorded_walks(self) -> RecordedWalks | None:
+        """The recording's page walks, for a replay to end alike (fresh each call: a replay
+        takes them as it walks); None for a world that kept none."""
+        walks = self.manifest.walks
+        return RecordedWalks(entry.record() for entry in walks) if walks else None
 
     def body(self, entry: SearchEntry | PageEntry | ApiEntry | ToolEntry) -> bytes | None:
         """The entry's body: its file, its inline text, or None."""

@@ -45,6 +45,7 @@ first (and, in ``rerank``, the earlier page: the search engine's order).
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
@@ -68,12 +69,13 @@ __all__ = [
     "QUERY_WEIGHT",
     "TARGET_HIT_RATIO",
     "TARGET_WEIGHT",
-    "TERMS_KEPT",
+    "TERMS_KEPT_BYTES",
     "ScoredChunk",
     "TermStats",
     "TextTerms",
     "best_snippets",
     "coverage_points",
+    "kept_terms_bytes",
     "remember_terms",
     "score_chunks",
     "score_with_stats",
@@ -97,10 +99,13 @@ ANSWER_WEIGHT: Final = 3
 MIN_COPIED_TERMS: Final = 3
 
 
-#: Chunk texts whose cut (``TextTerms``) this process keeps, most recently used: the second
-#: pass (``rerank``) and every copy of a question asked at once score the very snippets the
-#: page analysis cut already.
-TERMS_KEPT: Final = 2048
+#: Bytes of chunk cuts (``TextTerms``, with their texts, as Python holds them) this process
+#: keeps, most recently used: the second pass (``rerank``) and every copy of a question asked
+#: at once score the very snippets the page analysis cut already. A cut of a 360-character
+#: Chinese chunk holds about 16 KB, so this is some 250 cuts: the snippets (two a page) of
+#: 15 questions of 8 pages at once; a cut made again costs well under a millisecond. Bounded
+#: in bytes, not in cuts: 2,048 cuts held 32 MB in the service and in every analysis worker.
+TERMS_KEPT_BYTES: Final = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,22 @@ class TextTerms:
 
 # The kept cuts, least recently used first. A plain ordered map under a lock: this module is
 # pure text work, so it keeps its own few lines of LRU instead of the runtime's memo.
-_TERMS: OrderedDict[str, TextTerms] = OrderedDict()
+_TERMS: OrderedDict[str, tuple[TextTerms, int]] = OrderedDict()  # text -> (cut, its bytes)
 _TERMS_LOCK = threading.Lock()
+_terms_bytes = 0  # the bytes of the kept cuts, added up
+
+
+def _cut_bytes(text: str, cut: TextTerms) -> int:
+    """What keeping ``cut`` of ``text`` holds: the text, the cut's map, set and folded text,
+    each term once (the counts are small ints, which Python shares), and the map's entry."""
+    size = sys.getsizeof
+    held = size(text) + size(cut) + size(cut.counts) + size(cut.present) + size(cut.folded)
+    return held + sum(map(size, cut.present)) + 100
+
+
+def kept_terms_bytes() -> int:
+    """The bytes the kept cuts hold now (at most ``TERMS_KEPT_BYTES``)."""
+    return _terms_bytes
 
 
 def text_terms(text: str) -> TextTerms:
@@ -127,19 +146,26 @@ def text_terms(text: str) -> TextTerms:
         found = _TERMS.get(text)
         if found is not None:
             _TERMS.move_to_end(text)
-            return found
+            return found[0]
     return remember_terms(text, Counter(terms(text)), fold(text))
 
 
 def remember_terms(text: str, counts: Mapping[str, int], folded: str) -> TextTerms:
     """Keep the cut of ``text`` made elsewhere (an analysis worker's, say) so that this process
-    does not cut it again; the ``TextTerms`` kept."""
+    does not cut it again (least recently used out past ``TERMS_KEPT_BYTES``; a cut larger
+    than that is not kept); the ``TextTerms`` kept."""
+    global _terms_bytes
     cut = TextTerms(counts, frozenset(counts), folded)
+    held = _cut_bytes(text, cut)
     with _TERMS_LOCK:
-        _TERMS[text] = cut
-        _TERMS.move_to_end(text)
-        while len(_TERMS) > TERMS_KEPT:
-            _TERMS.popitem(last=False)
+        earlier = _TERMS.pop(text, None)
+        if earlier is not None:
+            _terms_bytes -= earlier[1]
+        if held <= TERMS_KEPT_BYTES:
+            _TERMS[text] = (cut, held)
+            _terms_bytes += held
+        while _terms_bytes > TERMS_KEPT_BYTES:
+            _terms_bytes -= _TERMS.popitem(last=False)[1][1]
     return cut
 
 

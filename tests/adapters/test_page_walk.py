@@ -13,6 +13,8 @@ from external_query_service.adapters._page_walk import (
     STRAGGLER_GRACE_S,
     HeldPages,
     PageWalk,
+    RecordedWalks,
+    WalkRecord,
     markup_units,
     straggler_grace,
 )
@@ -249,3 +251,23 @@ def test_the_budget_sits_between_long_prose_and_markup_bombs() -> None:
     assert markup_units(prose.encode(), "text/html") < ANALYSIS_MARKUP_BUDGET
     assert markup_units(table.encode(), "text/html") > ANALYSIS_MARKUP_BUDGET
     assert markup_units(attributes.encode(), "text/html") > ANALYSIS_MARKUP_BUDGET
+
+
+def test_recorded_walks_give_each_walk_its_own_fates_and_the_last_for_any_more() -> None:
+    hits = ("https://a.example/1", "https://b.example/2")
+    recorded = RecordedWalks(
+        [
+            WalkRecord("searx", hits, ("read", CUT_OFF)),
+            WalkRecord("searx", hits, ("read", "read")),
+            WalkRecord("brave", hits, (CUT_OFF_ANALYSIS,)),
+        ]
+    )
+    assert len(recorded) == 3
+    assert recorded.take("searx", list(hits)) == ("read", CUT_OFF)
+    assert recorded.take("searx", list(hits)) == ("read", "read")
+    assert recorded.take("searx", list(hits)) == ("read", "read")  # the last, again
+    assert recorded.take("brave", hits) == (CUT_OFF_ANALYSIS,)
+    # Another adapter, other hits or another order: no recorded walk, the rules decide.
+    assert recorded.take("tavily", hits) is None
+    assert recorded.take("searx", hits[::-1]) is None
+    assert recorded.take("searx", hits[:1]) is None

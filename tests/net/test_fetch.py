@@ -34,7 +34,7 @@ from external_query_service.errors import (
 )
 from external_query_service.net import _fetch as fetch_module
 from external_query_service.net._body import DECODE_CHUNK
-from external_query_service.net._breaker import CircuitBreaker
+from external_query_service.net._breaker import BREAKER_HOSTS, CircuitBreaker
 from external_query_service.net._fetch import (
     ApiResponse,
     FetchedPage,
@@ -787,6 +787,20 @@ def test_a_host_that_keeps_failing_is_left_alone_until_a_probe_after_the_cooldow
     ]
     assert len(loopback.requests_to("/flaky")) == 8  # 5 failures, 2 probes, 1 after closing
     assert not breaker.is_open("site-a.test")
+
+
+def test_the_breaker_remembers_at_most_its_bound_of_failed_hosts() -> None:
+    # Hostile search results name ever new hosts that fail once and are never asked again.
+    breaker = CircuitBreaker(threshold=2, clock=FakeClock())
+    for n in range(BREAKER_HOSTS + 5_000):
+        with pytest.raises(FetchError), breaker.guard(f"gone-{n}.test", f"http://gone-{n}.test/"):
+            raise FetchError(f"http://gone-{n}.test/", "refused", reason="connect_failed")
+    assert breaker.remembered() == BREAKER_HOSTS
+    for _ in range(2):  # a forgotten host counts afresh, and opens again
+        with pytest.raises(FetchError), breaker.guard("gone-1.test", "http://gone-1.test/"):
+            raise FetchError("http://gone-1.test/", "refused", reason="connect_failed")
+    assert breaker.is_open("gone-1.test")
+    assert breaker.remembered() == BREAKER_HOSTS
 
 
 def test_answers_and_policy_refusals_do_not_open_the_circuit(loopback: LoopbackServer) -> None:

@@ -27,6 +27,7 @@ from external_query_service.runtime._analysis_pool import AnalysisPool, usable_c
 from external_query_service.settings import AnalysisSettings, Settings
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.text._analyse import PageAnalysis, analyse_page
+from tests.support.worker_probe import loaded_modules
 
 T = TypeVar("T")
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
@@ -232,6 +233,20 @@ def test_a_worker_is_replaced_after_its_max_pages() -> None:
         assert pids[0] not in analysis.pids()  # the replaced worker is gone
     finally:
         analysis.close()
+
+
+def test_a_worker_loads_the_text_pipeline_and_not_the_settings_or_pydantic() -> None:
+    # Every worker holds what it imports: the settings and pydantic (about 18 MB) are the
+    # parent's, a worker never validates anything.
+    analysis = pool(1)
+    try:
+        assert analysis.wait_ready(READY_S)
+        modules = set(run(lambda: analysis.run(loaded_modules)))
+    finally:
+        analysis.close()
+    assert {"external_query_service.text._analyse", "trafilatura", "lxml"} <= modules
+    assert "pydantic" not in modules
+    assert "external_query_service.settings" not in modules
 
 
 def test_workers_run_at_the_configured_niceness() -> None:

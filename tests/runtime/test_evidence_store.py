@@ -180,6 +180,27 @@ def test_a_question_in_progress_keeps_its_texts_while_others_flood_the_store() -
     assert store.size <= 20_000
 
 
+def test_the_bound_wins_over_the_hold_but_never_over_a_question_in_progress() -> None:
+    # Many answers returned within the hold: their texts are held, yet the store stays
+    # within its bound (the least recently used held ones go first).
+    ticks = Ticks()
+    store = EvidenceStore(20_000, hold_s=600, clock=ticks)
+    refs = []
+    for n in range(40):
+        with store.question():
+            refs.append(store.put(page_text(n), source=f"answer {n}"))
+        assert store.size <= 20_000
+    assert store.read(refs[-1]).startswith("第39页")
+    with pytest.raises(EvidenceEvicted, match="while they fit in that bound"):
+        store.read(refs[0])
+    # A question still being answered keeps every text it stored, past the bound.
+    with store.question():
+        mine = [store.put(page_text(n), source=f"mine {n}") for n in range(100, 110)]
+        assert store.size > 20_000
+        assert all(store.read(ref) for ref in mine)
+    assert store.size <= 20_000
+
+
 def test_a_text_shared_by_two_questions_is_kept_until_both_are_done() -> None:
     ticks = Ticks()
     store = EvidenceStore(8_000, hold_s=0, clock=ticks)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -17,7 +18,6 @@ import httpx
 import pytest
 
 from external_query_service import InputError, register_adapter
-from external_query_service.adapters import _page_walk as page_walk
 from external_query_service.adapters.options import Endpoints
 from external_query_service.cli import main
 from external_query_service.errors import (
@@ -41,6 +41,7 @@ from external_query_service.testing import (
     searx_body,
 )
 from external_query_service.testing._recorder import NothingAnswered, Recording
+from external_query_service.testing.world_files import dump_toml
 from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW, ZHANJIANG, closed_port, forecast_reply
 
@@ -82,16 +83,6 @@ class RecordedQuotes(QuoteAdapter):
 @pytest.fixture(scope="module", autouse=True)
 def quotes_registered() -> None:
     register_adapter(RecordedQuotes.kind, RecordedQuotes, replace=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def patient_walk() -> Iterator[None]:
-    """Replays here are compared exactly, so no page may be cut off for loading slowly: on a
-    busy host a page the recording read can outlast the walk's loading grace in the replay.
-    That timing rule is the walk tests' subject; this module's is what a replay reproduces."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(page_walk, "STRAGGLER_GRACE_S", 30.0)
-        yield
 
 
 @contextlib.contextmanager
@@ -454,3 +445,84 @@ def test_a_failed_page_is_recorded_as_the_fault_that_fails_the_same_way_on_repla
     assert recorded_fault(FetchError(url, reason="protocol_error")) == "reset"
     assert recorded_fault(TooManyRedirects(url)) == "redirect_loop"
     assert recorded_fault(responded(ContentTooLarge(url))) == "oversized"
+
+
+PORT_A = "http://port-a.example.cn/news"
+PORT_SLOW = "http://port-slow.example.cn/news"
+PORT_C = "http://port-c.example.cn/news"
+
+
+def page_failures(answer: ExternalAnswer) -> list[str]:
+    return [
+        item
+        for event in answer.audit.named("attempt")
+        for item in event.detail.get("page_failures", [])
+    ]
+
+
+def slow_replay(directory: Path, url: str, latency_ms: int) -> None:
+    """Make the world at ``directory`` answer ``url`` ``latency_ms`` late, as a loaded host
+    would: a replay must not depend on how fast the pages come."""
+    manifest = directory / "world.toml"
+    data = tomllib.loads(manifest.read_text("utf-8"))
+    (entry,) = [page for page in data["pages"] if page["url"] == url]
+    entry["latency_ms"] = latency_ms
+    manifest.write_text(dump_toml(data), encoding="utf-8")
+
+
+def test_a_replay_reads_and_cuts_off_the_pages_the_recording_did_whatever_the_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "world"
+    with World() as live:
+        for url, title in ((PORT_A, "湛江港吞吐量再创新高"), (PORT_C, "湛江港集装箱航线加密")):
+            body = article(
+                title,
+                [f"{title}：湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。"],
+                published="2026-11-20",
+            )
+            live.route(url, Reply(body=body))
+        live.fault(PORT_SLOW, "hang")  # still loading when the walk's grace runs out
+        hits = [
+            hit(PORT_A, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+            hit(PORT_SLOW, "湛江港吞吐量快讯", "湛江港货物吞吐量快讯", "2026-11-20"),
+            hit(PORT_C, "湛江港航线", "湛江港集装箱航线", "2026-11-20"),
+        ]
+        live.route(
+            f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
+            json_reply(searx_body(QUESTION, hits)),
+        )
+        # Time enough for a cold analysis pool on a busy host: the grace, not a timeout,
+        # cuts off the page that hangs.
+        network = {"timeout_s": 30.0, "deadline_s": 60.0}
+        searx = {"kind": "searxng", "id": "searx", "base_url": SEARX}
+        settings = live.settings(searx, network=network)
+        recorded = record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
+    assert recorded.answer.status == "answered"
+    assert page_failures(recorded.answer) == [f"{PORT_SLOW} cut_off"]
+    (walk,) = load_world(out).manifest.walks
+    assert (walk.adapter, walk.hits, walk.fates) == (
+        "searx",
+        (PORT_A, PORT_SLOW, PORT_C),
+        ("read", "cut_off", "read"),
+    )
+
+    # The replay's host is slow: the second page read comes long after the walk's grace
+    # (and twice the first page's time) would have cut it off.
+    slow_replay(out, PORT_C, 1500)
+    with open_world(out) as world, world.service() as service:
+        again = service.answer(QUESTION, SEMANTICS)
+    assert page_failures(again) == [f"{PORT_SLOW} cut_off"]
+    assert {source.url for source in again.sources} == {PORT_A, PORT_C}
+    assert comparable_answer(again, same_envelope=False) == comparable_answer(
+        recorded.answer, same_envelope=False
+    )
+    # The page the recording cut off while loading is cut off unfetched.
+    assert world.requests_to("/news", host="port-slow.example.cn") == []
+    # The command line's replay walks by the record too.
+    capsys.readouterr()
+    assert main(["ask", QUESTION, "--world", str(out), "--format", "json"]) == 0
+    replayed = ExternalAnswer.model_validate_json(capsys.readouterr().out)
+    assert comparable_answer(replayed, same_envelope=False) == comparable_answer(
+        recorded.answer, same_envelope=False
+    )

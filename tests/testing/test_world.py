@@ -283,6 +283,28 @@ def test_unknown_keys_in_a_world_are_errors(tmp_path: Path) -> None:
         load_world(tmp_path)
 
 
+def test_a_recorded_walk_with_more_fates_than_hits_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "world.toml").write_text(
+        '[[walks]]\nadapter = "searx"\nhits = ["https://a.example/"]\n'
+        'fates = ["read", "cut_off"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match="at most one fate per hit"):
+        load_world(tmp_path)
+
+
+def test_a_world_without_recorded_walks_replays_by_the_walks_own_rules(tmp_path: Path) -> None:
+    (tmp_path / "world.toml").write_text('[world]\nname = "w"\n', encoding="utf-8")
+    assert load_world(tmp_path).recorded_walks() is None
+    (tmp_path / "world.toml").write_text(
+        '[[walks]]\nadapter = "searx"\nhits = ["https://a.example/"]\nfates = ["read"]\n',
+        encoding="utf-8",
+    )
+    walks = load_world(tmp_path).recorded_walks()
+    assert walks is not None
+    assert walks.take("searx", ["https://a.example/"]) == ("read",)
+
+
 def test_an_unknown_adapter_key_in_a_world_is_refused_at_load(tmp_path: Path) -> None:
     (tmp_path / "world.toml").write_text(
         '[[adapters]]\nkind = "open_meteo"\nid = "weather"\ngeocodeing_url = "https://g.test"\n',

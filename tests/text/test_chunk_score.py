@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from external_query_service.runtime._memo import held_bytes
 from external_query_service.text._chunk import Chunk, chunk_text
 from external_query_service.text._echo import answer_terms, breadcrumb_spans, fold, question_spans
 from external_query_service.text._score import (
@@ -22,11 +23,14 @@ from external_query_service.text._score import (
     MAX_QUERY_CHARS,
     MIN_COPIED_TERMS,
     MIN_SCORE,
+    TERMS_KEPT_BYTES,
     TermStats,
     best_snippets,
+    kept_terms_bytes,
     score_chunks,
     score_with_stats,
     term_stats,
+    text_terms,
 )
 from external_query_service.text._tokens import query_terms, terms
 
@@ -662,3 +666,18 @@ def test_a_target_is_hit_with_or_without_its_division_word() -> None:
     scored = {item.chunk.offset: item for item in score_chunks(chunks, "今天天气", ["湛江市"])}
     assert scored[chunks[0].offset].target_hits == ("湛江市",)
     assert scored[chunks[1].offset].target_hits == ()
+
+
+def test_the_kept_chunk_cuts_hold_at_most_their_byte_bound() -> None:
+    # 2,048 distinct Chinese chunks of 360 characters, cut: kept by their number (as they
+    # were), they would hold several times the bound.
+    texts = [
+        f"第{n}号" + "".join(chr(0x4E00 + (n * 7 + i * 13) % 20000) for i in range(356))
+        for n in range(2048)
+    ]
+    cuts = [text_terms(text) for text in texts]
+    held = sum(held_bytes(text) + held_bytes(cut) for text, cut in zip(texts, cuts, strict=True))
+    assert held > 3 * TERMS_KEPT_BYTES
+    assert TERMS_KEPT_BYTES // 2 < kept_terms_bytes() <= TERMS_KEPT_BYTES
+    assert text_terms(texts[-1]) is cuts[-1]  # the most recent are kept
+    assert text_terms(texts[0]) is not cuts[0]  # the oldest made room
