@@ -50,7 +50,7 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,9 +157,16 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
 def ranks(served: list[Served], weights: Sequence[float]) -> tuple[float, float]:
     """Top-1 and MRR of the questions under ``weights`` (a question with no answer-holding
     passage counts as a miss)."""
+    return scored_ranks(served, lambda row: _dot(weights, row))
+
+
+def scored_ranks(
+    served: list[Served], score: Callable[[Sequence[float]], float]
+) -> tuple[float, float]:
+    """Top-1 and MRR of the questions when each passage's feature row scores ``score(row)``."""
     top1 = rr = 0.0
     for item in served:
-        scores = [_dot(weights, row) for row in item.rows]
+        scores = [score(row) for row in item.rows]
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         first = next((k for k, i in enumerate(order) if item.labels[i]), None)
         if first is not None:
@@ -328,16 +335,7 @@ def _model(weights: Sequence[float], trees: Sequence[dict[str, list[Any]]]) -> R
 
 def model_ranks(served: list[Served], model: RankerModel) -> tuple[float, float]:
     """Top-1 and MRR of the questions under ``model``'s fitted score (as ``ranks``)."""
-    top1 = rr = 0.0
-    for item in served:
-        scores = [model.score(row) for row in item.rows]
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-        first = next((k for k, i in enumerate(order) if item.labels[i]), None)
-        if first is not None:
-            top1 += first == 0
-            rr += 1 / (first + 1)
-    n = max(len(served), 1)
-    return top1 / n, rr / n
+    return scored_ranks(served, model.score)
 
 
 def choose_trees(fitting: Sets, penalty: float) -> tuple[int, int, float, int]:
