@@ -231,12 +231,12 @@ def _installed(name: str) -> Version:
 
 
 def test_the_readme_test_step_is_how_this_suite_runs(pytestconfig: pytest.Config) -> None:
-    """The README's ``pytest -n 2`` is this very run's command, so it is checked from inside
-    rather than started again (a nested ``pytest -n 2`` is three interpreters' start-up,
+    """The README's ``pytest -n 3`` is this very run's command, so it is checked from inside
+    rather than started again (a nested ``pytest -n 3`` is four interpreters' start-up,
     some 20 s of CPU on a busy 2-core machine, to show what this run shows): from the
     checkout, ``pytest`` finds this suite, and ``-n`` is an option it knows."""
     _, test = readme_block("install and test").strip().splitlines()
-    assert shlex.split(test) == ["pytest", "-n", "2"]
+    assert shlex.split(test) == ["pytest", "-n", "3"]
     assert pytestconfig.rootpath == ROOT
     assert pytestconfig.inipath == ROOT / "pyproject.toml"
     assert pytestconfig.getini("testpaths") == [Path(__file__).parent.name]
