@@ -49,7 +49,8 @@ def build(world: World, pages: int, search_ms: int, page_ms: int) -> Settings:
         json_reply(searx_body(QUESTION, results)),
         latency_ms=search_ms,
     )
-    return world.settings(search, network={"max_pages": pages})
+    # The service's own analysis default (a worker per core), not a test world's thread.
+    return world.settings(search, network={"max_pages": pages}, analysis={"processes": None})
 
 
 def main() -> None:

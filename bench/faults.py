@@ -83,7 +83,7 @@ def build(world: World, questions: int, args: argparse.Namespace, *, faults: boo
         rate = args.failure_rate if faults and name == "a" else 0.0
         world.route(f"{base}/search", engine, latency_ms=args.search_ms, failure_rate=rate)
         adapters.append({"kind": "searxng", "id": name, "base_url": base})
-    return world.settings(*adapters)
+    return world.settings(*adapters, analysis={"processes": None})  # the service default
 
 
 @dataclass

@@ -143,7 +143,13 @@ def _serve_world(questions: int, pages: int, latency_ms: int, pipe: Connection) 
                 world.route(page_url(n, k), Reply(body=page_html(n, k)), latency_ms=latency_ms)
         searx = world.searxng()
         world.route(f"{searx['base_url']}/search", search, latency_ms=latency_ms)
-        settings = world.settings(searx, network={"max_pages": pages, "deadline_s": 20.0})
+        # ``processes: None`` is the service's own default (one worker per usable core); a
+        # test world's settings analyse in a thread unless told otherwise.
+        settings = world.settings(
+            searx,
+            network={"max_pages": pages, "deadline_s": 20.0},
+            analysis={"processes": None},
+        )
         # ``connect_to`` alone takes the pages' hosts to loopback: a ``resolve`` entry for
         # each of the 1,600 would enter every answer's hashed envelope, a cost no real
         # deployment (a handful of overrides at most) pays.
