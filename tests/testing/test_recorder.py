@@ -526,3 +526,47 @@ def test_a_replay_reads_and_cuts_off_the_pages_the_recording_did_whatever_the_cl
     assert comparable_answer(replayed, same_envelope=False) == comparable_answer(
         recorded.answer, same_envelope=False
     )
+
+
+def test_a_page_the_recording_cut_off_in_analysis_is_fetched_but_never_analysed_on_replay(
+    tmp_path: Path,
+) -> None:
+    """A page still being analysed when the recording's answer could be formed (a straggler on
+    a busy host) ends ``cut_off:analysis`` there; the replay fetches it, as the recording did,
+    and cuts it off the same way however fast its analysis would be now."""
+    out = tmp_path / "world"
+    with World() as live:
+        for url, title in ((PORT_A, "湛江港吞吐量再创新高"), (PORT_C, "湛江港集装箱航线加密")):
+            body = article(
+                title,
+                [f"{title}：湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。"],
+                published="2026-11-20",
+            )
+            live.route(url, Reply(body=body))
+        hits = [
+            hit(PORT_A, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+            hit(PORT_C, "湛江港航线", "湛江港集装箱航线", "2026-11-20"),
+        ]
+        live.route(
+            f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
+            json_reply(searx_body(QUESTION, hits)),
+        )
+        network = {"timeout_s": 30.0, "deadline_s": 60.0}
+        searx = {"kind": "searxng", "id": "searx", "base_url": SEARX}
+        settings = live.settings(searx, network=network)
+        recorded = record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
+    assert page_failures(recorded.answer) == []
+    # As a recording on a busy host would have it: the second page's analysis outlasted the
+    # walk, so the recording cut it off after its body arrived.
+    manifest = out / "world.toml"
+    data = tomllib.loads(manifest.read_text("utf-8"))
+    (walk,) = data["walks"]
+    assert walk["hits"] == [PORT_A, PORT_C]
+    walk["fates"] = ["read", "cut_off:analysis"]
+    manifest.write_text(dump_toml(data), encoding="utf-8")
+
+    with open_world(out) as world, world.service() as service:
+        again = service.answer(QUESTION, SEMANTICS)
+    assert page_failures(again) == [f"{PORT_C} cut_off:analysis"]
+    assert {source.url for source in again.sources} == {PORT_A}
+    assert len(world.requests_to("/news", host="port-c.example.cn")) == 1  # fetched, as recorded
