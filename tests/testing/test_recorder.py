@@ -40,7 +40,7 @@ from external_query_service.testing import (
     record_world,
     searx_body,
 )
-from external_query_service.testing._recorder import NothingAnswered, Recording
+from external_query_service.testing._recorder import NothingAnswered, Recording, RecordResult
 from external_query_service.testing.world_files import dump_toml
 from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW, ZHANJIANG, closed_port, forecast_reply
@@ -452,6 +452,40 @@ PORT_SLOW = "http://port-slow.example.cn/news"
 PORT_C = "http://port-c.example.cn/news"
 
 
+#: The two port pages the walk tests read, and the search hit of each.
+PORT_PAGES = (
+    (PORT_A, "湛江港吞吐量再创新高", hit(PORT_A, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20")),
+    (PORT_C, "湛江港集装箱航线加密", hit(PORT_C, "湛江港航线", "湛江港集装箱航线", "2026-11-20")),
+)
+
+
+def record_port_walk(out: Path, *, hanging: bool) -> RecordResult:
+    """Record the port question into ``out`` from a live world of the two port pages, with
+    (``hanging``) a page between them that is still loading when the walk's grace runs out."""
+    with World() as live:
+        for url, title, _ in PORT_PAGES:
+            body = article(
+                title,
+                [f"{title}：湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。"],
+                published="2026-11-20",
+            )
+            live.route(url, Reply(body=body))
+        hits = [found for _, _, found in PORT_PAGES]
+        if hanging:
+            live.fault(PORT_SLOW, "hang")
+            hits.insert(1, hit(PORT_SLOW, "湛江港吞吐量快讯", "湛江港货物吞吐量快讯", "2026-11-20"))
+        live.route(
+            f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
+            json_reply(searx_body(QUESTION, hits)),
+        )
+        # Time enough for a cold analysis pool on a busy host: the grace, not a timeout,
+        # cuts off the page that hangs.
+        network = {"timeout_s": 30.0, "deadline_s": 60.0}
+        searx = {"kind": "searxng", "id": "searx", "base_url": SEARX}
+        settings = live.settings(searx, network=network)
+        return record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
+
+
 def page_failures(answer: ExternalAnswer) -> list[str]:
     return [
         item
@@ -474,30 +508,7 @@ def test_a_replay_reads_and_cuts_off_the_pages_the_recording_did_whatever_the_cl
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "world"
-    with World() as live:
-        for url, title in ((PORT_A, "湛江港吞吐量再创新高"), (PORT_C, "湛江港集装箱航线加密")):
-            body = article(
-                title,
-                [f"{title}：湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。"],
-                published="2026-11-20",
-            )
-            live.route(url, Reply(body=body))
-        live.fault(PORT_SLOW, "hang")  # still loading when the walk's grace runs out
-        hits = [
-            hit(PORT_A, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
-            hit(PORT_SLOW, "湛江港吞吐量快讯", "湛江港货物吞吐量快讯", "2026-11-20"),
-            hit(PORT_C, "湛江港航线", "湛江港集装箱航线", "2026-11-20"),
-        ]
-        live.route(
-            f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
-            json_reply(searx_body(QUESTION, hits)),
-        )
-        # Time enough for a cold analysis pool on a busy host: the grace, not a timeout,
-        # cuts off the page that hangs.
-        network = {"timeout_s": 30.0, "deadline_s": 60.0}
-        searx = {"kind": "searxng", "id": "searx", "base_url": SEARX}
-        settings = live.settings(searx, network=network)
-        recorded = record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
+    recorded = record_port_walk(out, hanging=True)
     assert recorded.answer.status == "answered"
     assert page_failures(recorded.answer) == [f"{PORT_SLOW} cut_off"]
     (walk,) = load_world(out).manifest.walks
@@ -535,26 +546,7 @@ def test_a_page_the_recording_cut_off_in_analysis_is_fetched_but_never_analysed_
     a busy host) ends ``cut_off:analysis`` there; the replay fetches it, as the recording did,
     and cuts it off the same way however fast its analysis would be now."""
     out = tmp_path / "world"
-    with World() as live:
-        for url, title in ((PORT_A, "湛江港吞吐量再创新高"), (PORT_C, "湛江港集装箱航线加密")):
-            body = article(
-                title,
-                [f"{title}：湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。"],
-                published="2026-11-20",
-            )
-            live.route(url, Reply(body=body))
-        hits = [
-            hit(PORT_A, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
-            hit(PORT_C, "湛江港航线", "湛江港集装箱航线", "2026-11-20"),
-        ]
-        live.route(
-            f"{SEARX}/search?" + str(httpx.QueryParams({"q": QUESTION})),
-            json_reply(searx_body(QUESTION, hits)),
-        )
-        network = {"timeout_s": 30.0, "deadline_s": 60.0}
-        searx = {"kind": "searxng", "id": "searx", "base_url": SEARX}
-        settings = live.settings(searx, network=network)
-        recorded = record_world(QUESTION, SEMANTICS, settings, out, now=NOW, environ={})
+    recorded = record_port_walk(out, hanging=False)
     assert page_failures(recorded.answer) == []
     # As a recording on a busy host would have it: the second page's analysis outlasted the
     # walk, so the recording cut it off after its body arrived.
