@@ -139,7 +139,7 @@ def analyse_page(
     decoded = decode_body(body, declared_charset, content_type=content_type)
     page = extract_page(decoded.text, url, content_type=content_type, query=query)
     chunks = chunk_text(page.text, skip_line=navigation_filter(decoded.text))
-    scored, stats = score_with_stats(chunks, query, targets)
+    scored, stats = score_with_stats(chunks, query, targets, keep=max_snippets)
     snippets = _best(scored, min_score, max_snippets)
     dated = "\n".join([page.title, *(item.chunk.text for item in snippets)])
     return PageAnalysis(
@@ -180,7 +180,7 @@ def _analyse_pdf(
         ]
         offset += len(page_text)
     text = "\n".join(parts)
-    scored, stats = score_with_stats(chunks, query, targets)
+    scored, stats = score_with_stats(chunks, query, targets, keep=limit)
     snippets = _best(scored, min_score, limit)
     title = document.title or parts[0].split("\n", 1)[0][:200]
     dated = "\n".join([title, *(item.chunk.text for item in snippets)])
