@@ -206,7 +206,7 @@ class TermStats:
 
     def df(self, term: str) -> int:
         """In how many chunks ``term`` occurs."""
-        return sum(term in terms for terms in self.chunk_terms)
+        return sum(1 for terms in self.chunk_terms if term in terms)
 
     def __add__(self, other: TermStats) -> TermStats:
         return TermStats(self.chunk_terms + other.chunk_terms)
@@ -262,6 +262,7 @@ class _Query:
         self.unseen = {t: n for t, n in self.wanted.items() if t not in self.weights}
         self.held = sum(self.wanted[term] for term in self.weights)
         self.weight = sum(self.weights.values())
+        self.weighed = tuple(self.weights.items())  # summed in this order, as ``weight`` is
 
     def _idf(self, df: int, times: int) -> float:
         return times * math.log(1 + (self.chunks - df + 0.5) / (df + 0.5))
@@ -269,7 +270,9 @@ class _Query:
     def points(self, present: AbstractSet[str]) -> int:
         if not self.total or not present:
             return 0
-        credit = sum(weight for term, weight in self.weights.items() if term in present)
+        # A list, not a generator: the same sum in the same order, a third faster (every chunk
+        # of every page is scored twice over).
+        credit = sum([weight for term, weight in self.weighed if term in present])
         weight, held = self.weight, self.held
         # A chunk scored against borrowed stats may hold a term they never counted.
         for term, times in self.unseen.items():
