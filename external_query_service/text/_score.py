@@ -162,8 +162,9 @@ def _cut(text: str) -> TextTerms:
 
 
 def _new_cut(text: str) -> TextTerms:
-    counts = term_counts(text)
-    return TextTerms(counts, frozenset(counts), fold(text))
+    folded = fold(text)
+    counts = term_counts(text, folded)
+    return TextTerms(counts, frozenset(counts), folded)
 
 
 def remember_terms(text: str, counts: Mapping[str, int], folded: str) -> TextTerms:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from external_query_service.text._echo import fold
 from external_query_service.text._tokens import query_terms, term_counts, terms
 
 
@@ -79,3 +83,25 @@ def test_term_counts_are_the_terms_counted_in_their_order() -> None:
         assert counts == Counter(terms(text))
         assert list(counts) == list(Counter(terms(text)))
         assert " " not in counts
+
+
+# Traditional phrases and characters (OpenCC rewrites some as characters beyond the BMP),
+# compatibility ideographs, full-width letters and digits, characters beyond the BMP, Latin
+# with and without case, digits and punctuation.
+_MIXED = st.lists(
+    st.sampled_from(
+        [
+            *("憑藉", "深沈", "二噁英", "遱", "鄟", "東南風", "臺灣", "乾隆", "乾燥", "著名"),
+            *("\uf900", "\ufa0e", "ＡＢＣ", "１２", "𠮶", "𫐷", "ǅ", "ß", "İ", "Straße"),
+            *("湛江", "明天", "多云", "Released", "IBM", "3.5", "，", "。", " ", "\n", "-"),
+        ]
+    ),
+    max_size=16,
+).map("".join)
+
+
+@given(_MIXED)
+def test_term_counts_read_off_the_fold_are_the_same(text: str) -> None:
+    counts = term_counts(text, fold(text))
+    assert counts == term_counts(text)
+    assert list(counts) == list(term_counts(text))
