@@ -250,6 +250,11 @@ def _fast_text(html: str, query: str) -> str | None:
         main = normalize_text(raw)
         if not main or is_too_short(main, query):
             return None
+        # The page's whole text is never longer than its markup (each character of it is one
+        # of the markup's, or a break standing for a tag of several): a main text this long
+        # has its share without the whole text extracted, as most articles' have.
+        if len(raw) >= MIN_MAIN_SHARE * len(html):
+            return main
         # Both raw texts come out of one extractor with its whitespace collapsed alike, so
         # their lengths compare without normalizing the whole page's text too.
         whole = extract_plain_text(tree, **options)

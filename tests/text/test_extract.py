@@ -211,6 +211,29 @@ def test_a_small_share_lacking_the_question_terms_the_page_shows_falls_back() ->
     assert "港口码头今天重新开放" in page.text
 
 
+_MARKUP = st.lists(
+    st.sampled_from(
+        [
+            *("<p>", "</p>", "<div>", "</div>", "<br>", "<li>", "<td>", "<tr>", "<table>", "<h1>"),
+            *("<pre>  a  \n\n b</pre>", "&amp;", "&NotNestedGreaterGreater;", "&#x1F600;"),
+            *(" ", "\n", "\t", "\x00", "a", "中", _FORECAST, "<img alt='图片说明文字'>"),
+            *("<script>var x = 1;</script>", "<input value='输入'>", "<!-- 注释 -->"),
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@given(_MARKUP)
+def test_a_pages_whole_text_is_never_longer_than_its_markup(html: str) -> None:
+    # What the fast reading's share test leans on to skip reading the whole text.
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
+    assert len(extract_plain_text(HTMLTree.parse(html), **options)) <= len(html)
+
+
 def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:
     html = (
         "<html><body>"
