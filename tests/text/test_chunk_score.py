@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from external_query_service.runtime._memo import held_bytes
-from external_query_service.text import _score
+from external_query_service.text import _echo, _score
 from external_query_service.text._chunk import Chunk, chunk_text
 from external_query_service.text._echo import answer_terms, breadcrumb_spans, fold, question_spans
 from external_query_service.text._score import (
@@ -33,7 +33,7 @@ from external_query_service.text._score import (
     term_stats,
     text_terms,
 )
-from external_query_service.text._tokens import query_terms, terms
+from external_query_service.text._tokens import INTERROGATIVES, query_terms, terms
 
 # Text drawn from pieces that exercise every splitting rule: CJK and Latin terminators,
 # closing quotes, commas, newlines and odd whitespace.
@@ -575,13 +575,14 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._KANA",
         "extract._LANG_TAG",
         "extract._NEWLINES",
+        "extract._OTHER_NEWLINE",
         "extract._SENTENCE",
-        "extract._SPACES",
         "local_docs._HEADING",
         "quantities._QUANTITY",
         "quantities._RANGE",
         "targets._WORD_DIVISION",
         "tokens._COMPATIBILITY",
+        "tokens._FOLDED_OTHERWISE",
         "tokens._HAN_RUN",
         "tokens._OTHER_RUN",
         "visible._PLAIN",
@@ -698,3 +699,20 @@ def test_scoring_with_keep_keeps_only_the_best_chunks_cuts() -> None:
         (item.score, item.chunk) for item in scored
     ]
     assert stats == all_stats
+
+
+@given(
+    st.lists(
+        st.sampled_from([*INTERROGATIVES, "为", "多", "哪", "怎", "如", "么", "云", "？", "x"]),
+        max_size=8,
+    ).map("".join)
+)
+def test_the_interrogative_scan_finds_what_the_plain_alternation_finds(text: str) -> None:
+    words = INTERROGATIVES - {"几"}
+    plain = re.compile("|".join(sorted(words, key=len, reverse=True)))
+    grouped = re.compile(_echo._holding_any(words))
+    assert bool(grouped.search(text)) == bool(plain.search(text))
+    for start in range(len(text)):
+        assert bool(grouped.search(text, start, len(text) - 1)) == bool(
+            plain.search(text, start, len(text) - 1)
+        )
