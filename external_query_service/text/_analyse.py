@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from itertools import chain, count
+from itertools import count
 from typing import Any
 
 from ._boilerplate import navigation_filter
@@ -139,7 +140,7 @@ def analyse_page(
     decoded = decode_body(body, declared_charset, content_type=content_type)
     page = extract_page(decoded.text, url, content_type=content_type, query=query)
     chunks = chunk_text(page.text, skip_line=navigation_filter(decoded.text))
-    scored, stats = score_with_stats(chunks, query, targets)
+    scored, stats = score_with_stats(chunks, query, targets, keep=max_snippets)
     snippets = _best(scored, min_score, max_snippets)
     dated = "\n".join([page.title, *(item.chunk.text for item in snippets)])
     return PageAnalysis(
@@ -180,7 +181,7 @@ def _analyse_pdf(
         ]
         offset += len(page_text)
     text = "\n".join(parts)
-    scored, stats = score_with_stats(chunks, query, targets)
+    scored, stats = score_with_stats(chunks, query, targets, keep=limit)
     snippets = _best(scored, min_score, limit)
     title = document.title or parts[0].split("\n", 1)[0][:200]
     dated = "\n".join([title, *(item.chunk.text for item in snippets)])
@@ -260,15 +261,11 @@ def analysis_to_record(analysis: PageAnalysis) -> tuple[Any, ...]:
     """``analysis`` as a tuple of plain values (str, int, None and tuples of them) that
     ``analysis_from_record`` turns back into an equal one: the page text once, the snippets as
     offsets into it with their cut, and the chunks' terms as indexes into one vocabulary."""
-    stats = analysis.stats.chunk_terms
-    # Every term in order of first appearance; mapped through bound methods (in C: a page has
-    # thousands of term occurrences).
-    vocabulary = dict(zip(dict.fromkeys(chain.from_iterable(stats)), count()))
-
-    def index(term: str) -> int:
-        return vocabulary.setdefault(term, len(vocabulary))
-
-    chunk_terms = tuple(tuple(map(vocabulary.__getitem__, terms)) for terms in stats)
+    # Every term numbered in order of first appearance as the chunks are mapped: a missing
+    # term takes the next number (all in C, one lookup per occurrence: a page has thousands).
+    vocabulary: defaultdict[str, int] = defaultdict(count().__next__)
+    index = vocabulary.__getitem__
+    chunk_terms = tuple(tuple(map(index, terms)) for terms in analysis.stats.chunk_terms)
     snippets = []
     for item in analysis.snippets:
         chunk = item.chunk

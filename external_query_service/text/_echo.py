@@ -41,8 +41,27 @@ __all__ = ["answer_terms", "breadcrumb_spans", "fold", "question_spans"]
 _SENTENCE = re.compile(r"[^\n。！？；!?;]+[。！？；!?;]*")
 # Clause separators inside a sentence: commas, and the separators of titles and breadcrumbs.
 _CLAUSE_BREAK = re.compile(r"[，,、_|>»【】《》]| [-–—] ")
+
+
+def _holding_any(words: Iterable[str]) -> str:
+    """A pattern found in a text exactly where one of ``words`` is (which one is not told):
+    a word holding another is left out (为什么 holds 什么), and the rest are grouped by their
+    first character, so a scan tests one character class per position rather than every word
+    (a third of the CPU of the plain alternation on a page's chunks)."""
+    words = set(words)
+    kept = sorted(w for w in words if not any(other != w and other in w for other in words))
+    groups: dict[str, list[str]] = {}
+    for word in kept:
+        groups.setdefault(word[0], []).append(word[1:])
+    parts = []
+    for first, rests in groups.items():
+        rest = "|".join(map(re.escape, rests))
+        parts.append(re.escape(first) + (f"(?:{rest})" if rest else ""))
+    return "|".join(parts)
+
+
 # Not 几 in a passage: "几十万" (several hundred thousand) asks nothing.
-_INTERROGATIVE = re.compile("|".join(sorted(INTERROGATIVES - {"几"}, key=len, reverse=True)))
+_INTERROGATIVE = re.compile(_holding_any(INTERROGATIVES - {"几"}))
 _QUESTION_MARKS = frozenset("?？")
 # What a copy of the question leaves out: the marks that close it.
 _QUESTION_ENDS = " \t\n?？!！。.,，"

@@ -59,7 +59,7 @@ from rapidfuzz import fuzz
 from ._chunk import Chunk
 from ._echo import answer_terms, fold
 from ._targets import target_forms
-from ._tokens import query_terms, simplified, terms
+from ._tokens import query_terms, simplified, term_counts
 
 __all__ = [
     "ANSWER_WEIGHT",
@@ -142,20 +142,40 @@ def kept_terms_bytes() -> int:
 
 def text_terms(text: str) -> TextTerms:
     """The cut of ``text``: kept from an earlier call (or ``remember_terms``), else made now."""
+    found = _kept_cut(text)
+    return found if found is not None else _keep(text, _new_cut(text))
+
+
+def _kept_cut(text: str) -> TextTerms | None:
     with _TERMS_LOCK:
         found = _TERMS.get(text)
         if found is not None:
             _TERMS.move_to_end(text)
             return found[0]
-    return remember_terms(text, Counter(terms(text)), fold(text))
+    return None
+
+
+def _cut(text: str) -> TextTerms:
+    """``text_terms`` without keeping a cut it makes."""
+    found = _kept_cut(text)
+    return found if found is not None else _new_cut(text)
+
+
+def _new_cut(text: str) -> TextTerms:
+    folded = fold(text)
+    counts = term_counts(text, folded)
+    return TextTerms(counts, frozenset(counts), folded)
 
 
 def remember_terms(text: str, counts: Mapping[str, int], folded: str) -> TextTerms:
     """Keep the cut of ``text`` made elsewhere (an analysis worker's, say) so that this process
     does not cut it again (least recently used out past ``TERMS_KEPT_BYTES``; a cut larger
     than that is not kept); the ``TextTerms`` kept."""
+    return _keep(text, TextTerms(counts, frozenset(counts), folded))
+
+
+def _keep(text: str, cut: TextTerms) -> TextTerms:
     global _terms_bytes
-    cut = TextTerms(counts, frozenset(counts), folded)
     held = _cut_bytes(text, cut)
     with _TERMS_LOCK:
         earlier = _TERMS.pop(text, None)
@@ -187,7 +207,7 @@ class TermStats:
 
     def df(self, term: str) -> int:
         """In how many chunks ``term`` occurs."""
-        return sum(term in terms for terms in self.chunk_terms)
+        return sum(1 for terms in self.chunk_terms if term in terms)
 
     def __add__(self, other: TermStats) -> TermStats:
         return TermStats(self.chunk_terms + other.chunk_terms)
@@ -243,6 +263,7 @@ class _Query:
         self.unseen = {t: n for t, n in self.wanted.items() if t not in self.weights}
         self.held = sum(self.wanted[term] for term in self.weights)
         self.weight = sum(self.weights.values())
+        self.weighed = tuple(self.weights.items())  # summed in this order, as ``weight`` is
 
     def _idf(self, df: int, times: int) -> float:
         return times * math.log(1 + (self.chunks - df + 0.5) / (df + 0.5))
@@ -250,7 +271,9 @@ class _Query:
     def points(self, present: AbstractSet[str]) -> int:
         if not self.total or not present:
             return 0
-        credit = sum(weight for term, weight in self.weights.items() if term in present)
+        # A list, not a generator: the same sum in the same order, a third faster (every chunk
+        # of every page is scored twice over).
+        credit = sum([weight for term, weight in self.weighed if term in present])
         weight, held = self.weight, self.held
         # A chunk scored against borrowed stats may hold a term they never counted.
         for term, times in self.unseen.items():
@@ -306,9 +329,15 @@ def score_with_stats(
     targets: Sequence[str] = (),
     *,
     stats: TermStats | None = None,
+    keep: int | None = None,
 ) -> tuple[list[ScoredChunk], TermStats]:
     """``score_chunks`` and the ``TermStats`` of ``chunks`` (cut once for both), so a later
-    pass can weigh rarity over several pages without cutting their text again."""
+    pass can weigh rarity over several pages without cutting their text again.
+
+    The chunks' cuts are kept for later readers (``text_terms``); with ``keep``, only those of
+    the ``keep`` best-scored chunks (the snippets a page keeps, which the second pass and the
+    page's record read again): keeping every chunk of every page only pushed those out, and
+    sizing each kept cut was a sixth of cutting it."""
     # The forms of each target (``target_forms``, cut to MAX_QUERY_CHARS) → the target as
     # given; the first of two targets with the same forms wins.
     folded_targets: dict[tuple[str, ...], str] = {}
@@ -316,7 +345,10 @@ def score_with_stats(
         forms = tuple(form[:MAX_QUERY_CHARS] for form in target_forms(target))
         if forms and forms not in folded_targets:
             folded_targets[forms] = target
-    cuts = [text_terms(chunk.text) for chunk in chunks]
+    if keep is None:
+        cuts = [text_terms(chunk.text) for chunk in chunks]
+    else:
+        cuts = [_cut(chunk.text) for chunk in chunks]
     own = TermStats(tuple(cut.present for cut in cuts))  # presence is all that counts
     wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
@@ -336,8 +368,11 @@ def score_with_stats(
         else:
             hits, score = (), query_score
         scored.append(ScoredChunk(chunk, score, query_score, hits))
-    scored.sort(key=lambda item: (-item.score, item.chunk.offset))
-    return scored, own
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, scored[i].chunk.offset))
+    if keep is not None:
+        for i in order[: max(keep, 0)]:
+            _keep(chunks[i].text, cuts[i])
+    return [scored[i] for i in order], own
 
 
 def best_snippets(

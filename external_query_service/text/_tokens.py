@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from functools import cache
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
@@ -36,7 +37,7 @@ import Stemmer
 if TYPE_CHECKING:
     from rjieba import Jieba
 
-__all__ = ["INTERROGATIVES", "query_terms", "simplified", "terms"]
+__all__ = ["INTERROGATIVES", "query_terms", "simplified", "term_counts", "terms"]
 
 _HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Runs of Han characters, and runs of other letters and digits (any script): two scans.
@@ -152,6 +153,28 @@ def _runs(text: str) -> tuple[list[str], list[str]]:
     return han, others
 
 
+#: What ``echo.fold`` folds otherwise than case and ``simplified``: full-width letters and
+#: digits and compatibility ideographs (NFKC), and characters beyond the BMP, which OpenCC
+#: may write for a Han character or read as one (its dictionaries hold no other non-Han
+#: characters, and none changes a text's length). A text and its fold without any of them
+#: have the same Han runs, each written simplified: OpenCC's phrases never span a run.
+_FOLDED_OTHERWISE = re.compile(
+    "[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uf900-\ufaff\U00010000-\U0010ffff]"
+)
+
+
+def _folded_runs(text: str, folded: str) -> tuple[list[str], list[str]]:
+    """``_runs(text)`` read off ``folded`` (``text`` as ``echo.fold`` folds it) where that
+    gives the same runs (``_FOLDED_OTHERWISE``): no second case fold and conversion."""
+    if text.isascii() or _FOLDED_OTHERWISE.search(text) or _FOLDED_OTHERWISE.search(folded):
+        return _runs(text)
+    others = _OTHER_RUN.findall(folded)
+    joined = " ".join(others)
+    if not joined.isascii():
+        others = _OTHER_RUN.findall(unicodedata.normalize("NFKC", joined).casefold())
+    return _HAN_RUN.findall(folded), others
+
+
 def _stems(words: list[str]) -> list[str]:
     # One call for all words: the stemmer's per-call cost dominates single words. Words with
     # no English suffix (numbers, other alphabets) come back as they are.
@@ -167,6 +190,20 @@ def terms(text: str) -> list[str]:
         # filter with a bound method stays in C, word by word).
         out.extend(filter(" ".__ne__, _jieba().cut_for_search(" ".join(han))))
     return out
+
+
+def term_counts(text: str, folded: str | None = None) -> Counter[str]:
+    """``Counter(terms(text))``, keys in the same order, counted without the list: the
+    separators of jieba's one call are counted with the words and taken out after (a filter
+    over every word of a page's chunks was a tenth of cutting them). ``folded``: ``text`` as
+    ``echo.fold`` folds it, made already; the runs are read off it where they are the same."""
+    han, others = _runs(text) if folded is None else _folded_runs(text, folded)
+    counts = Counter(_stems(others))
+    if han:
+        counts.update(_jieba().cut_for_search(" ".join(han)))
+        # The runs joined by single spaces (``terms``): no word holds one.
+        counts.pop(" ", None)
+    return counts
 
 
 def query_terms(text: str) -> list[str]:

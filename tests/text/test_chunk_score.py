@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from external_query_service.runtime._memo import held_bytes
+from external_query_service.text import _echo, _score
 from external_query_service.text._chunk import Chunk, chunk_text
 from external_query_service.text._echo import answer_terms, breadcrumb_spans, fold, question_spans
 from external_query_service.text._score import (
@@ -32,7 +33,7 @@ from external_query_service.text._score import (
     term_stats,
     text_terms,
 )
-from external_query_service.text._tokens import query_terms, terms
+from external_query_service.text._tokens import INTERROGATIVES, query_terms, terms
 
 # Text drawn from pieces that exercise every splitting rule: CJK and Latin terminators,
 # closing quotes, commas, newlines and odd whitespace.
@@ -574,13 +575,14 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "extract._KANA",
         "extract._LANG_TAG",
         "extract._NEWLINES",
+        "extract._OTHER_NEWLINE",
         "extract._SENTENCE",
-        "extract._SPACES",
         "local_docs._HEADING",
         "quantities._QUANTITY",
         "quantities._RANGE",
         "targets._WORD_DIVISION",
         "tokens._COMPATIBILITY",
+        "tokens._FOLDED_OTHERWISE",
         "tokens._HAN_RUN",
         "tokens._OTHER_RUN",
         "visible._PLAIN",
@@ -681,3 +683,36 @@ def test_the_kept_chunk_cuts_hold_at_most_their_byte_bound() -> None:
     assert TERMS_KEPT_BYTES // 2 < kept_terms_bytes() <= TERMS_KEPT_BYTES
     assert text_terms(texts[-1]) is cuts[-1]  # the most recent are kept
     assert text_terms(texts[0]) is not cuts[0]  # the oldest made room
+
+
+def test_scoring_with_keep_keeps_only_the_best_chunks_cuts() -> None:
+    # Fresh texts (no earlier test cut them): the scores and stats are those of keeping every
+    # cut, and only the best-scored chunk's cut is kept.
+    weather = "湛江明天多云转晴，东南风三级。"
+    texts = [f"鹤山第{n}号公告：" + weather * (n % 3 + 1) for n in range(6)]
+    chunks = [Chunk(10_000 * n, len(text), text) for n, text in enumerate(texts)]
+    kept, stats = score_with_stats(chunks, "鹤山湛江明天天气", keep=1)
+    best = kept[0].chunk.text
+    assert [_score._kept_cut(text) is not None for text in texts] == [t == best for t in texts]
+    scored, all_stats = score_with_stats(chunks, "鹤山湛江明天天气")
+    assert [(item.score, item.chunk) for item in kept] == [
+        (item.score, item.chunk) for item in scored
+    ]
+    assert stats == all_stats
+
+
+@given(
+    st.lists(
+        st.sampled_from([*INTERROGATIVES, "为", "多", "哪", "怎", "如", "么", "云", "？", "x"]),
+        max_size=8,
+    ).map("".join)
+)
+def test_the_interrogative_scan_finds_what_the_plain_alternation_finds(text: str) -> None:
+    words = INTERROGATIVES - {"几"}
+    plain = re.compile("|".join(sorted(words, key=len, reverse=True)))
+    grouped = re.compile(_echo._holding_any(words))
+    assert bool(grouped.search(text)) == bool(plain.search(text))
+    for start in range(len(text)):
+        assert bool(grouped.search(text, start, len(text) - 1)) == bool(
+            plain.search(text, start, len(text) - 1)
+        )

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 import pickle
+import re
+import unicodedata
 from datetime import date
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from external_query_service.errors import ExtractionFailed
 from external_query_service.text._analyse import (
@@ -51,6 +55,31 @@ def test_normalize_text_collapses_whitespace_runs_inside_lines() -> None:
 
 def test_normalize_text_drops_control_characters() -> None:
     assert normalize_text("a\x00b\x07c\x1bd\x7f") == "abcd"
+
+
+def _normalized_line_by_line(text: str) -> str:
+    # The rule spelled out: newlines unified, controls dropped, each line's whitespace runs
+    # collapsed and the line stripped, empty lines dropped.
+    text = re.sub(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", "\n", text)
+    text = re.sub(r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]", "", text)
+    lines = (re.sub(r"[^\S\n]+", " ", line).strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+_WHITESPACE_AND_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *("a", "中", " ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f"),
+            *("\x85", "\u2028", "\xa0", "\u3000", "\x00", "e\u0301", "\u200b", "\u2003", "x y"),
+        ]
+    ),
+    max_size=24,
+).map("".join)
+
+
+@given(_WHITESPACE_AND_TEXT)
+def test_normalize_text_is_the_line_by_line_rule(text: str) -> None:
+    assert normalize_text(text) == _normalized_line_by_line(unicodedata.normalize("NFC", text))
 
 
 # --- extract_page -----------------------------------------------------------------------
@@ -180,6 +209,29 @@ def test_a_small_share_lacking_the_question_terms_the_page_shows_falls_back() ->
     page = extract_page(_article_among_posts(), URL, query="港口码头什么时候开放")
     assert page.extractor == "trafilatura"
     assert "港口码头今天重新开放" in page.text
+
+
+_MARKUP = st.lists(
+    st.sampled_from(
+        [
+            *("<p>", "</p>", "<div>", "</div>", "<br>", "<li>", "<td>", "<tr>", "<table>", "<h1>"),
+            *("<pre>  a  \n\n b</pre>", "&amp;", "&NotNestedGreaterGreater;", "&#x1F600;"),
+            *(" ", "\n", "\t", "\x00", "a", "中", _FORECAST, "<img alt='图片说明文字'>"),
+            *("<script>var x = 1;</script>", "<input value='输入'>", "<!-- 注释 -->"),
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@given(_MARKUP)
+def test_a_pages_whole_text_is_never_longer_than_its_markup(html: str) -> None:
+    # What the fast reading's share test leans on to skip reading the whole text.
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
+    assert len(extract_plain_text(HTMLTree.parse(html), **options)) <= len(html)
 
 
 def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from external_query_service.text._tokens import query_terms, terms
+from hypothesis import given
+from hypothesis import strategies as st
+
+from external_query_service.text._echo import fold
+from external_query_service.text._tokens import query_terms, term_counts, terms
 
 
 def test_chinese_text_is_cut_into_dictionary_words() -> None:
@@ -65,3 +69,39 @@ def test_traditional_and_simplified_text_give_the_same_terms() -> None:
     assert Counter(terms("臺灣的經濟發展很快")) == Counter(terms("台湾的经济发展很快"))
     assert set(query_terms("臺灣經濟怎麼樣")) == set(query_terms("台湾经济怎么样"))
     assert {"台湾", "经济"} <= set(terms("臺灣經濟"))
+
+
+def test_term_counts_are_the_terms_counted_in_their_order() -> None:
+    for text in (
+        "湛江明天多云，气温 23 到 28 摄氏度。東南風三級，Released releases",
+        "口腔溃疡 大结局 兰陵王妃大结局",
+        "Only English words here, released and RELEASE",
+        "。，、！？ -- ... \n\t「」",
+        "",
+    ):
+        counts = term_counts(text)
+        assert counts == Counter(terms(text))
+        assert list(counts) == list(Counter(terms(text)))
+        assert " " not in counts
+
+
+# Traditional phrases and characters (OpenCC rewrites some as characters beyond the BMP),
+# compatibility ideographs, full-width letters and digits, characters beyond the BMP, Latin
+# with and without case, digits and punctuation.
+_MIXED = st.lists(
+    st.sampled_from(
+        [
+            *("憑藉", "深沈", "二噁英", "遱", "鄟", "東南風", "臺灣", "乾隆", "乾燥", "著名"),
+            *("\uf900", "\ufa0e", "ＡＢＣ", "１２", "𠮶", "𫐷", "ǅ", "ß", "İ", "Straße"),
+            *("湛江", "明天", "多云", "Released", "IBM", "3.5", "，", "。", " ", "\n", "-"),
+        ]
+    ),
+    max_size=16,
+).map("".join)
+
+
+@given(_MIXED)
+def test_term_counts_read_off_the_fold_are_the_same(text: str) -> None:
+    counts = term_counts(text, fold(text))
+    assert counts == term_counts(text)
+    assert list(counts) == list(term_counts(text))
