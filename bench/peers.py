@@ -19,7 +19,8 @@ weighs on every peer alike:
   InMemoryBM25Retriever, when ``haystack`` is importable (else it is skipped, saying so).
 
 Per peer and round: questions/s, p50/p95 latency, CPU per question (user + system time of the
-peer's process and of its worker processes, read from ``/proc``) and RSS (the peer's process
+peer's process and of its worker processes, read from ``/proc``; "own" is the peer's process
+alone, which for ours is the service without its analysis workers) and RSS (the peer's process
 plus its workers, ``VmRSS`` after the last question). Printed: min/median/max over the rounds,
 the ratios ours/plain of the medians, and the machine's load average. ``--busy`` keeps one
 more CPU-bound process (a Python loop) running on the host while the peers run.
@@ -112,14 +113,31 @@ async def _drive(
     }
 
 
-def _measured(pids: Callable[[], Sequence[int]]) -> Callable[[], tuple[float, float]]:
-    """A reading of (CPU seconds, RSS MB) over this process and ``pids()``."""
+def _measured(
+    pids: Callable[[], Sequence[int]],
+) -> Callable[[], tuple[tuple[float, float], float]]:
+    """A reading of ((CPU seconds of this process, of this process and ``pids()``), RSS MB
+    of them all)."""
 
-    def read() -> tuple[float, float]:
+    def read() -> tuple[tuple[float, float], float]:
         every = [os.getpid(), *pids()]
-        return sum(cpu_s(pid) for pid in every), sum(rss_mb(pid) for pid in every)
+        own = cpu_s(os.getpid())
+        total = own + sum(cpu_s(pid) for pid in every[1:])
+        return (own, total), sum(rss_mb(pid) for pid in every)
 
     return read
+
+
+def _figures(
+    before: tuple[float, float], after: tuple[float, float], rss: float, questions: int
+) -> dict[str, float]:
+    """CPU per question of the peer's own process (``own_q``) and of it with its workers
+    (``cpu_q``), and the RSS."""
+    return {
+        "own_q": (after[0] - before[0]) / questions,
+        "cpu_q": (after[1] - before[1]) / questions,
+        "rss": rss,
+    }
 
 
 async def _ours(settings: Settings, questions: Sequence[str], concurrency: int) -> dict[str, Any]:
@@ -135,7 +153,7 @@ async def _ours(settings: Settings, questions: Sequence[str], concurrency: int) 
 
         run = await _drive(answer, questions, concurrency)
         cpu_after, rss = read()
-    return {**run, "cpu_q": (cpu_after - cpu_before) / len(questions), "rss": rss}
+    return {**run, **_figures(cpu_before, cpu_after, rss, len(questions))}
 
 
 def _loopback(connect_to: dict[str, str]) -> Callable[[str], tuple[str, str]]:
@@ -230,7 +248,7 @@ async def _plain(settings: Settings, questions: Sequence[str], concurrency: int)
             cpu_before, _ = read()
             run = await _drive(answer, questions, concurrency)
             cpu_after, rss = read()
-    return {**run, "cpu_q": (cpu_after - cpu_before) / len(questions), "rss": rss}
+    return {**run, **_figures(cpu_before, cpu_after, rss, len(questions))}
 
 
 async def _haystack(
@@ -266,7 +284,7 @@ async def _haystack(
     cpu_before, _ = read()
     run = await _drive(answer, questions, concurrency)
     cpu_after, rss = read()
-    return {**run, "cpu_q": (cpu_after - cpu_before) / len(questions), "rss": rss}
+    return {**run, **_figures(cpu_before, cpu_after, rss, len(questions))}
 
 
 PEERS: dict[str, Callable[..., Any]] = {"ours": _ours, "plain": _plain, "haystack": _haystack}
@@ -366,20 +384,25 @@ def main() -> None:
                 runs[name].append(result)
                 print(
                     f"  round {round_ + 1} {name:<8} {result['qps']:6.2f} q/s  "
-                    f"p95 {result['p95']:.2f} s  CPU/q {result['cpu_q'] * 1000:4.0f} ms  "
+                    f"p95 {result['p95']:.2f} s  CPU/q {result['cpu_q'] * 1000:4.0f} ms "
+                    f"(own {result['own_q'] * 1000:3.0f})  "
                     f"RSS {result['rss']:5.0f} MB  {result['outcomes']}",
                     flush=True,
                 )
         print(f"load average after: {load_average()}")
         print()
-        print(f"{'peer':<10}{'q/s':>18}{'p50 s':>18}{'p95 s':>18}{'CPU/q ms':>18}{'RSS MB':>18}")
-        print(f"{'':<10}" + f"{'min/median/max':>18}" * 5)
+        print(
+            f"{'peer':<10}{'q/s':>18}{'p50 s':>18}{'p95 s':>18}{'CPU/q ms':>18}"
+            f"{'own CPU/q ms':>18}{'RSS MB':>18}"
+        )
+        print(f"{'':<10}" + f"{'min/median/max':>18}" * 6)
         for name in names:
             rs = runs[name]
             print(
                 f"{name:<10}{spread([r['qps'] for r in rs]):>18}"
                 f"{spread([r['p50'] for r in rs]):>18}{spread([r['p95'] for r in rs]):>18}"
                 f"{spread([r['cpu_q'] for r in rs], 1000, 0):>18}"
+                f"{spread([r['own_q'] for r in rs], 1000, 0):>18}"
                 f"{spread([r['rss'] for r in rs], 1, 0):>18}"
             )
         if "ours" in runs and "plain" in runs:

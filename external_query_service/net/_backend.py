@@ -25,6 +25,7 @@ import httpx
 from ..errors import BlockedDestination, FetchError, UnsafeURL
 from ..settings import NetworkSettings
 from ._policy import PUBLIC_PORTS, IPNetwork, Resolver, in_networks, ip_allowed, normalize_host
+from ._stream import AsyncioBackend
 
 __all__ = [
     "GuardedBackend",
@@ -79,7 +80,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         self._resolve = {normalize_host(host): ip for host, ip in (resolve or {}).items()}
         self._resolver = resolver or system_resolver
         self._trusted = frozenset((normalize_host(host), port) for host, port in trusted_origins)
-        self._inner = inner or httpcore.AnyIOBackend()
+        self._inner = inner or AsyncioBackend()
 
     async def resolve(self, host: str, port: int) -> list[str]:
         """Addresses for ``host``: the ``resolve`` map, an IP literal as is, else the resolver."""

@@ -130,7 +130,9 @@ class EvidenceStore:
         self._hold_s = hold_s
         self._clock = clock
         self._pins: dict[str, int] = {}
-        self._held: dict[str, float] = {}  # ref -> until when (clock) it is kept
+        # ref -> until when (clock) it is kept, in that order (each hold ends after the ones
+        # before it: the clock is monotonic, the hold the same length); only refs stored.
+        self._held: dict[str, float] = {}
         self._evicted: OrderedDict[str, None] = OrderedDict()
         self._texts: SizedLRU[str, str] = SizedLRU(
             max_bytes,
@@ -172,17 +174,38 @@ class EvidenceStore:
                     summary=" ".join(text[:160].split()),
                     metadata=dict(metadata or {}),
                 )
-                if not self._texts.put(ref, text):  # larger than the whole bound
+                if not self._texts.put(ref, text, trim=False):  # larger than the whole bound
                     self._captures.pop(ref, None)
                     self._remember_eviction(ref)
                 self._bound()
         return ref
 
     def _bound(self) -> None:
-        """Past the bound with only held and pinned captures left: the held ones go too,
-        least recently used first (pinned ones never)."""
-        if self._texts.total > self._texts.max_size:
-            self._texts.trim(keep=self._pins.__contains__)
+        """Back under the bound: least recently used captures neither pinned nor held go
+        first; with only held and pinned captures left, the held ones go too, least
+        recently used first (pinned ones never)."""
+        texts = self._texts
+        if texts.total <= texts.max_size:
+            return
+        self._expire(self._clock())
+        if self._kept_count() < len(texts):  # else a walk past every capture finds none
+            texts.trim(keep=self._kept)
+        if texts.total > texts.max_size:
+            texts.trim(keep=self._pins.__contains__)
+
+    def _expire(self, now: float) -> None:
+        """Forget the holds that ended by ``now`` (the oldest first: ``_held``'s order)."""
+        held = self._held
+        while held:
+            ref, until = next(iter(held.items()))
+            if until > now:
+                break
+            del held[ref]
+
+    def _kept_count(self) -> int:
+        """How many stored captures are pinned or held (holds ended already expired)."""
+        texts, held = self._texts, self._held
+        return len(held) + sum(1 for ref in self._pins if ref not in held and ref in texts)
 
     @contextlib.contextmanager
     def question(self) -> Iterator[None]:
@@ -206,11 +229,11 @@ class EvidenceStore:
                     self._pins[ref] = count
                 else:
                     self._pins.pop(ref, None)
-                if self._hold_s > 0:
-                    self._held[ref] = max(self._held.get(ref, until), until)
-            for ref in [ref for ref, end in self._held.items() if end <= now]:
-                del self._held[ref]
-            self._texts.trim()
+                if self._hold_s > 0 and ref in self._texts:
+                    # At the end: no hold ends later (the clock is monotonic).
+                    self._held.pop(ref, None)
+                    self._held[ref] = until
+            self._expire(now)
             self._bound()
 
     def _kept(self, ref: str) -> bool:

@@ -109,8 +109,9 @@ class SizedLRU(Generic[K, V]):
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, key: K, value: V) -> bool:
-        """Keep ``value`` (replacing what ``key`` held); False when it alone exceeds the bound."""
+    def put(self, key: K, value: V, *, trim: bool = True) -> bool:
+        """Keep ``value`` (replacing what ``key`` held); False when it alone exceeds the bound.
+        ``trim=False`` leaves the total past the bound for the caller's own ``trim``."""
         size = self._size(value)
         with self._lock:
             self._drop(key)
@@ -118,7 +119,8 @@ class SizedLRU(Generic[K, V]):
                 return False
             self._items[key] = (value, size)
             self._total += size
-            self.trim()
+            if trim:
+                self.trim()
             return key in self._items
 
     def pop(self, key: K) -> V | None:
@@ -133,13 +135,20 @@ class SizedLRU(Generic[K, V]):
         map's own) until under the bound."""
         keep = self._keep if keep is None else keep
         with self._lock:
-            if self._total <= self.max_size:
+            excess = self._total - self.max_size
+            if excess <= 0:
                 return
-            for key in list(self._items):
-                if self._total <= self.max_size:
-                    break
+            # The victims first (least recently used, not kept, until enough room), then
+            # out: a walk that stops there, not a copy of every key per trim.
+            victims: list[K] = []
+            for key, (_, size) in self._items.items():
                 if keep is not None and keep(key):
                     continue
+                victims.append(key)
+                excess -= size
+                if excess <= 0:
+                    break
+            for key in victims:
                 value = self._items[key][0]
                 self._drop(key)
                 if self._on_evict is not None:

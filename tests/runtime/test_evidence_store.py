@@ -201,6 +201,24 @@ def test_the_bound_wins_over_the_hold_but_never_over_a_question_in_progress() ->
     assert store.size <= 20_000
 
 
+def test_a_capture_whose_hold_ended_goes_before_held_ones_used_longer_ago() -> None:
+    ticks = Ticks()
+    store = EvidenceStore(20_000, hold_s=600, clock=ticks)
+    with store.question():
+        early = store.put(page_text(0), source="early")
+    ticks.now += 100
+    with store.question():
+        held = [store.put(page_text(n), source=f"held {n}") for n in range(1, 4)]
+    ticks.now += 550  # the early answer's hold has ended, the others' have not
+    assert store.read(early).startswith("第0页")  # now the most recently used
+    for n in range(10, 13):  # outside any question: past the bound
+        store.put(page_text(n), source=f"later {n}")
+        assert store.size <= 20_000
+    with pytest.raises(EvidenceEvicted):
+        store.read(early)
+    assert all(store.read(ref) for ref in held)
+
+
 def test_a_text_shared_by_two_questions_is_kept_until_both_are_done() -> None:
     ticks = Ticks()
     store = EvidenceStore(8_000, hold_s=0, clock=ticks)

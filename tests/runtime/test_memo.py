@@ -34,6 +34,19 @@ def test_the_lru_evicts_least_recently_used_first_and_skips_kept_keys() -> None:
     assert "huge" not in lru
 
 
+def test_a_put_left_untrimmed_waits_for_the_callers_trim_which_frees_just_enough() -> None:
+    evicted: list[str] = []
+    lru: SizedLRU[str, bytes] = SizedLRU(10, len, on_evict=lambda key, _v: evicted.append(key))
+    for key in "abcd":
+        assert lru.put(key, b"xx", trim=False)
+    assert lru.put("e", b"xxxx", trim=False)
+    assert lru.total == 12  # past the bound until the caller trims
+    lru.trim(keep={"a"}.__contains__)
+    assert evicted == ["b"]  # the least recently used that may go, and no more than needed
+    assert sorted(lru.keys()) == ["a", "c", "d", "e"]
+    assert lru.total == 10
+
+
 def test_single_flight_shares_one_run_and_survives_one_cancelled_waiter() -> None:
     runs = []
 
