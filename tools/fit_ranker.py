@@ -504,7 +504,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for row in item.rows:
                 for k in held:
                     row[k] = 0.0
-    fitting = families([(name, [s for s in served if s.half == "fitting"]) for name, served in sets])
+    fitting = families(
+        [(name, [s for s in served if s.half == "fitting"]) for name, served in sets]
+    )
     penalty = choose_penalty(fitting)
     if known.cv_only:
         if known.learner == "trees":
