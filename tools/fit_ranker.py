@@ -1,14 +1,19 @@
 """Fit the passage ranker on the fitting halves of bench/ranking.py; print both halves.
 
-    python tools/fit_ranker.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
-                               [--cache FILE] [--learner linear|trees] [--out WEIGHTS_FILE]
+    python tools/fit_ranker.py [--dureader DIR] [--dureader-extra FILE ...] [--cmrc FILE]
+                               [--drcd FILE] [--sample N] [--cache FILE]
+                               [--learner linear|trees] [--out WEIGHTS_FILE]
+                               [--cv-only] [--without FEATURE,...]
 
 A dev-only script (nothing in the package imports it): the sets are found as
 ``bench/ranking.py`` finds them (``--cache`` as there: what the page chain kept is read back,
 only the features are computed again), and only the questions of each set's *fitting* half
-are fitted on. Five steps, all deterministic (Newton's method from zero weights, folds by a
-hash of the question id, LightGBM single-threaded in its deterministic mode with a fixed
-seed):
+are fitted on (further DuReader train questions, ``--dureader-extra``, as more of the DuReader
+set: ``families``). ``--cv-only`` stops after the cross-validation (nothing written, no
+checking half printed); ``--without`` holds the named features at 0, so a feature is judged by
+what the cross-validation does without it. Five steps, all deterministic (Newton's method
+from zero weights, folds by a hash of the question id, LightGBM single-threaded in its
+deterministic mode with a fixed seed):
 
 1. **Pairwise logistic regression** (RankNet's loss on a linear scorer): for every question,
    every pair of its kept passages where one holds the answer and the other does not, minimise
