@@ -3,18 +3,27 @@ network critical path?
 
 The world: SearXNG answers after 200 ms; each of 8 pages, under 8 distinct site names,
 answers after 300 ms. Fetching pages one after another would take 200 + 8 × 300 ms; the
-critical path is 200 + 300 = 500 ms. The ratio wall / critical path should stay ≤ 1.3.
-The service runs with ``[cache] enabled = false``, so every run goes to the network.
+critical path is 200 + 300 = 500 ms.
+The ratio wall / critical path should stay ≤ 1.10. The service runs with ``[cache] enabled =
+false``, so every run goes to the network. The world is served from a process of its own
+(spawned, sharing nothing with the service), as a real network's servers would be: served from
+threads of the measured process, its own work would hold the service's interpreter lock and
+count against the service; ``--in-process`` serves it that way, to compare.
 
     python bench/e2e_latency.py [--runs 5] [--pages 8] [--search-ms 200] [--page-ms 300]
+                                [--in-process]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from multiprocessing.connection import Connection
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service.settings import CacheSettings
@@ -53,19 +62,47 @@ def build(world: World, pages: int, search_ms: int, page_ms: int) -> Settings:
     return world.settings(search, network={"max_pages": pages}, analysis={"processes": None})
 
 
+def _serve(pages: int, search_ms: int, page_ms: int, pipe: Connection) -> None:
+    """The world process: serve until the parent says stop."""
+    with World() as world:
+        pipe.send(build(world, pages, search_ms, page_ms).model_dump(mode="json"))
+        pipe.recv()
+
+
+@contextmanager
+def served(pages: int, search_ms: int, page_ms: int, *, in_process: bool) -> Iterator[Settings]:
+    """The settings that reach the world, served from a spawned process or, with
+    ``in_process``, from this one."""
+    if in_process:
+        with World() as world:
+            yield build(world, pages, search_ms, page_ms)
+        return
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, args=(pages, search_ms, page_ms, theirs), daemon=True)
+    process.start()
+    try:
+        yield Settings.from_mapping(ours.recv())
+    finally:
+        ours.send("stop")
+        process.join(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pages", type=int, default=8)
     parser.add_argument("--search-ms", type=int, default=200)
     parser.add_argument("--page-ms", type=int, default=300)
+    parser.add_argument(
+        "--in-process", action="store_true", help="serve the world from this process's threads"
+    )
     args = parser.parse_args()
 
     critical = (args.search_ms + args.page_ms) / 1000
     serial = (args.search_ms + args.pages * args.page_ms) / 1000
     walls = []
-    with World() as world:
-        settings = build(world, args.pages, args.search_ms, args.page_ms)
+    with served(args.pages, args.search_ms, args.page_ms, in_process=args.in_process) as settings:
         settings = settings.model_copy(update={"cache": CacheSettings(enabled=False)})
         clock = fixed_clock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
         with ExternalQueryService(settings, clock=clock) as service:
@@ -86,7 +123,7 @@ def main() -> None:
         f"wall time over {args.runs} runs: median {median * 1000:.0f} ms, "
         f"min {min(walls) * 1000:.0f} ms, max {max(walls) * 1000:.0f} ms"
     )
-    print(f"wall / critical path: {median / critical:.2f} (target <= 1.30)")
+    print(f"wall / critical path: {median / critical:.2f} (target <= 1.10)")
 
 
 if __name__ == "__main__":
