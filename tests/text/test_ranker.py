@@ -38,7 +38,7 @@ def stats_of(*texts: str) -> object:
 
 def test_the_packaged_model_is_versioned_small_and_calibrated() -> None:
     model = load_model()
-    assert model.version == 4
+    assert model.version == 3
     assert len(model.weights) == len(FEATURES)
     assert 0 < model.threshold < 1
     assert model.scale > 0  # a higher fitted score is a higher probability
