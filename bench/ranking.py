@@ -1,7 +1,7 @@
 """Which passage comes first? A ranking benchmark over real and public QA sets.
 
-    python bench/ranking.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
-                            [--cache FILE] [--weights FILE]
+    python bench/ranking.py [--dureader DIR] [--dureader-extra FILE ...] [--cmrc FILE]
+                            [--drcd FILE] [--sample N] [--cache FILE] [--weights FILE]
 
 Sets (none is part of the repository; each is measured only when present, and the script
 says which are absent):
@@ -9,6 +9,12 @@ says which are absent):
 - DuReader 2.0 demo *trainset* (96 answerable search questions with their result documents,
   the form ``bench/snippet_quality.py`` reads): ``--dureader`` or ``$EQS_DUREADER_TRAIN``,
   else ``$EQS_CORPUS/qa/dureader_train``. The demo devset of that repository is never read.
+- Further DuReader 2.0 *train* questions (samples of the full trainset in public
+  repositories, the raw JSON-lines form, one question a line): ``--dureader-extra FILE``
+  (repeatable) or ``$EQS_DUREADER_EXTRA`` (files joined by ``os.pathsep``). Those with an
+  answer, each question id once and none of the trainset's own, are the set
+  ``dureader_extra``: split by the same hash as the trainset (``family``), fitted on with it
+  as one set, measured apart. Only train files: never a dev or test file.
 - CMRC 2018 dev (``ymcui/cmrc2018``, ``squad-style-data/cmrc2018_dev.json``, simplified):
   ``--cmrc`` or ``$EQS_CMRC2018_DEV``.
 - DRCD dev (``DRCKnowledgeTeam/DRCD``, ``DRCD_dev.json``, traditional): ``--drcd`` or
@@ -80,6 +86,9 @@ SAMPLE = 400
 K1, B = 1.2, 0.75
 HALVES = ("fitting", "checking")
 METHODS = ("today", "bm25", "ranker")
+#: Further DuReader train questions (``--dureader-extra``): measured apart, fitted with the
+#: trainset's own.
+EXTRA = "dureader_extra"
 CPU_RUNS = 3
 
 
@@ -117,8 +126,15 @@ class Served:
 
 
 def half(name: str, qid: str) -> str:
-    """``fitting`` or ``checking``, by a hash of the set and question id."""
-    return HALVES[hashlib.sha256(f"{name}:{qid}".encode()).digest()[0] % 2]
+    """``fitting`` or ``checking``, by a hash of the set (its family: further DuReader
+    questions split as the trainset's own) and question id."""
+    return HALVES[hashlib.sha256(f"{family(name)}:{qid}".encode()).digest()[0] % 2]
+
+
+def family(name: str) -> str:
+    """The set whose split and fitting weight a set shares: further DuReader train questions
+    are more of the DuReader set."""
+    return "dureader" if name == EXTRA else name
 
 
 def fold(text: str) -> str:
@@ -129,17 +145,37 @@ def fold(text: str) -> str:
 
 
 def dureader(folder: Path) -> list[Question]:
-    questions = []
-    for path in sorted(folder.glob("t*.json")):
-        item = json.loads(path.read_text(encoding="utf-8"))
-        hit, _ = make_judge(item)
-        titles = [d["title"] for d in item["documents"] if any(p.strip() for p in d["paragraphs"])]
-        texts = pages_of(item)
-        pages = tuple((t, tuple(text.split("\n"))) for t, text in zip(titles, texts, strict=True))
-        questions.append(
-            Question("dureader", str(item["question_id"]), item["question"], pages, hit)
-        )
-    return questions
+    return [
+        _dureader_question("dureader", json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(folder.glob("t*.json"))
+    ]
+
+
+def _dureader_question(name: str, item: dict[str, Any]) -> Question:
+    hit, _ = make_judge(item)
+    titles = [d["title"] for d in item["documents"] if any(p.strip() for p in d["paragraphs"])]
+    texts = pages_of(item)
+    pages = tuple((t, tuple(text.split("\n"))) for t, text in zip(titles, texts, strict=True))
+    return Question(name, str(item["question_id"]), item["question"], pages, hit)
+
+
+def dureader_extra(paths: Sequence[Path], known: set[str]) -> list[Question]:
+    """Further DuReader *train* questions in the raw JSON-lines form (one question a line,
+    ``question_id``, ``question``, ``answers``, ``documents`` with ``title`` and
+    ``paragraphs``): those with an answer and a page with text, each question id once and
+    none of ``known`` (the trainset's own)."""
+    questions: dict[str, Question] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            qid = str(item["question_id"])
+            answered = any(str(a).strip() for a in item.get("answers") or ())
+            if qid in known or qid in questions or not answered or not pages_of(item):
+                continue
+            questions[qid] = _dureader_question(EXTRA, item)
+    return list(questions.values())
 
 
 def _digest(text: str) -> str:
@@ -343,13 +379,24 @@ def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Question]]]:
     folder = args.dureader or os.environ.get("EQS_DUREADER_TRAIN")
     if not folder and corpus:
         folder = str(Path(corpus) / "qa" / "dureader_train")
+    known: set[str] = set()
     if folder and any(Path(folder).glob("t*.json")):
-        yield "dureader", dureader(Path(folder))
+        questions = dureader(Path(folder))
+        known = {q.qid for q in questions}
+        yield "dureader", questions
     else:
         print(
             "DuReader trainset absent (--dureader, $EQS_DUREADER_TRAIN or $EQS_CORPUS): "
             "not measured"
         )
+    extra = args.dureader_extra or [
+        name for name in os.environ.get("EQS_DUREADER_EXTRA", "").split(os.pathsep) if name
+    ]
+    present = [Path(name) for name in extra if Path(name).is_file()]
+    if present:
+        yield EXTRA, dureader_extra(present, known)
+    elif extra:
+        print("further DuReader train files absent (--dureader-extra): not measured")
     for name, given, env in (
         ("cmrc", args.cmrc, "EQS_CMRC2018_DEV"),
         ("drcd", args.drcd, "EQS_DRCD_DEV"),
@@ -364,6 +411,12 @@ def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Question]]]:
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--dureader", help="folder of the DuReader trainset questions")
+    parser.add_argument(
+        "--dureader-extra",
+        action="append",
+        metavar="FILE",
+        help="further DuReader train questions, raw JSON lines (repeatable)",
+    )
     parser.add_argument("--cmrc", help="cmrc2018_dev.json")
     parser.add_argument("--drcd", help="DRCD_dev.json")
     parser.add_argument("--sample", type=int, default=SAMPLE, help="questions per CMRC/DRCD")
@@ -376,21 +429,28 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def served_sets(args: argparse.Namespace) -> list[tuple[str, list[Served]]]:
     """Every present set served through the page chain. With ``--cache``, what the page chain
-    kept is read from that pickle when it exists (and written when it does not), and only the
-    ranker's features are computed again: a change of features is measured in seconds."""
+    kept is read from that pickle when it exists, and only the ranker's features are computed
+    again: a change of features is measured in seconds; a set named but not in the pickle is
+    served and added to it."""
     cache = Path(args.cache) if args.cache else None
+    sets: list[tuple[str, list[Served]]] = []
     if cache is not None and cache.is_file():
         stored: list[tuple[str, list[dict[str, Any]]]] = pickle.loads(cache.read_bytes())
         sets = [(name, [_unpacked(fields) for fields in items]) for name, items in stored]
         for _, served in sets:
             for item in served:
                 item.rows = features(item.question, item.passages, item.stats)
-        return sets
-    sets = [(name, [serve(q) for q in questions]) for name, questions in load_sets(args)]
-    if cache is not None:
+    cached = {name for name, _ in sets}
+    added = [
+        (name, [serve(q) for q in questions])
+        for name, questions in load_sets(args)
+        if name not in cached
+    ]
+    if cache is not None and added:
+        sets += added
         plain = [(name, [_packed(item) for item in served]) for name, served in sets]
         cache.write_bytes(pickle.dumps(plain))
-    return sets
+    return sets or added
 
 
 # The cache holds builtins only, not ``Served``, ``RankerPassage`` or ``TermStats``: the script

@@ -1,9 +1,12 @@
 """Does the first snippet hold the answer? DuReader questions from a corpus.
 
-    python bench/snippet_quality.py [CORPUS_DIR]
+    python bench/snippet_quality.py [CORPUS_DIR] [SET]
 
 CORPUS_DIR defaults to $EQS_CORPUS. The corpus is not part of the repository and nothing
 outside it is read unless named: with neither given, the script says so and measures nothing.
+SET is the folder of question files under ``CORPUS_DIR/qa``: ``dureader_zh`` (the 25, the
+default) or ``dureader_train`` (the DuReader trainset ``bench/ranking.py`` ranks, served here
+the way the 25 are, so the two benches can be compared).
 
 Each question's documents stand for the pages gathered for it (paragraphs joined with "\\n"),
 and go through the same two passes as the page chain:
@@ -20,7 +23,19 @@ Hit rule. A snippet is a hit when
 - otherwise: for some reference answer, at least half of the distinct character bigrams of
   its first 80 characters (whitespace removed, folded) occur in the snippet.
 
-Printed: top-1 / top-2 / top-3 of the final order; "all chunks" (every chunk of every page
+Then the same questions **served end to end**: the service itself on loopback (``testing.World``),
+each document an HTML article page (``testing.article``: navigation, banner, sidebar and
+footer around its paragraphs) listed in the documents' order by the world's search engine;
+judged on ``answer.evidence``: evidence[0] holds an answer, answered with the answer nowhere in
+the evidence, refused (``insufficient_evidence``). This is what a user gets, and what
+``bench/ranking.py`` measures on the same pages (the raw-text pass above skips extraction, so
+no page title heads a page's text there and the ranker sees other features than it was
+fitted on).
+
+Printed: top-1 / top-2 / top-3 of the final order; the ranker's refusals (no kept snippet
+reaches its threshold: ``Reranked.reaches``) as ``bench/ranking.py`` counts them — answered with
+the answer first, answered with the answer nowhere in the kept snippets, refused although a kept
+snippet held it; "all chunks" (every chunk of every page
 scored with the question's statistics, no per-page cut); the baseline (the first paragraph of
 the first document); the ceilings (some chunk hits; some kept snippet hits); and where scores
 fall — the best kept snippet of hits and misses, and each page's best chunk against its own
@@ -43,7 +58,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from external_query_service import ExternalQueryService
 from external_query_service.adapters._pages import PAGE_MIN_SCORE
+from external_query_service.testing import World, article, hit
 from external_query_service.text._chunk import chunk_text
 from external_query_service.text._rerank import Candidate, rerank
 from external_query_service.text._score import TermStats, score_chunks, score_with_stats
@@ -121,12 +138,16 @@ def main() -> int:
     if root is None:
         print("no corpus given (pass CORPUS_DIR or set EQS_CORPUS); nothing to do")
         return 0
-    files = sorted((root / "qa" / "dureader_zh").glob("*.json"))
-    if not files:
+    name = sys.argv[2] if len(sys.argv) > 2 else "dureader_zh"
+    files = sorted((root / "qa" / name).glob("*.json"))
+    loaded = [json.loads(path.read_text(encoding="utf-8")) for path in files]
+    # A set's folder may hold an index beside the questions.
+    questions = [item for item in loaded if isinstance(item, dict) and "documents" in item]
+    if not questions:
         print(f"no DuReader questions under {root} (set EQS_CORPUS or pass a path); nothing to do")
         return 0
-    questions = [json.loads(path.read_text(encoding="utf-8")) for path in files]
     top = [0, 0, 0]
+    first = nowhere = refused = 0
     whole = base = ceiling = kept_ceiling = entity_questions = 0
     hit_scores: list[int] = []
     miss_scores: list[int] = []
@@ -165,6 +186,11 @@ def main() -> int:
             top[k] += any(hit(text) for text in firsts[: k + 1])
         if order:
             (hit_scores if hit(firsts[0]) else miss_scores).append(order[0].score)
+        holds = any(hit(passage.text) for passage in kept)
+        answers = any(item.reaches for item in order)
+        first += answers and bool(firsts) and hit(firsts[0])
+        nowhere += answers and not holds
+        refused += not answers and holds
         overall = score_chunks(every_chunk, question["question"], stats=stats)
         whole += bool(overall) and hit(overall[0].chunk.text)
         ceiling += any(hit(chunk.text) for chunk in every_chunk)
@@ -173,6 +199,11 @@ def main() -> int:
     print(f"questions: {n} ({entity_questions} judged by entity answers, the rest by bigrams)")
     for k, label in enumerate(("evidence[0]", "evidence[:2]", "evidence[:3]")):
         print(f"{label:<14} holds an answer:   {top[k]}/{n} = {top[k] / n:.0%}")
+    print(
+        f"ranker's threshold: answered with the answer first {first}/{n} = {first / n:.0%}, "
+        f"answered with it nowhere in the kept snippets {nowhere}/{n} = {nowhere / n:.0%}, "
+        f"refused although a kept snippet held it {refused}/{n} = {refused / n:.0%}"
+    )
     print(f"all chunks, best one:          {whole}/{n} = {whole / n:.0%}")
     print(f"baseline first paragraph:      {base}/{n} = {base / n:.0%}")
     print(f"ceiling (some kept snippet):   {kept_ceiling}/{n} = {kept_ceiling / n:.0%}")
@@ -187,8 +218,49 @@ def main() -> int:
         f"at PAGE_MIN_SCORE: {below}/{len(own_best)} pages fall below against their own "
         f"question, {above}/{len(other_best)} reach it against an unrelated one"
     )
-    title_retrieval(root)
+    served_end_to_end(questions)
+    if name == "dureader_zh":
+        title_retrieval(root)
     return 0
+
+
+def served_end_to_end(questions: list[dict[str, object]]) -> None:
+    """The questions through the service on loopback (module docstring)."""
+    first = nowhere = refused = 0
+    with World() as world:
+        for number, question in enumerate(questions):
+            urls = [
+                world.page(
+                    f"q{number}-site{rank}.test",
+                    "/page",
+                    article(title, text.split("\n"), site_name=f"站点{rank}"),
+                )
+                for rank, (text, title) in enumerate(
+                    zip(pages_of(question), titles_of(question), strict=True)
+                )
+            ]
+            titles = titles_of(question)
+            world.results(
+                str(question["question"]),
+                [hit(url, title, "") for url, title in zip(urls, titles, strict=True)],
+            )
+        settings = world.settings(world.searxng(), network={"max_pages": 8})
+        with ExternalQueryService(settings) as service:
+            for question in questions:
+                hit_of, _ = make_judge(question)
+                answer = service.answer(str(question["question"]))
+                quotes = [item.snippet for item in answer.evidence]
+                if answer.status != "answered":
+                    refused += 1
+                    continue
+                first += bool(quotes) and hit_of(quotes[0])
+                nowhere += not any(hit_of(quote) for quote in quotes)
+    n = len(questions)
+    print(
+        f"served end to end: evidence[0] holds an answer {first}/{n} = {first / n:.0%}, "
+        f"answered with it nowhere in the evidence {nowhere}/{n} = {nowhere / n:.0%}, "
+        f"refused {refused}/{n} = {refused / n:.0%}"
+    )
 
 
 def title_retrieval(root: Path) -> None:

@@ -1,14 +1,19 @@
 """Fit the passage ranker on the fitting halves of bench/ranking.py; print both halves.
 
-    python tools/fit_ranker.py [--dureader DIR] [--cmrc FILE] [--drcd FILE] [--sample N]
-                               [--cache FILE] [--learner linear|trees] [--out WEIGHTS_FILE]
+    python tools/fit_ranker.py [--dureader DIR] [--dureader-extra FILE ...] [--cmrc FILE]
+                               [--drcd FILE] [--sample N] [--cache FILE]
+                               [--learner linear|trees] [--out WEIGHTS_FILE]
+                               [--cv-only] [--without FEATURE,...]
 
 A dev-only script (nothing in the package imports it): the sets are found as
 ``bench/ranking.py`` finds them (``--cache`` as there: what the page chain kept is read back,
 only the features are computed again), and only the questions of each set's *fitting* half
-are fitted on. Five steps, all deterministic (Newton's method from zero weights, folds by a
-hash of the question id, LightGBM single-threaded in its deterministic mode with a fixed
-seed):
+are fitted on (further DuReader train questions, ``--dureader-extra``, as more of the DuReader
+set: ``families``). ``--cv-only`` stops after the cross-validation (nothing written, no
+checking half printed); ``--without`` holds the named features at 0, so a feature is judged by
+what the cross-validation does without it. Five steps, all deterministic (Newton's method
+from zero weights, folds by a hash of the question id, LightGBM single-threaded in its
+deterministic mode with a fixed seed):
 
 1. **Pairwise logistic regression** (RankNet's loss on a linear scorer): for every question,
    every pair of its kept passages where one holds the answer and the other does not, minimise
@@ -57,7 +62,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from ranking import Served, parse, report, served_sets
+from ranking import Served, family, parse, report, served_sets
 
 from external_query_service.text._ranker import (
     FEATURES,
@@ -221,7 +226,21 @@ def _shown(figures: dict[str, tuple[float, float]]) -> str:
     return "   ".join(f"{name} top-1 {t:.1%} MRR {r:.3f}" for name, (t, r) in figures.items())
 
 
+def baselines(fitting: Sets) -> None:
+    """Top-1 of today's scorer and of BM25 on the fitting halves (what the ranker must beat)."""
+    for name, served in fitting:
+        n = max(len(served), 1)
+        today = sum(bool(s.today) and s.today[0] for s in served) / n
+        bm25 = sum(bool(s.bm25) and s.bm25[0] for s in served) / n
+        held = sum(any(s.labels) for s in served) / n
+        print(
+            f"{name} fitting half: {len(served)} questions, today top-1 {today:.1%}, "
+            f"BM25 top-1 {bm25:.1%}, kept evidence holds an answer {held:.1%}"
+        )
+
+
 def choose_penalty(fitting: Sets) -> float:
+    baselines(fitting)
     best, chosen = -1.0, PENALTIES[0]
     for penalty in PENALTIES:
         figures = cross_validate(fitting, penalty)
@@ -451,12 +470,32 @@ def document_text(document: dict[str, object]) -> str:
     return f'{head}{block}  "calibration"{tail}\n'
 
 
+def families(sets: Sets) -> Sets:
+    """The sets of one family (``ranking.family``) as one set: further DuReader train
+    questions weigh as more questions of the DuReader set, not as a set of their own."""
+    merged: dict[str, list[Served]] = {}
+    for name, served in sets:
+        merged.setdefault(family(name), []).extend(served)
+    return list(merged.items())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument(
         "--out", default=str(ROOT / "external_query_service" / "text" / WEIGHTS_FILE)
     )
     parser.add_argument("--learner", choices=("linear", "trees"), default="linear")
+    parser.add_argument(
+        "--cv-only",
+        action="store_true",
+        help="print the cross-validation on the fitting halves only: no file, no checking half",
+    )
+    parser.add_argument(
+        "--without",
+        default="",
+        metavar="FEATURE,...",
+        help="features held at 0 (so weighted 0): to judge a feature by cross-validation",
+    )
     known, rest = parser.parse_known_args(argv)
     if known.learner == "trees":
         _lightgbm()  # fail before the long steps, not after them
@@ -464,8 +503,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not sets:
         print("no set to fit on; nothing written")
         return 1
-    fitting = [(name, [s for s in served if s.half == "fitting"]) for name, served in sets]
+    held = [FEATURES.index(name) for name in known.without.split(",") if name]
+    for _, served in sets:
+        for item in served:
+            for row in item.rows:
+                for k in held:
+                    row[k] = 0.0
+    fitting = families(
+        [(name, [s for s in served if s.half == "fitting"]) for name, served in sets]
+    )
     penalty = choose_penalty(fitting)
+    if known.cv_only:
+        if known.learner == "trees":
+            choose_trees(fitting, penalty)
+        return 0
     weights = fit_weights(pairs(fitting), penalty)
     trees: list[dict[str, list[Any]]] = []
     settings: dict[str, object] = {}
