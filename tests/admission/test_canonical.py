@@ -226,7 +226,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)  # a property, not a timing
 @given(st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=6))
 def test_canonical_bytes_are_rfc8785s_whichever_writer_is_used(record: dict[str, object]) -> None:
     try:
