@@ -247,6 +247,55 @@ def test_markup_nesting_past_the_fast_depth_is_left_to_trafilatura() -> None:
     assert _FORECAST in page.text
 
 
+# --- the lxml parse: trafilatura's load_html, its repair made cheap ------------------------
+
+_REPAIR_PIECES = st.lists(
+    st.sampled_from(
+        [
+            *("<!DOCTYPE html>", "<!doctype html PUBLIC '-//W3C//DTD XHTML 1.0//EN' 'x.dtd'>"),
+            *("< ! DOCTYPE a/b>", "<!DOCTYPE <x/>>", "<html/>", "<html lang='zh' />", "<html>"),
+            *("\x01", "\x0b", "\x1f", "\ufffe", "\uffff", "\t", "\n", "\r\n", " ", "/", ">"),
+            *("<p>", "</p>", "正文", "text"),
+        ]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@given(_REPAIR_PIECES)
+def test_the_repair_leaves_what_trafilaturas_repair_leaves(html: str) -> None:
+    from trafilatura.utils import repair_faulty_html
+
+    from external_query_service.text._extract import _repaired
+
+    beginning = html[:50].lower()
+    assert _repaired(html, beginning) == repair_faulty_html(html, beginning)
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in PAGES.glob("*.html")))
+def test_the_parse_is_the_tree_trafilaturas_load_html_makes(name: str) -> None:
+    from lxml import etree
+    from trafilatura.utils import load_html
+
+    from external_query_service.text._extract import _parse
+
+    html = page_text(name)
+    for markup in (html, "<script>var x;</script><p>一段没有 html 开头的正文</p>"):
+        expected = load_html(markup)
+        if expected is None:
+            expected = load_html(f"<html>{markup}</html>")
+        assert etree.tostring(_parse(markup, URL)) == etree.tostring(expected)
+
+
+def test_a_declared_content_language_is_the_language_hint() -> None:
+    html = (
+        '<html><head><meta http-equiv="Content-Language" content="zh_CN"></head><body>'
+        f"<article><p>{_FORECAST * 8}</p></article></body></html>"
+    )
+    assert extract_page(html, URL).language_hint == "zh-cn"
+    assert extract_page(html.replace("Content-Language", "refresh"), URL).language_hint == "zh"
+
+
 def test_cjk_count_counts_han_kana_and_hangul_only() -> None:
     assert cjk_count("") == 0
     assert cjk_count("plain ASCII text") == 0
