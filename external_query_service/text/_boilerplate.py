@@ -36,7 +36,8 @@ def _clean(text: str) -> str:
 
 def link_texts(markup: str) -> frozenset[str]:
     """The texts of the links in ``markup`` whose text is plain (whitespace collapsed)."""
-    return frozenset(text for match in _ANCHOR.finditer(markup) if (text := _clean(match[1])))
+    # Menus repeat their links page after page: each distinct raw text is cleaned once.
+    return frozenset(filter(None, map(_clean, set(_ANCHOR.findall(markup)))))
 
 
 def is_trail(line: str) -> bool:
