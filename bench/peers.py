@@ -1,7 +1,7 @@
 """This project beside the pipeline an engineer would write instead, on one loopback world.
 
     python bench/peers.py [--questions 120] [--pages 8] [--concurrency 20] [--latency-ms 50]
-        [--rounds 3] [--busy] [--processes N]
+        [--rounds 3] [--busy] [--processes N] [--only PEER ...] [--host-collector]
 
 The world is ``throughput.py``'s (a SearXNG and 8 distinct 20-60 KB Chinese article pages per
 question, every reply after ``--latency-ms``), served from a process of its own. Each round
@@ -10,7 +10,9 @@ memory), in alternating order from round to round, so a machine that gets busier
 weighs on every peer alike:
 
 - **ours**: ``ExternalQueryService`` with default settings (``[analysis] processes`` workers,
-  one per usable core unless ``--processes``);
+  one per usable core unless ``--processes``), its process's garbage collector set once warm
+  as ``external-query serve`` sets its own (``[server] gc_threshold`` and ``gc_freeze``;
+  ``--host-collector`` leaves CPython's defaults, as a host embedding the library would);
 - **plain**: a plain asyncio pipeline — httpx fetches the search and its pages,
   ``trafilatura.extract`` in a 2-process ``ProcessPoolExecutor``, the texts cut into chunks
   of at most 360 characters at sentence ends, BM25 (k1 1.5, b 0.75; one term per CJK
@@ -54,7 +56,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from throughput import NOW, question, served_world
 
-from external_query_service import ExternalQueryService, Settings, fixed_clock
+from external_query_service import ExternalQueryService, Settings, fixed_clock, tune_collector
 
 PLAIN_WORKERS = 2
 CHUNK_CHARS = 360
@@ -140,9 +142,13 @@ def _figures(
     }
 
 
-async def _ours(settings: Settings, questions: Sequence[str], concurrency: int) -> dict[str, Any]:
+async def _ours(
+    settings: Settings, questions: Sequence[str], concurrency: int, tune: bool = True
+) -> dict[str, Any]:
     async with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
         await service.awarm_up()
+        if tune:
+            tune_collector(settings.server.gc_threshold, freeze=settings.server.gc_freeze)
         await service.aanswer(question(len(questions)))  # connections, first-question paths
         read = _measured(service.analysis.pids)
         cpu_before, _ = read()
@@ -291,10 +297,19 @@ PEERS: dict[str, Callable[..., Any]] = {"ours": _ours, "plain": _plain, "haystac
 
 
 def _peer_main(
-    name: str, settings: dict[str, Any], count: int, concurrency: int, pipe: Connection
+    name: str,
+    settings: dict[str, Any],
+    count: int,
+    concurrency: int,
+    pipe: Connection,
+    host_collector: bool = False,
 ) -> None:
     questions = [question(n) for n in range(count)]
-    result = asyncio.run(PEERS[name](Settings.from_mapping(settings), questions, concurrency))
+    loaded = Settings.from_mapping(settings)
+    if name == "ours":
+        result = asyncio.run(_ours(loaded, questions, concurrency, tune=not host_collector))
+    else:
+        result = asyncio.run(PEERS[name](loaded, questions, concurrency))
     pipe.send(result)
 
 
@@ -319,13 +334,15 @@ def busy_core(wanted: bool) -> Iterator[None]:
         busy.join(5)
 
 
-def run_peer(name: str, settings: Settings, count: int, concurrency: int) -> dict[str, Any]:
+def run_peer(
+    name: str, settings: Settings, count: int, concurrency: int, host_collector: bool = False
+) -> dict[str, Any]:
     """One run of peer ``name`` in a fresh process; its figures."""
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
     process = context.Process(
         target=_peer_main,
-        args=(name, settings.model_dump(mode="json"), count, concurrency, theirs),
+        args=(name, settings.model_dump(mode="json"), count, concurrency, theirs, host_collector),
     )
     process.start()
     try:
@@ -351,6 +368,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=None, help="our pool size")
     parser.add_argument("--busy", action="store_true", help="one more CPU-bound process")
     parser.add_argument("--only", nargs="+", choices=sorted(PEERS), help="run only these peers")
+    parser.add_argument(
+        "--host-collector", action="store_true", help="ours with CPython's collector defaults"
+    )
     args = parser.parse_args()
 
     names = list(args.only or ("ours", "plain", "haystack"))
@@ -380,7 +400,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             order = names if round_ % 2 == 0 else names[::-1]
             for name in order:
-                result = run_peer(name, base, args.questions, args.concurrency)
+                result = run_peer(name, base, args.questions, args.concurrency, args.host_collector)
                 runs[name].append(result)
                 print(
                     f"  round {round_ + 1} {name:<8} {result['qps']:6.2f} q/s  "

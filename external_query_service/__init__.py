@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         VerifierResult,
     )
     from .runtime._clock import Clock, fixed_clock, system_clock
+    from .runtime._collector import tune_collector
     from .runtime._evidence_store import EvidenceStore
     from .server._errors import ApiError
     from .service import ExternalQueryService, Session
@@ -139,6 +140,7 @@ _EXPORTS = {
     "fixed_clock": ".runtime._clock",
     "register_adapter": ".gateway._registry",
     "system_clock": ".runtime._clock",
+    "tune_collector": ".runtime._collector",
     "__version__": "._version",
 }
 
@@ -206,6 +208,7 @@ __all__ = [
     "fixed_clock",
     "register_adapter",
     "system_clock",
+    "tune_collector",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -543,6 +543,12 @@ class ServerSettings(Frozen):
     body_timeout_s: float = Field(default=30.0, gt=0)
     #: A streamed answer sends a comment line when nothing else went out for this long.
     stream_heartbeat_s: float = Field(default=15.0, gt=0)
+    #: The interpreter's generation-0 collection threshold, set once the service has warmed
+    #: up (0: the interpreter's own, 700). Higher lets the containers a question allocates die
+    #: uncollected instead of being promoted and walked again (``runtime.tune_collector``).
+    gc_threshold: int = Field(default=10_000, ge=0)
+    #: After warm-up, move what the process holds into the collector's permanent generation.
+    gc_freeze: bool = True
 
     @field_validator("api_key_hashes")
     @classmethod

@@ -74,6 +74,7 @@ EXPECTED = [
     "fixed_clock",
     "register_adapter",
     "system_clock",
+    "tune_collector",
 ]
 
 

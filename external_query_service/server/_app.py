@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from .._version import __version__
 from ..errors import ServiceClosed
 from ..models import ExternalAnswer
+from ..runtime._collector import tune_collector
 from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..runtime._tracing import span
 from ..service import ExternalQueryService
@@ -89,14 +90,20 @@ class _InFlight:
 
 
 def create_app(
-    service: ExternalQueryService, *, close_service: bool = True, warm_up: bool = True
+    service: ExternalQueryService,
+    *,
+    close_service: bool = True,
+    warm_up: bool = True,
+    owns_process: bool = False,
 ) -> FastAPI:
     """The ASGI app over ``service``, bounded by ``service.settings.server``. On start-up
     (the ASGI lifespan) the service warms up in the background unless ``warm_up`` is False
     (``awarm_up``: the first questions then find the text pipeline loaded and the analysis
-    workers running; requests are served meanwhile). On shutdown in-flight questions get
-    ``shutdown_grace_s`` to finish and are then cancelled; the service is closed unless
-    ``close_service`` is False."""
+    workers running; requests are served meanwhile). An app that ``owns_process`` (``serve``
+    and its workers, not a host's thread) then sets the garbage collector from ``[server]
+    gc_threshold`` and ``gc_freeze`` (``runtime.tune_collector``). On shutdown in-flight
+    questions get ``shutdown_grace_s`` to finish and are then cancelled; the service is closed
+    unless ``close_service`` is False."""
     limits = service.settings.server
     metrics = ServerMetrics(service)
     shared = service.shared_cache
@@ -112,7 +119,9 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         limit_accept_errors(asyncio.get_running_loop())
         refresher = asyncio.create_task(metrics.keep_fresh()) if metrics.multiprocess else None
-        warming = asyncio.create_task(_warm_up(service)) if warm_up else None
+        warming = (
+            asyncio.create_task(_warm_up(service, owns_process=owns_process)) if warm_up else None
+        )
         try:
             yield
         finally:
@@ -326,10 +335,14 @@ def create_app(
     return app
 
 
-async def _warm_up(service: ExternalQueryService) -> None:
-    """``awarm_up``, unless the service was closed first (a host's own shutdown)."""
+async def _warm_up(service: ExternalQueryService, *, owns_process: bool = False) -> None:
+    """``awarm_up``, unless the service was closed first (a host's own shutdown); then, in a
+    process the app owns, the collector set for serving (what warm-up loaded frozen)."""
     with contextlib.suppress(ServiceClosed):
         await service.awarm_up()
+        if owns_process:
+            limits = service.settings.server
+            tune_collector(limits.gc_threshold, freeze=limits.gc_freeze)
 
 
 def _served(found: ExternalAnswer, session_id: str) -> dict[str, Any]:

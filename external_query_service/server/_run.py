@@ -139,7 +139,7 @@ def worker_app(settings: Settings) -> FastAPI:
     except ExternalQueryError as exc:
         logging.getLogger("uvicorn.error").error("cannot start a worker: %s", exc)
         sys.exit(STARTUP_FAILURE)
-    return create_app(service)
+    return create_app(service, owns_process=True)
 
 
 class _Workers(Multiprocess):
@@ -190,7 +190,7 @@ def serve(
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     log = logging.getLogger("uvicorn.error")
     if workers == 1:
-        server = _uvicorn(create_app(service), service, quiet=False)
+        server = _uvicorn(create_app(service, owns_process=True), service, quiet=False)
         log.info("Serving on http://%s:%d (SIGINT or SIGTERM stops)", shown, bound_port)
         server.run(sockets=[sock])
         return
