@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import count
@@ -86,8 +86,11 @@ class PageAnalysis:
         size = sys.getsizeof
         stats = self.stats
         frequencies = stats.frequencies
-        total = size(frequencies) + sum(map(size, frequencies))
-        total += sum(map(size, filter(_SHARED_INTS.__lt__, frequencies.values())))
+        # Counted when this analysis was read from a record (``_counted_bytes``), else now.
+        counted = self.__dict__.get("_terms_bytes")
+        if counted is None:
+            counted = _counted_bytes(frequencies, frequencies.values())
+        total = size(frequencies) + counted
         total += size(stats) + size(stats.__dict__) + size(stats.chunks) + size(stats.term_total)
         total += size(self) + size(self.__dict__) + size(self.text) + size(self.title)
         total += size(self.encoding) + size(self.snippets) + size(self.about_dates)
@@ -114,6 +117,14 @@ class PageAnalysis:
                 break
             found = number
         return found
+
+
+def _counted_bytes(terms: Iterable[str], counts: Iterable[int]) -> int:
+    """What the terms and counts of a ``TermStats`` hold besides its map: each term string
+    (the terms are distinct objects) and each count that is not one of the ints Python
+    shares."""
+    size = sys.getsizeof
+    return sum(map(size, terms)) + sum(map(size, filter(_SHARED_INTS.__lt__, counts)))
 
 
 def analyse_page(
@@ -330,14 +341,20 @@ def analysis_from_record(record: tuple[Any, ...]) -> PageAnalysis:
         cut = dict(zip((vocabulary[i] for i in term_ids), counts, strict=True))
         remember_terms(snippet_text, cut, snippet_text if folded is None else folded)
         scored.append(ScoredChunk(Chunk(offset, length, snippet_text), score, query_score, hits))
-    return PageAnalysis(
+    # The vocabulary's first terms are the counted ones (``zip`` stops with the counts).
+    counted = dict(zip(vocabulary, frequencies, strict=False))
+    analysis = PageAnalysis(
         text=text,
         title=title,
         published_at=date.fromordinal(published) if published is not None else None,
         about_dates=tuple(date.fromordinal(day) for day in about),
         snippets=tuple(scored),
         encoding=encoding,
-        # The vocabulary's first terms are the counted ones (``zip`` stops with the counts).
-        stats=TermStats(chunks, dict(zip(vocabulary, frequencies, strict=False)), term_total),
+        stats=TermStats(chunks, counted, term_total),
         pages=pages,
     )
+    # ``held_bytes``' count of the terms and counts, made here, where the record is read (an
+    # analysis worker's reply, off the event loop): the service sizes each analysis it keeps
+    # on the loop, and sizing every term string was most of that count.
+    object.__setattr__(analysis, "_terms_bytes", _counted_bytes(counted, frequencies))
+    return analysis
