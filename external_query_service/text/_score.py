@@ -227,9 +227,9 @@ class TermStats:
 
 class _Summed(Mapping[str, int]):
     """The frequencies of several collections, added up when a term is read. Merging the
-    maps of a question's pages into one would touch every distinct term of every page (some
-    two thousand each) to answer a few dozen lookups; each lookup here reads one map per
-    page instead. Iterating (equality, a record) merges them then."""
+    maps of a question's pages into one would touch every distinct term of every page (a few
+    hundred each) to answer a few dozen lookups; each lookup here reads one map per page
+    instead. Iterating (equality, a record) merges them then."""
 
     __slots__ = ("_parts",)
 
