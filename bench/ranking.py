@@ -78,7 +78,7 @@ from external_query_service.text._ranker import (
     load_model,
     model_from_json,
 )
-from external_query_service.text._score import TermStats, score_chunks
+from external_query_service.text._score import TermStats, score_chunks, term_stats
 from external_query_service.text._tokens import terms
 
 PAGES = 8
@@ -462,13 +462,19 @@ def _packed(item: Served) -> dict[str, Any]:
         **vars(item),
         "rows": [],
         "passages": [(p.text, p.title, p.page, p.offset) for p in item.passages],
-        "stats": [sorted(chunk) for chunk in item.stats.chunk_terms],
+        "stats": {
+            "chunks": item.stats.chunks,
+            "frequencies": dict(item.stats.frequencies.items()),
+            "term_total": item.stats.term_total,
+        },
     }
 
 
 def _unpacked(fields: dict[str, Any]) -> Served:
     passages = [RankerPassage(*passage) for passage in fields["passages"]]
-    stats = TermStats(tuple(frozenset(chunk) for chunk in fields["stats"]))
+    kept = fields["stats"]
+    # A cache written before the stats were counts holds every chunk's terms: still readable.
+    stats = TermStats(**kept) if isinstance(kept, dict) else term_stats(kept)
     return Served(**{**fields, "passages": passages, "stats": stats})
 
 

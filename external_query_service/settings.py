@@ -380,13 +380,13 @@ class CacheSettings(Frozen):
 
     enabled: bool = True
     default_ttl_s: float = Field(default=300.0, ge=0)
-    #: The three bounds count what the kept objects hold in this process's memory (a page
-    #: analysis holds about 30 times its text's length, in term sets: 8 MiB keep some two
-    #: dozen, the pages of the last few questions; analysing a page again costs about 50 ms
-    #: of CPU; 16 MiB of responses keep some 400 pages of 40 KB, the last 50 questions' of 8
-    #: pages, for as long as they are fresh). With these defaults a service's memory stays flat
-    #: after its first few hundred questions; a deployment that wants more kept raises them,
-    #: or shares a Redis cache (``url``).
+    #: The three bounds count what the kept objects hold in this process's memory (the
+    #: analysis of a 40 KB page holds about four times its text's length, the text and a
+    #: count per distinct term: 8 MiB keep some 170, the pages of the last twenty questions;
+    #: analysing a page again costs about 50 ms of CPU; 16 MiB of responses keep some 400
+    #: pages of 40 KB, the last 50 questions' of 8 pages, for as long as they are fresh). With
+    #: these defaults a service's memory stays flat after its first few hundred questions; a
+    #: deployment that wants more kept raises them, or shares a Redis cache (``url``).
     max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
     analysis_max_bytes: int = Field(default=8 * 1024 * 1024, ge=0)
     store_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)

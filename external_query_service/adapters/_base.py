@@ -157,7 +157,7 @@ def analysis_memo(
     runner: Callable[..., Awaitable[Any]] | None = None,
 ) -> ThreadMemo:
     """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
-    ``analysis_max_bytes`` (what their objects hold, term sets and all) when caching is on,
+    ``analysis_max_bytes`` (what their objects hold, term counts and all) when caching is on,
     and in ``shared`` too (other processes') when given; computed by ``runner`` (the
     service's analysis pool; a thread when None); each kept analysis used again is told to
     ``on_hit`` as an ``analysis`` hit."""
@@ -170,7 +170,7 @@ def analysis_memo(
 
 
 def _analysis_size(analysis: object) -> int:
-    # What the analysis holds (its term sets most of all), plus the memo's own entry.
+    # What the analysis holds (its text and term counts), plus the memo's own entry.
     own = getattr(analysis, "held_bytes", None)
     return (own() if callable(own) else held_bytes(analysis)) + 1024
 

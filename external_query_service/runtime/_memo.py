@@ -40,8 +40,9 @@ def held_bytes(root: object) -> int:
     """The memory ``root`` holds as Python allocated it: ``sys.getsizeof`` of every object
     reachable from it through containers (tuple, list, set, dict) and instance attributes
     (``__dict__`` or ``__slots__``), each object once. Classes, functions and modules are not
-    followed. What a bound in bytes must count: a page's term sets hold about ten times the
-    bytes of its text, which ``len(text)`` would count alone."""
+    followed. What a bound in bytes must count: a page analysis holds its term counts besides
+    its text, and a Chinese text two bytes or more a character, where ``len(text)`` would
+    count one."""
     seen: set[int] = set()
     stack = [root]
     total = 0

@@ -10,10 +10,11 @@ Chunks leave out the lines of the main text that are navigation (``boilerplate``
 page's link texts, trails of links), so no snippet opens with a menu.
 
 A ``PageAnalysis`` pickles as a compact record of plain values (``analysis_to_record``): the
-text once (snippets are offsets into it), every distinct term once (each chunk's terms are
-indexes into that vocabulary), and the snippets' own cut (term counts and folded text), which
-the receiving process keeps (``score.remember_terms``) so that the second pass does not cut
-them again. That is what an analysis worker sends back, and what a memo keeps.
+text once (snippets are offsets into it), every distinct term of the page once with the number
+of chunks it occurs in (the page's ``TermStats``), and the snippets' own cut (term counts as
+indexes into those terms, and folded text), which the receiving process keeps
+(``score.remember_terms``) so that the second pass does not cut them again. That is what an
+analysis worker sends back, and what a memo keeps.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import count
@@ -49,6 +50,9 @@ __all__ = [
 PDF_MAX_PAGES = 50
 #: Characters of text a PDF may yield: the same bound as a page body's bytes by default.
 _PDF_MAX_CHARS = 2_000_000
+#: The largest of the ints every Python process holds once and shares (so an analysis does not
+#: hold a count up to it).
+_SHARED_INTS = 256
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,8 @@ class PageAnalysis:
     the explicit dates written in the title and the chosen snippets, in that order (Chinese
     month-day dates without a year take theirs from ``published_at``);
     ``snippets`` may be empty when no chunk reaches the score floor; ``stats`` counts the terms
-    of all the page's chunks, for a second pass that weighs rarity across pages (``rerank``).
+    of all the page's chunks (in how many chunks each occurs), for a second pass that weighs
+    rarity across pages (``rerank``).
     ``pages`` is a PDF's (page number, offset in ``text`` where that page's text begins) for
     every page with text, in order; empty for any other page (``page_at``).
     """
@@ -75,18 +80,18 @@ class PageAnalysis:
 
     def held_bytes(self) -> int:
         """The memory this analysis holds (``memo.held_bytes``' count, which it matches)
-        without visiting every object one by one: the term sets are most of it, and each
-        distinct term string is counted once however many sets hold it."""
+        without visiting every object one by one: its term frequencies are most of it, and
+        their terms are distinct strings, their counts small ints that Python shares (up to
+        256) or ints of their own."""
         size = sys.getsizeof
-        sets = self.stats.chunk_terms
-        # The term strings, each object once: counted from the vocabulary when this analysis
-        # was built from a record (its sets hold the vocabulary's strings), else walked.
-        strings = self.__dict__.get("_vocabulary_bytes")
-        if strings is None:
-            unique = {id(term): term for terms in sets for term in terms}
-            strings = sum(map(size, unique.values()))
-        total = strings + sum(map(size, sets))
-        total += size(sets) + size(self.stats) + size(self.stats.__dict__)
+        stats = self.stats
+        frequencies = stats.frequencies
+        # Counted when this analysis was read from a record (``_counted_bytes``), else now.
+        counted = self.__dict__.get("_terms_bytes")
+        if counted is None:
+            counted = _counted_bytes(frequencies, frequencies.values())
+        total = size(frequencies) + counted
+        total += size(stats) + size(stats.__dict__) + size(stats.chunks) + size(stats.term_total)
         total += size(self) + size(self.__dict__) + size(self.text) + size(self.title)
         total += size(self.encoding) + size(self.snippets) + size(self.about_dates)
         total += sum(map(size, self.about_dates)) + size(self.pages)
@@ -95,6 +100,8 @@ class PageAnalysis:
             chunk = item.chunk
             total += size(item) + size(item.__dict__) + size(chunk) + size(chunk.__dict__)
             total += size(chunk.text) + size(item.target_hits) + sum(map(size, item.target_hits))
+            total += size(chunk.offset) + size(chunk.length) + size(item.score)
+            total += size(item.query_score)
         return total
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -110,6 +117,14 @@ class PageAnalysis:
                 break
             found = number
         return found
+
+
+def _counted_bytes(terms: Iterable[str], counts: Iterable[int]) -> int:
+    """What the terms and counts of a ``TermStats`` hold besides its map: each term string
+    (the terms are distinct objects) and each count that is not one of the ints Python
+    shares."""
+    size = sys.getsizeof
+    return sum(map(size, terms)) + sum(map(size, filter(_SHARED_INTS.__lt__, counts)))
 
 
 def analyse_page(
@@ -203,8 +218,9 @@ def _best(scored: Sequence[ScoredChunk], min_score: int, limit: int) -> tuple[Sc
 
 def analysis_to_json(analysis: PageAnalysis) -> bytes:
     """``analysis`` as UTF-8 JSON that ``analysis_from_json`` turns back into an equal one
-    (texts, offsets, scores and term sets unchanged): a form other processes can share
-    without running code from it."""
+    (texts, offsets, scores and term statistics unchanged): a form other processes can share
+    without running code from it. The terms are written in sorted order, so the same
+    analysis writes the same bytes in every process."""
     document = {
         "text": analysis.text,
         "title": analysis.title,
@@ -222,7 +238,9 @@ def analysis_to_json(analysis: PageAnalysis) -> bytes:
             for item in analysis.snippets
         ],
         "encoding": analysis.encoding,
-        "chunk_terms": [sorted(terms) for terms in analysis.stats.chunk_terms],
+        "chunks": analysis.stats.chunks,
+        "frequencies": dict(sorted(analysis.stats.frequencies.items())),
+        "term_total": analysis.stats.term_total,
         "pages": [list(item) for item in analysis.pages],
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -230,7 +248,8 @@ def analysis_to_json(analysis: PageAnalysis) -> bytes:
 
 def analysis_from_json(data: bytes) -> PageAnalysis:
     """The ``PageAnalysis`` that ``analysis_to_json`` wrote; ``ValueError`` (or ``KeyError``,
-    ``TypeError``) for anything else."""
+    ``TypeError``) for anything else, the form of earlier versions too (one term list per
+    chunk): the shared cache drops such an entry and the page is analysed again."""
     document: dict[str, Any] = json.loads(data.decode("utf-8"))
     published = document["published_at"]
     return PageAnalysis(
@@ -248,24 +267,33 @@ def analysis_from_json(data: bytes) -> PageAnalysis:
             for offset, length, text, score, query_score, hits in document["snippets"]
         ),
         encoding=str(document["encoding"]),
-        stats=TermStats(tuple({str(term) for term in terms} for terms in document["chunk_terms"])),
+        stats=TermStats(
+            int(document["chunks"]),
+            {str(term): int(n) for term, n in document["frequencies"].items()},
+            int(document["term_total"]),
+        ),
         pages=tuple((int(number), int(start)) for number, start in document.get("pages", ())),
     )
 
 
 #: The layout of ``analysis_to_record``'s tuples; a record of another layout is refused.
-_RECORD_VERSION = 1
+_RECORD_VERSION = 2
 
 
 def analysis_to_record(analysis: PageAnalysis) -> tuple[Any, ...]:
     """``analysis`` as a tuple of plain values (str, int, None and tuples of them) that
     ``analysis_from_record`` turns back into an equal one: the page text once, the snippets as
-    offsets into it with their cut, and the chunks' terms as indexes into one vocabulary."""
-    # Every term numbered in order of first appearance as the chunks are mapped: a missing
-    # term takes the next number (all in C, one lookup per occurrence: a page has thousands).
-    vocabulary: defaultdict[str, int] = defaultdict(count().__next__)
+    offsets into it with their cut, and the page's term statistics as its distinct terms (the
+    vocabulary, which the snippets' cut indexes too) with their document frequencies."""
+    stats = analysis.stats
+    frequencies = stats.frequencies
+    # The counted terms first, numbered in order; a snippet's term they lack (none, when the
+    # snippets are the page's chunks) takes the next number.
+    numbers = count()
+    vocabulary: defaultdict[str, int] = defaultdict(
+        numbers.__next__, zip(frequencies, numbers, strict=False)
+    )
     index = vocabulary.__getitem__
-    chunk_terms = tuple(tuple(map(index, terms)) for terms in analysis.stats.chunk_terms)
     snippets = []
     for item in analysis.snippets:
         chunk = item.chunk
@@ -293,7 +321,9 @@ def analysis_to_record(analysis: PageAnalysis) -> tuple[Any, ...]:
         tuple(snippets),
         analysis.encoding,
         tuple(vocabulary),
-        chunk_terms,
+        tuple(frequencies.values()),
+        stats.chunks,
+        stats.term_total,
         analysis.pages,
     )
 
@@ -303,13 +333,16 @@ def analysis_from_record(record: tuple[Any, ...]) -> PageAnalysis:
     this process (``score.remember_terms``). ``ValueError`` for a record of another layout."""
     if not record or record[0] != _RECORD_VERSION:
         raise ValueError("not a page analysis record of this version")
-    _, text, title, published, about, snippets, encoding, vocabulary, chunk_terms, pages = record
+    _, text, title, published, about, snippets, encoding = record[:7]
+    vocabulary, frequencies, chunks, term_total, pages = record[7:]
     scored = []
     for offset, length, own, score, query_score, hits, term_ids, counts, folded in snippets:
         snippet_text = text[offset : offset + length] if own is None else own
-        counted = dict(zip((vocabulary[i] for i in term_ids), counts, strict=True))
-        remember_terms(snippet_text, counted, snippet_text if folded is None else folded)
+        cut = dict(zip((vocabulary[i] for i in term_ids), counts, strict=True))
+        remember_terms(snippet_text, cut, snippet_text if folded is None else folded)
         scored.append(ScoredChunk(Chunk(offset, length, snippet_text), score, query_score, hits))
+    # The vocabulary's first terms are the counted ones (``zip`` stops with the counts).
+    counted = dict(zip(vocabulary, frequencies, strict=False))
     analysis = PageAnalysis(
         text=text,
         title=title,
@@ -317,11 +350,11 @@ def analysis_from_record(record: tuple[Any, ...]) -> PageAnalysis:
         about_dates=tuple(date.fromordinal(day) for day in about),
         snippets=tuple(scored),
         encoding=encoding,
-        stats=TermStats(tuple(frozenset(map(vocabulary.__getitem__, ids)) for ids in chunk_terms)),
+        stats=TermStats(chunks, counted, term_total),
         pages=pages,
     )
-    # ``held_bytes``' count of the term strings, which are the vocabulary's (every term of it
-    # is in some chunk's set): the service sizes each analysis it keeps, and walking every
-    # term occurrence of every set was a twentieth of its CPU per question.
-    object.__setattr__(analysis, "_vocabulary_bytes", sum(map(sys.getsizeof, vocabulary)))
+    # ``held_bytes``' count of the terms and counts, made here, where the record is read (an
+    # analysis worker's reply, off the event loop): the service sizes each analysis it keeps
+    # on the loop, and sizing every term string was most of that count.
+    object.__setattr__(analysis, "_terms_bytes", _counted_bytes(counted, frequencies))
     return analysis

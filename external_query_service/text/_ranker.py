@@ -231,8 +231,9 @@ class _Collection:
             for df in (stats.df(term),)
         }
         self.total = sum(self.idf.values())
-        lengths = [len(chunk) for chunk in stats.chunk_terms]
-        self.average = sum(lengths) / len(lengths) if lengths else 1.0
+        # Distinct terms per chunk, averaged: the same int sum over the same count, so the
+        # same float as averaging the lengths one by one.
+        self.average = stats.term_total / stats.chunks if stats.chunks else 1.0
 
     def share(self, present: set[str] | frozenset[str]) -> float:
         if not self.total:

@@ -49,9 +49,10 @@ import sys
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 from typing import Final
 
 from rapidfuzz import fuzz
@@ -191,31 +192,91 @@ def _keep(text: str, cut: TextTerms) -> TextTerms:
 
 @dataclass(frozen=True)
 class TermStats:
-    """The distinct terms of each chunk of a collection (treat the sets as read-only).
+    """What a collection of chunks tells about its terms: how many chunks it holds, in how
+    many of them each term occurs (``frequencies``: term → document frequency, only terms
+    that occur) and the chunks' distinct terms counted and added up (``term_total``: BM25's
+    average chunk length is ``term_total / chunks``).
 
-    Document frequencies are counted when a query asks for them (``df``), for its few terms
-    only, rather than for every term of every page up front. ``a + b`` is the collection of
-    both.
+    Those three are all that rarity and BM25 read, so a page keeps and sends them instead of
+    the set of every chunk's terms: one entry per distinct term of the page rather than one
+    per term of every chunk, and ``df`` is a lookup rather than a scan of every set. ``a + b``
+    is the collection of both; it merges no maps (``_Summed``): a question sums the stats of
+    some eight pages and then reads the frequencies of its query's few terms only. Treat
+    ``frequencies`` as read-only.
     """
 
-    chunk_terms: tuple[AbstractSet[str], ...] = ()
-
-    @property
-    def chunks(self) -> int:
-        """How many chunks the collection holds."""
-        return len(self.chunk_terms)
+    chunks: int = 0
+    frequencies: Mapping[str, int] = field(default_factory=dict)
+    term_total: int = 0
 
     def df(self, term: str) -> int:
         """In how many chunks ``term`` occurs."""
-        return sum(1 for terms in self.chunk_terms if term in terms)
+        return self.frequencies.get(term, 0)
 
     def __add__(self, other: TermStats) -> TermStats:
-        return TermStats(self.chunk_terms + other.chunk_terms)
+        if not other.chunks:
+            return self
+        if not self.chunks:
+            return other
+        return TermStats(
+            self.chunks + other.chunks,
+            _Summed.of(self.frequencies, other.frequencies),
+            self.term_total + other.term_total,
+        )
+
+
+class _Summed(Mapping[str, int]):
+    """The frequencies of several collections, added up when a term is read. Merging the
+    maps of a question's pages into one would touch every distinct term of every page (a few
+    hundred each) to answer a few dozen lookups; each lookup here reads one map per page
+    instead. Iterating (equality, a record) merges them then."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: tuple[Mapping[str, int], ...]) -> None:
+        self._parts = parts
+
+    @classmethod
+    def of(cls, *maps: Mapping[str, int]) -> _Summed:
+        """The sum of ``maps``, each summed view among them opened into its own parts (so a
+        long ``sum`` stays one level deep)."""
+        parts: list[Mapping[str, int]] = []
+        for item in maps:
+            parts += item._parts if isinstance(item, _Summed) else (item,)
+        return cls(tuple(parts))
+
+    def __getitem__(self, term: str) -> int:
+        found = sum([part.get(term, 0) for part in self._parts])
+        if not found:
+            raise KeyError(term)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.merged())
+
+    def __len__(self) -> int:
+        return len(self.merged())
+
+    def merged(self) -> dict[str, int]:
+        """The parts added up into one map."""
+        out: dict[str, int] = {}
+        for part in self._parts:
+            for term, n in part.items():
+                out[term] = out.get(term, 0) + n
+        return out
 
 
 def term_stats(term_lists: Iterable[Collection[str]]) -> TermStats:
-    """The ``TermStats`` of chunks given as their terms (lists or sets)."""
-    return TermStats(tuple(t if isinstance(t, set | frozenset) else set(t) for t in term_lists))
+    """The ``TermStats`` of chunks given as their terms (lists or sets; a term a list repeats
+    counts once)."""
+    return _stats_of([t if isinstance(t, set | frozenset) else set(t) for t in term_lists])
+
+
+def _stats_of(chunk_terms: Sequence[AbstractSet[str]]) -> TermStats:
+    """The ``TermStats`` of chunks given as their distinct terms (counted in C: a page's
+    chunks hold thousands of terms)."""
+    frequencies = dict(Counter(chain.from_iterable(chunk_terms)))
+    return TermStats(len(chunk_terms), frequencies, sum(map(len, chunk_terms)))
 
 
 @dataclass(frozen=True)
@@ -349,7 +410,7 @@ def score_with_stats(
         cuts = [text_terms(chunk.text) for chunk in chunks]
     else:
         cuts = [_cut(chunk.text) for chunk in chunks]
-    own = TermStats(tuple(cut.present for cut in cuts))  # presence is all that counts
+    own = _stats_of([cut.present for cut in cuts])  # presence is all that counts
     wanted = _Query(query, stats or own)
     scored: list[ScoredChunk] = []
     for chunk, cut in zip(chunks, cuts, strict=True):

@@ -93,6 +93,14 @@ def test_a_page_analysis_comes_back_from_json_exactly() -> None:
     assert [s.chunk.offset for s in again.snippets] == [s.chunk.offset for s in analysis.snippets]
     with pytest.raises(json.JSONDecodeError):
         analysis_from_json(b"not json")
+    # The form of earlier versions (every chunk's terms, no counts) is refused, not misread:
+    # the shared cache then drops the entry and the page is analysed again.
+    earlier = json.loads(analysis_to_json(analysis))
+    for key in ("chunks", "frequencies", "term_total"):
+        del earlier[key]
+    earlier["chunk_terms"] = [["berth"], ["opens"]]
+    with pytest.raises(KeyError):
+        analysis_from_json(json.dumps(earlier).encode())
 
 
 def test_a_page_analysis_made_by_one_memo_is_reused_by_another_through_redis(

@@ -295,6 +295,26 @@ def test_term_stats_add_up_to_the_stats_of_the_union() -> None:
     assert term_stats(a) + TermStats() == term_stats(a)
 
 
+_TERM_LISTS = st.lists(st.lists(st.sampled_from("北京上海明天晴雨"), max_size=6), max_size=8)
+
+
+@given(st.lists(_TERM_LISTS, max_size=5))
+def test_summed_term_stats_count_as_a_scan_of_every_chunk_would(
+    pages: list[list[list[str]]],
+) -> None:
+    # The counts a question reads, against their definition over the chunks' term sets.
+    summed = sum((term_stats(page) for page in pages), TermStats())
+    sets = [set(chunk) for page in pages for chunk in page]
+    assert summed.chunks == len(sets)
+    for term in "北京上海明天晴雨X":
+        assert summed.df(term) == sum(1 for chunk in sets if term in chunk)
+    assert summed.frequencies == {t: summed.df(t) for t in set().union(*sets)}
+    # BM25's average length: the same float as averaging the lengths one by one.
+    lengths = [len(chunk) for chunk in sets]
+    if lengths:
+        assert summed.term_total / summed.chunks == sum(lengths) / len(lengths)
+
+
 def test_score_with_stats_returns_the_stats_of_its_own_chunks() -> None:
     chunks = chunks_of("北京明天多云。", "上海晴。")
     scored, stats = score_with_stats(chunks, "北京天气")
