@@ -52,6 +52,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -320,7 +321,7 @@ def _over(value: float, largest: float) -> float:
     return value / largest if largest > 0 else 0.0
 
 
-def _agreement(passages: Sequence[RankerPassage], bags: Sequence[frozenset[str]]) -> list[float]:
+def _agreement(passages: Sequence[RankerPassage], bags: Sequence[AbstractSet[str]]) -> list[float]:
     """``agreement`` of each passage (module docstring): over the other pages, the mean of
     the best overlap with one of that page's passages."""
     out: list[float] = []
