@@ -57,7 +57,6 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
-from .._digests import sha256_digest
 from ..browser._chain import QuestionBrowser, question_browser, wants_rendering
 from ..errors import (
     BlockedDestination,
@@ -82,6 +81,8 @@ from ..models import (
 )
 from ..net._fetch import FetchedPage
 from ..net._sites import source_allowed
+from ..runtime._evidence_store import ref_digest
+from ..runtime._memo import Digested
 from ..runtime._tracing import span
 from ..text._analyse import PageAnalysis, analyse_page
 from ..text._chunk import Chunk
@@ -613,7 +614,7 @@ async def _analysed(
     with span("page_analysis", host=_host(page.final_url), bytes=len(page.body)):
         analysis: PageAnalysis = await runtime.analyses.run(
             analyse_page,
-            page.body,
+            Digested(page.body, page.raw_digest),  # keyed by the digest the fetch made
             url=page.final_url,
             declared_charset=page.charset,
             content_type=page.content_type,
@@ -651,7 +652,7 @@ def _body_evidence(
     ref = runtime.store.put(
         analysis.text, source=page.final_url, metadata={"title": analysis.title or hit.title}
     )
-    content_digest = sha256_digest(analysis.text)
+    content_digest = ref_digest(ref)  # the text's digest, which the store just made
     accessed_at = (page.fetched_at or runtime.clock()).astimezone(UTC)
     return tuple(
         Evidence(
@@ -697,7 +698,7 @@ def _snippet_evidence(
     if not text:
         return []
     ref = runtime.store.put(text, source=hit.url, metadata={"title": hit.title, "basis": "search"})
-    content_digest = sha256_digest(text)
+    content_digest = ref_digest(ref)
     chunk = Chunk(offset=0, length=len(text), text=text)
     scored = best_snippets(
         [chunk], hit.query or plan.question, plan.targets, limit=1, min_score=min_score

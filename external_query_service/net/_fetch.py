@@ -80,7 +80,7 @@ class FetchedPage:
     content_type: str  # media type only, lower case, e.g. "text/html"
     charset: str | None  # declared in the Content-Type header, if any
     body: bytes  # decoded from Content-Encoding, at most max_page_bytes
-    raw_digest: str  # "sha256:<hex>" of ``body``
+    raw_digest: str  # "sha256:<hex>" of ``body`` (the analysis memo keys the body by it)
     redirects: tuple[str, ...] = ()  # every hop's URL, in order
     connected_address: str | None = None
     #: For a page replayed from the response cache, when it was really fetched (or last

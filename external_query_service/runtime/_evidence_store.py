@@ -46,6 +46,7 @@ __all__ = [
     "EvidenceStore",
     "Passage",
     "ReadWindow",
+    "ref_digest",
     "sha256_digest",
 ]
 
@@ -64,6 +65,13 @@ MAX_READ_CHARS = 1200
 PASSAGE_CHARS = 360
 #: Characters of a passage shown as its preview.
 _PREVIEW_CHARS = 80
+
+
+def ref_digest(ref: str) -> str:
+    """The ``sha256:<hex>`` digest of the text a reference names: ``put`` spells the
+    reference from that digest (``ev:<the same hex>``), so a caller that needs both has the
+    digest without hashing the text again."""
+    return "sha256:" + ref.removeprefix("ev:")
 
 
 class Capture(Frozen):

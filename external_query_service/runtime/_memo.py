@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
+    "Digested",
     "SharedMemo",
     "SharedStore",
     "SingleFlight",
@@ -289,13 +290,30 @@ class SingleFlight:
             flight.task.exception()  # retrieved: a failure no one waits for is not "lost"
 
 
+@dataclass(frozen=True, slots=True)
+class Digested:
+    """An argument of ``ThreadMemo.run``: bytes whose ``sha256:<hex>`` digest the caller
+    made already (a fetched page's ``raw_digest``). The memo keys them by that digest, the
+    key it would have made itself, instead of hashing the same bytes a second time; the
+    function is called with ``data``. The digest must be ``data``'s: the memo cannot tell."""
+
+    data: bytes
+    digest: str
+
+
 def _key_part(value: Any) -> Hashable:
     """Bytes by digest (a key must not hold a page body), everything else as is."""
+    if isinstance(value, Digested):
+        return ("sha256", value.digest.removeprefix("sha256:"))
     if isinstance(value, bytes | bytearray | memoryview):
         return ("sha256", hashlib.sha256(value).hexdigest())
     if isinstance(value, list):
         return tuple(_key_part(item) for item in value)
     return value  # type: ignore[no-any-return]
+
+
+def _plain(value: Any) -> Any:
+    return value.data if isinstance(value, Digested) else value
 
 
 class ThreadMemo:
@@ -305,7 +323,8 @@ class ThreadMemo:
     results are kept (at most ``max_size`` by ``size(result)``, least recently used out)
     and identical calls in flight share one run. Exceptions are not kept. With
     ``max_size == 0`` nothing is kept, but concurrent identical calls are still shared.
-    Arguments must be hashable; bytes are keyed by their digest. With ``shared``, results
+    Arguments must be hashable; bytes are keyed by their digest (``Digested`` bytes by the
+    digest they come with, and passed to ``fn`` as plain bytes). With ``shared``, results
     are also looked up and kept there (under ``memo_key`` of the key), so other processes
     reuse them. ``on_hit`` (optional) is called whenever a kept result is used again, from
     this process's memo or from ``shared`` (a shared run in flight is not a hit).
@@ -337,6 +356,8 @@ class ThreadMemo:
             tuple(_key_part(arg) for arg in args),
             tuple(sorted((name, _key_part(value)) for name, value in kwargs.items())),
         )
+        args = tuple(_plain(arg) for arg in args)
+        kwargs = {name: _plain(value) for name, value in kwargs.items()}
         found = self._results.get(key)
         if found is not None:
             if self._on_hit is not None:

@@ -1,5 +1,6 @@
 """OpenTelemetry spans for each stage of an answer, through ``opentelemetry-api`` (the
-optional ``[otel]`` extra); without it every span here is a no-op that costs next to nothing.
+optional ``[otel]`` extra); without it, or while the host has set no tracer provider, every
+span here is a no-op that costs next to nothing.
 
 The stages: ``planner``, ``adapter_attempt`` (one per adapter tried), ``page_fetch`` and
 ``page_analysis`` (one each per page read), ``verifier``, ``presenter`` and ``ledger_write``;
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._version import __version__
@@ -59,14 +60,37 @@ class _Span:
             self._span.set_attribute(key, value)
 
 
-@contextlib.contextmanager
-def span(name: str, **attributes: SpanAttributes | None) -> Iterator[_Span]:
+#: What ``span`` gives when nothing would record the span (reusable: it holds no state).
+_UNRECORDED: contextlib.AbstractContextManager[_Span] = contextlib.nullcontext(_Span())
+
+
+@functools.cache
+def _provider_unset() -> Callable[[], bool]:
+    """Whether the host has set no tracer provider yet (asked at every span: one may be set
+    at any time). Until it does, the API's tracers make spans that record nothing."""
+    from opentelemetry import trace
+
+    get, proxy = trace.get_tracer_provider, trace.ProxyTracerProvider
+    return lambda: isinstance(get(), proxy)
+
+
+def span(
+    name: str, **attributes: SpanAttributes | None
+) -> contextlib.AbstractContextManager[_Span]:
     """A span called ``name`` around the block, a child of the current one; ``attributes``
-    with None values are left out. A no-op without ``opentelemetry-api``."""
+    with None values are left out. A no-op without ``opentelemetry-api``, and while no
+    tracer provider is set: the span the API would make then records nothing, and making
+    it (and making it current) is most of what a stage's tracing costs."""
     tracer = _tracer()
-    if tracer is None:
-        yield _Span()
-        return
+    if tracer is None or _provider_unset()():
+        return _UNRECORDED
+    return _recorded(tracer, name, attributes)
+
+
+@contextlib.contextmanager
+def _recorded(
+    tracer: Any, name: str, attributes: dict[str, SpanAttributes | None]
+) -> Iterator[_Span]:
     given = {key: value for key, value in attributes.items() if value is not None}
     with tracer.start_as_current_span(name, attributes=given) as opened:
         yield _Span(opened)

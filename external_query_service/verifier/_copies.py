@@ -35,11 +35,49 @@ SHINGLE_WORDS = 3
 #: Texts shorter than this many words are too short to call copies of one another.
 _MIN_WORDS = 8
 _WORDS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
+#: ``_WORDS`` a run at a time: a run of CJK characters (each a word of ``_WORDS``) in the
+#: first group, a run of other letters or digits (one word) in the second.
+_RUNS = re.compile(r"([\u3400-\u9fff\uf900-\ufaff]+)|([^\W_\u3400-\u9fff\uf900-\ufaff]+)")
 _WEB_BASES = frozenset({"page_body", "search_snippet", "provider_text"})
+#: Characters common in CJK text whose compatibility decomposition is one other character:
+#: full-width punctuation and the ideographic space (``_nfkc``).
+_SINGLE_DECOMPOSITIONS = tuple(
+    (char, plain)
+    for char in "，：；！？（）　"
+    if len(plain := unicodedata.normalize("NFKD", char)) == 1 and plain != char
+)
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, cheaper for CJK text.
+
+    NFKC decomposes each character on its own (fully, compatibility mappings included),
+    puts the combining marks of the result in canonical order, then composes. A character
+    whose full decomposition is the one character ``plain`` decomposes exactly as ``plain``
+    does, so writing ``plain`` in its place first changes nothing NFKC gives. It does
+    change what NFKC has to do: Chinese text whose only characters NFKC would change are
+    its full-width commas and colons is then normalized already, which ``normalize``
+    finds with a quick check instead of decomposing and composing every character."""
+    for char, plain in _SINGLE_DECOMPOSITIONS:
+        if char in text:
+            text = text.replace(char, plain)
+    return unicodedata.normalize("NFKC", text)
+
+
+def _words(text: str) -> list[str]:
+    """``_WORDS.findall(text)``, with one match per run of CJK characters rather than one
+    per character (Chinese runs on for a clause between punctuation marks)."""
+    words: list[str] = []
+    for cjk, other in _RUNS.findall(text):
+        if cjk:
+            words.extend(cjk)
+        else:
+            words.append(other)
+    return words
 
 
 def _shingles(text: str) -> frozenset[tuple[str, ...]]:
-    words = _WORDS.findall(unicodedata.normalize("NFKC", text).casefold())
+    words = _words(_nfkc(text).casefold())
     if len(words) < _MIN_WORDS:
         return frozenset()
     # Each run of SHINGLE_WORDS consecutive words, zipped from shifted copies (in C; the
@@ -68,42 +106,57 @@ def _may_copy(left: frozenset[tuple[str, ...]], right: frozenset[tuple[str, ...]
 
 def copy_groups(ranked: Sequence[Evidence]) -> tuple[CopyGroup, ...]:
     """The groups of copies among ``ranked`` (best first), each with its original."""
-    shingles = {item.evidence_id: _shingles(item.snippet) for item in ranked}
+    # Shingled once per distinct text (snippets of one page may repeat), and only for the
+    # evidence that can be a copy at all.
+    by_text: dict[str, frozenset[tuple[str, ...]]] = {}
+    shingles: dict[str, frozenset[tuple[str, ...]]] = {}
+    for item in ranked:
+        if item.basis in _WEB_BASES:
+            found = by_text.get(item.snippet)
+            if found is None:
+                found = by_text[item.snippet] = _shingles(item.snippet)
+            shingles[item.evidence_id] = found
+    # Each member's similarity to its group's first, as measured when it joined.
+    joined: dict[str, float] = {}
     groups: list[list[Evidence]] = []
     for item in ranked:
-        if item.basis not in _WEB_BASES or not shingles[item.evidence_id]:
+        mine = shingles.get(item.evidence_id)
+        if not mine:
             continue
-        mine = shingles[item.evidence_id]
-        home = next(
-            (
-                group
-                for group in groups
-                if _may_copy(mine, shingles[group[0].evidence_id])
-                and _jaccard(mine, shingles[group[0].evidence_id]) >= COPY_SIMILARITY
-            ),
-            None,
-        )
+        home = None
+        for group in groups:
+            first = shingles[group[0].evidence_id]
+            if _may_copy(mine, first):
+                measured = _jaccard(mine, first)
+                if measured >= COPY_SIMILARITY:
+                    home = group
+                    break
         if home is None:
             groups.append([item])
         elif all(member.url != item.url for member in home):
             home.append(item)
-    found = []
+            joined[item.evidence_id] = measured
+    groups_found = []
     for group in groups:
         if len(group) < 2:
             continue
         original = min(group, key=lambda item: (_published(item), group.index(item)))
         copies = tuple(item for item in group if item is not original)
+        # The similarity is symmetric: a copy of the group's first was measured already.
         lowest = min(
-            _jaccard(shingles[original.evidence_id], shingles[copy.evidence_id]) for copy in copies
+            joined[copy.evidence_id]
+            if original is group[0]
+            else _jaccard(shingles[original.evidence_id], shingles[copy.evidence_id])
+            for copy in copies
         )
-        found.append(
+        groups_found.append(
             CopyGroup(
                 original=original.evidence_id,
                 copies=tuple(copy.evidence_id for copy in copies),
                 similarity=round(lowest, 3),
             )
         )
-    return tuple(found)
+    return tuple(groups_found)
 
 
 def _published(item: Evidence) -> date:

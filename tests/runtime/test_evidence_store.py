@@ -15,6 +15,7 @@ from external_query_service.runtime._evidence_store import (
     PASSAGE_CHARS,
     EvidenceEvicted,
     EvidenceStore,
+    ref_digest,
 )
 from external_query_service.testing import LoopbackServer
 from tests.support.world import NOW, PORT_QUESTION, World, serve_port_news
@@ -80,6 +81,7 @@ def test_describe_gives_source_length_digest_summary_and_metadata() -> None:
     assert capture.digest == sha256_digest(text.encode("utf-8"))
     assert capture.summary == "第一行 文字 第二行"
     assert capture.metadata == {"title": "标题"}
+    assert ref_digest(ref) == capture.digest  # the text's digest, read off its reference
     assert store.put(text, source="elsewhere") == ref
     assert [item.ref for item in store.references()] == [ref]
 

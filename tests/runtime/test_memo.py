@@ -16,9 +16,16 @@ from datetime import UTC, datetime
 
 import pytest
 
+from external_query_service._digests import sha256_digest
 from external_query_service.adapters._base import analysis_memo
 from external_query_service.net._cache import CachedResponse, HttpExchange
-from external_query_service.runtime._memo import SingleFlight, SizedLRU, ThreadMemo, held_bytes
+from external_query_service.runtime._memo import (
+    Digested,
+    SingleFlight,
+    SizedLRU,
+    ThreadMemo,
+    held_bytes,
+)
 from external_query_service.settings import CacheSettings
 from external_query_service.text._analyse import PageAnalysis, analyse_page
 from external_query_service.text._score import text_terms
@@ -152,6 +159,45 @@ def test_a_memo_computes_through_its_runner_and_still_keeps_and_shares() -> None
 
     assert asyncio.run(scenario()) == ["ran b'abc' elsewhere"] * 3
     assert calls == [(len, (b"abc",), ())]
+
+
+class _DictMemo:
+    """A shared memo in a dict, recording the keys asked for."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, object] = {}
+        self.asked: list[str] = []
+
+    def get(self, key: str) -> object | None:
+        self.asked.append(key)
+        return self.kept.get(key)
+
+    def put(self, key: str, value: object) -> None:
+        self.kept[key] = value
+
+
+def test_bytes_given_with_their_digest_are_keyed_as_the_memo_keys_bytes_itself() -> None:
+    calls: list[object] = []
+
+    def work(body: bytes, *, query: str) -> str:
+        calls.append(body)
+        return f"{type(body).__name__} {len(body)} {query}"
+
+    body = b"<p>page</p>"
+    shared = _DictMemo()
+    digested, plain = ThreadMemo(10, shared=shared), ThreadMemo(10, shared=shared)
+
+    async def go() -> list[str]:
+        first = await digested.run(work, Digested(body, sha256_digest(body)), query="q")
+        again = await digested.run(work, body, query="q")  # the same key here: a hit
+        elsewhere = await plain.run(work, body, query="q")  # and in the shared store
+        other = await digested.run(work, Digested(b"other", sha256_digest(b"other")), query="q")
+        return [first, again, elsewhere, other]
+
+    assert asyncio.run(go()) == ["bytes 11 q"] * 3 + ["bytes 5 q"]
+    assert calls == [body, b"other"]  # the function is given the bytes themselves
+    assert len(shared.kept) == 2
+    assert shared.asked[0] == shared.asked[1]  # one key, whichever way the bytes came
 
 
 # --- byte accounting by what entries really hold ---------------------------------------------

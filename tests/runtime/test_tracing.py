@@ -3,6 +3,7 @@ SDK's in-memory exporter from a real server on loopback; and no-ops without the 
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,6 +143,44 @@ def test_without_opentelemetry_spans_are_no_ops(monkeypatch: pytest.MonkeyPatch)
             pass
     finally:
         tracing_module._tracer.cache_clear()
+
+
+_PROVIDER_SET_LATER = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from external_query_service.runtime import _tracing
+
+assert _tracing.otel_available()
+caller = trace.NonRecordingSpan(
+    trace.SpanContext(0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7, is_remote=True)
+)
+with trace.use_span(caller), _tracing.span("planner", count=1) as traced:
+    traced.set("status", "ok")
+    # The caller's context is still the current one, as the API's no-op tracer leaves it.
+    assert trace.get_current_span() is caller
+assert _tracing.span("planner") is _tracing.span("verifier")  # nothing made per span
+memory = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(memory))
+trace.set_tracer_provider(provider)
+with _tracing.span("planner", count=2, skipped=None) as traced:
+    traced.set("status", "ok")
+    assert trace.get_current_span().get_span_context().is_valid
+(recorded,) = memory.get_finished_spans()
+print(recorded.name, sorted(dict(recorded.attributes or {}).items()))
+"""
+
+
+def test_spans_record_nothing_until_a_provider_is_set_and_then_record() -> None:
+    # A process of its own: a tracer provider can be set only once per process.
+    done = subprocess.run(
+        [sys.executable, "-c", _PROVIDER_SET_LATER], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "planner [('count', 2), ('status', 'ok')]"
 
 
 @pytest.mark.parametrize(

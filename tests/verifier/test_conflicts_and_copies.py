@@ -5,10 +5,13 @@ article pages, and a scripted chat endpoint."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.models import (
@@ -20,7 +23,15 @@ from external_query_service.models import (
 from external_query_service.presenter._extractive import ExternalAnswerPresenter
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.verifier._conflicts import value_conflicts
-from external_query_service.verifier._copies import COPY_SIMILARITY, copy_groups, similarity
+from external_query_service.verifier._copies import (
+    _SINGLE_DECOMPOSITIONS,
+    _WORDS,
+    COPY_SIMILARITY,
+    _nfkc,
+    _words,
+    copy_groups,
+    similarity,
+)
 from tests.support.llm_chat import ChatServer, answer_json, api_error
 from tests.support.packets import make_evidence, make_packet
 from tests.support.world import NOW, World, article, hit
@@ -295,7 +306,51 @@ def test_copies_are_found_by_shingle_similarity_and_the_original_is_the_earliest
     assert similarity(story, "".join(OTHER)) < 0.2
     assert group.original == pages[1].evidence_id
     assert group.copies == (pages[0].evidence_id, pages[3].evidence_id)
+    # The group's similarity is its least similar copy's to the original.
+    assert group.similarity == round(similarity(edited, story), 3) < 1.0
     assert copy_groups([pages[0], pages[2]]) == ()
+    # With the first ranked as the original, its copies' similarities are the ones measured
+    # as they joined: the same figure.
+    (first,) = copy_groups([pages[0], pages[1], pages[2]])
+    assert first.original == pages[1].evidence_id
+    assert first.similarity == round(similarity(story, edited), 3)
+    (same,) = copy_groups([pages[0], pages[3]])
+    assert (same.original, same.similarity) == (pages[0].evidence_id, 1.0)
+
+
+_TEXT_CHARACTERS = st.sampled_from(
+    [
+        *"湛江港集装箱ａＢ１２abcIİßΣς",
+        *"，：；！？（）　。、・",
+        "\u0301",  # combining acute: composes with a preceding letter
+        "\u0308",
+        "\u3099",  # combining voiced mark: composes with kana
+        "か",
+        "\uf900",  # a CJK compatibility ideograph
+        "\u2460",  # circled digit one
+        "\ufb01",  # the fi ligature
+        "\u00a0",
+        " ",
+        "_",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXT_CHARACTERS, max_size=60).map("".join))
+def test_the_cheaper_normalization_and_word_split_are_nfkc_and_the_word_pattern(
+    text: str,
+) -> None:
+    assert _nfkc(text) == unicodedata.normalize("NFKC", text)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    assert _words(folded) == _WORDS.findall(folded)
+
+
+def test_the_characters_replaced_before_nfkc_each_decompose_to_one_character() -> None:
+    assert len(_SINGLE_DECOMPOSITIONS) == 8
+    for char, plain in _SINGLE_DECOMPOSITIONS:
+        assert unicodedata.normalize("NFKD", char) == plain != char
+    assert _nfkc("港口，吞吐量：（增长）") == "港口,吞吐量:(增长)"
 
 
 def test_an_answered_direct_fact_quotes_the_majority_not_a_better_ranked_dissent() -> None:
