@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
-import pickle
 import subprocess
 import sys
 import threading
 import time
-import tracemalloc
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -27,8 +23,8 @@ from external_query_service.runtime._memo import (
     held_bytes,
 )
 from external_query_service.settings import CacheSettings
-from external_query_service.text._analyse import PageAnalysis, analyse_page
-from external_query_service.text._score import text_terms
+from external_query_service.text._analyse import analyse_page
+from tests.support.held_memory import allocated_by, page_html_bytes, port_analysis
 from tests.support.paths import REPO
 
 
@@ -203,65 +199,11 @@ def test_bytes_given_with_their_digest_are_keyed_as_the_memo_keys_bytes_itself()
 # --- byte accounting by what entries really hold ---------------------------------------------
 
 
-def _page(n: int) -> bytes:
-    paragraphs = "".join(
-        f"<p>第{n}号港口第{k}段：集装箱吞吐量同比增长百分之{k + n}，码头作业按计划推进。</p>"
-        for k in range(200)
-    )
-    return f"<html><body><article>{paragraphs}</article></body></html>".encode()
-
-
-def _analysis(n: int) -> PageAnalysis:
-    return analyse_page(
-        _page(n),
-        url=f"http://port-{n}.example/news",
-        declared_charset="utf-8",
-        content_type="text/html",
-        query="港口集装箱吞吐量增长多少",
-    )
-
-
-def _allocated(build: Callable[[], object]) -> tuple[object, int]:
-    """What ``build()`` returns and the bytes still allocated for it (tracemalloc)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        built = build()
-        gc.collect()
-        return built, tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-
-
-def _page_analysis_measured() -> dict[str, int]:
-    """The measurement below, made where no other test has filled the process's kept cuts:
-    their bound would evict older cuts while the measured one is kept, and the bytes freed
-    then would be taken off what the analysis allocated."""
-    data = pickle.dumps(_analysis(1))
-    # Unpickling keeps the snippets' cut for this process: once before measuring, so the
-    # measured one only replaces it.
-    pickle.loads(data)
-    analysis, allocated = _allocated(lambda: pickle.loads(data))
-    assert isinstance(analysis, PageAnalysis)
-    # What was allocated is the analysis and the snippets' cuts it left for this process
-    # (which share their term strings with it).
-    cuts = [text_terms(item.chunk.text) for item in analysis.snippets]
-    return {
-        "allocated": allocated,
-        "cuts": len(cuts),
-        "with_cuts": held_bytes([analysis, *cuts]),
-        "walked": held_bytes(analysis),
-        "own": analysis.held_bytes(),
-        "text": sys.getsizeof(analysis.text),
-    }
-
-
 def test_held_bytes_of_a_page_analysis_agree_with_tracemalloc() -> None:
     script = (
         "import json\n"
-        "from tests.runtime.test_memo import _page_analysis_measured\n"
-        "print(json.dumps(_page_analysis_measured()))\n"
+        "from tests.support.held_memory import page_analysis_measured\n"
+        "print(json.dumps(page_analysis_measured()))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=False
@@ -285,18 +227,18 @@ def test_held_bytes_of_a_cached_response_agree_with_tracemalloc() -> None:
             status=200,
             content_type="text/html",
             charset="utf-8",
-            body=_page(1),
+            body=page_html_bytes(1),
             fetched_at=datetime(2026, 12, 1, tzinfo=UTC),
         )
         headers = tuple((f"x-header-{n}", f"value {n}") for n in range(20))
         return CachedResponse(exchange, headers, 1.0, 0.0, 60.0, False, '"tag-1"', None)
 
-    entry, allocated = _allocated(build)
+    entry, allocated = allocated_by(build)
     assert abs(held_bytes(entry) - allocated) <= 0.05 * allocated
 
 
 def test_the_analysis_memo_keeps_no_more_than_its_bound_by_held_bytes() -> None:
-    one = _analysis(0).held_bytes()
+    one = port_analysis(0).held_bytes()
     bound = int(2.8 * one)
     memo = analysis_memo(CacheSettings(analysis_max_bytes=bound))
 
@@ -304,7 +246,7 @@ def test_the_analysis_memo_keeps_no_more_than_its_bound_by_held_bytes() -> None:
         for n in range(6):
             await memo.run(
                 analyse_page,
-                _page(n),
+                page_html_bytes(n),
                 url=f"http://port-{n}.example/news",
                 declared_charset="utf-8",
                 content_type="text/html",
@@ -313,5 +255,5 @@ def test_the_analysis_memo_keeps_no_more_than_its_bound_by_held_bytes() -> None:
 
     asyncio.run(analyse_all())
     # Counted by their text alone, all six would fit; by what they hold, two do.
-    assert 6 * (sys.getsizeof(_analysis(0).text) + 1024) < bound
+    assert 6 * (sys.getsizeof(port_analysis(0).text) + 1024) < bound
     assert len(memo) == 2
