@@ -264,11 +264,21 @@ class _Collection:
             return 0.0
         hits.sort()
         best = 0.0
-        for index, (start, _) in enumerate(hits):
-            inside = {t for p, t in hits[index:] if p < start + PROXIMITY_CHARS}
+        # The window from each hit: the hits fewer than PROXIMITY_CHARS after it, a run of the
+        # sorted list whose terms are counted as it slides instead of gathered again for every
+        # hit (a passage that repeats the query's terms has dozens of hits).
+        inside: dict[str, int] = {}
+        right = 0
+        for start, term in hits:
+            limit = start + PROXIMITY_CHARS
+            while right < len(hits) and hits[right][0] < limit:
+                entering = hits[right][1]
+                inside[entering] = inside.get(entering, 0) + 1
+                right += 1
             # Summed in the query's order, not the set's (which changes with the hash seed):
             # the same passage scores the same to the last bit in every process.
-            best = max(best, sum(self.idf[t] for t in self.terms if t in inside))
+            best = max(best, sum(self.idf[t] for t in self.terms if inside.get(t)))
+            inside[term] -= 1  # this hit leaves the window
         return best / self.total
 
 

@@ -6,14 +6,18 @@ import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
 from importlib.resources import files
+from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import LoopbackServer, World, article, hit
 from external_query_service.text import _ranker as ranker_module
 from external_query_service.text._ranker import (
     FEATURES,
+    PROXIMITY_CHARS,
     WEIGHTS_FILE,
     RankerPassage,
     Tree,
@@ -241,3 +245,39 @@ def test_quotes_that_do_not_answer_are_no_evidence(world: World) -> None:
         answer = service.answer(question)
     assert (answer.status, answer.reason) == ("insufficient_evidence", "no_matching_evidence")
     assert answer.evidence == ()
+
+
+# --- proximity: the sliding window is the window gathered hit by hit ----------------------
+
+_PROXIMITY_WORDS = ["北京", "天气", "明天", "温度", "多少", "港口", "吞吐量", "增长"]
+
+
+def _proximity_by_hand(collection: Any, folded: str) -> float:
+    # Every hit's window gathered from the sorted hits after it, as the feature is defined.
+    hits = sorted(
+        (start, term)
+        for term in collection.terms
+        if collection.idf[term]
+        for start in range(len(folded))
+        if folded.startswith(term, start)
+    )
+    if not hits or not collection.total:
+        return 0.0
+    best = 0.0
+    for index, (start, _) in enumerate(hits):
+        inside = {t for p, t in hits[index:] if p < start + PROXIMITY_CHARS}
+        best = max(best, sum(collection.idf[t] for t in collection.terms if t in inside))
+    return best / collection.total  # type: ignore[no-any-return]
+
+
+@given(
+    st.lists(st.sampled_from([*_PROXIMITY_WORDS, "，", "的", "是", "。", "x" * 50]), max_size=60),
+    st.sampled_from(["北京明天天气温度多少", "港口吞吐量增长多少", "天气"]),
+)
+# Two windows apart: only the better one counts, not both.
+@example(["北京", "x" * 50, "x" * 50, "天气", "温度"], "北京明天天气温度多少")
+def test_proximity_is_the_best_window_of_query_weight(words: list[str], query: str) -> None:
+    stats = term_stats([_PROXIMITY_WORDS[i : i + 3] for i in range(len(_PROXIMITY_WORDS))])
+    collection = ranker_module._Collection(query, stats)
+    folded = "".join(words)
+    assert collection.proximity(folded) == _proximity_by_hand(collection, folded)
