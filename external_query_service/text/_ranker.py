@@ -267,17 +267,23 @@ class _Collection:
         # The window from each hit: the hits fewer than PROXIMITY_CHARS after it, a run of the
         # sorted list whose terms are counted as it slides instead of gathered again for every
         # hit (a passage that repeats the query's terms has dozens of hits).
+        # The window's weight can rise only when a term it lacked comes into it: summed then.
         inside: dict[str, int] = {}
         right = 0
+        changed = True
         for start, term in hits:
             limit = start + PROXIMITY_CHARS
             while right < len(hits) and hits[right][0] < limit:
                 entering = hits[right][1]
-                inside[entering] = inside.get(entering, 0) + 1
+                held = inside.get(entering, 0)
+                inside[entering] = held + 1
+                changed = changed or not held
                 right += 1
-            # Summed in the query's order, not the set's (which changes with the hash seed):
-            # the same passage scores the same to the last bit in every process.
-            best = max(best, sum(self.idf[t] for t in self.terms if inside.get(t)))
+            if changed:
+                # Summed in the query's order, not the set's (which changes with the hash
+                # seed): the same passage scores the same to the last bit in every process.
+                best = max(best, sum(self.idf[t] for t in self.terms if inside.get(t)))
+                changed = False
             inside[term] -= 1  # this hit leaves the window
         return best / self.total
 
