@@ -112,14 +112,17 @@ TERMS_KEPT_BYTES: Final = 4 * 1024 * 1024
 @dataclass(frozen=True)
 class TextTerms:
     """A chunk's text cut once for every reader of it: its index terms with their counts
-    (BM25 counts repeats), the distinct ones (the coverage scores count presence only: the
-    counts' keys, a view rather than a set of their own, which cost a fifth of the cut to
-    build), and the text folded as the terms were (``echo.fold``: the echo spans and the
-    ranker's proximity are found in it). Treat the counts as read-only."""
+    (BM25 counts repeats) and the text folded as the terms were (``echo.fold``: the echo
+    spans and the ranker's proximity are found in it). Treat the counts as read-only."""
 
     counts: Mapping[str, int]
-    present: AbstractSet[str]
     folded: str
+
+    @property
+    def present(self) -> AbstractSet[str]:
+        """The distinct terms (the coverage scores count presence only): the counts' keys, a
+        view rather than a set of their own, which cost a fifth of the cut to build."""
+        return self.counts.keys()
 
 
 # The kept cuts, least recently used first. A plain ordered map under a lock: this module is
@@ -130,12 +133,11 @@ _terms_bytes = 0  # the bytes of the kept cuts, added up
 
 
 def _cut_bytes(text: str, cut: TextTerms) -> int:
-    """What keeping ``cut`` of ``text`` holds: the text, the cut's map, its keys' view and
-    folded text, each term once (the counts are small ints, which Python shares), and the
-    map's entry."""
+    """What keeping ``cut`` of ``text`` holds: the text, the cut's map and folded text, each
+    term once (the counts are small ints, which Python shares), and the map's entry."""
     size = sys.getsizeof
-    held = size(text) + size(cut) + size(cut.counts) + size(cut.present) + size(cut.folded)
-    return held + sum(map(size, cut.present)) + 100
+    held = size(text) + size(cut) + size(cut.counts) + size(cut.folded)
+    return held + sum(map(size, cut.counts)) + 100
 
 
 def kept_terms_bytes() -> int:
@@ -167,14 +169,14 @@ def _cut(text: str) -> TextTerms:
 def _new_cut(text: str) -> TextTerms:
     folded = fold(text)
     counts = term_counts(text, folded)
-    return TextTerms(counts, counts.keys(), folded)
+    return TextTerms(counts, folded)
 
 
 def remember_terms(text: str, counts: Mapping[str, int], folded: str) -> TextTerms:
     """Keep the cut of ``text`` made elsewhere (an analysis worker's, say) so that this process
     does not cut it again (least recently used out past ``TERMS_KEPT_BYTES``; a cut larger
     than that is not kept); the ``TextTerms`` kept."""
-    return _keep(text, TextTerms(counts, counts.keys(), folded))
+    return _keep(text, TextTerms(counts, folded))
 
 
 def _keep(text: str, cut: TextTerms) -> TextTerms:
