@@ -274,12 +274,46 @@ def guarded_client(
         retries=0,
         network_backend=backend,
     )
-    return httpx.AsyncClient(
+    return _AnonymousClient(
         transport=transport,
         trust_env=False,
         follow_redirects=False,
         timeout=httpx.Timeout(network.timeout_s),
         headers=dict(headers),
-        # An empty allowed_domains list refuses every cookie, set or sent.
-        cookies=http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[])),
     )
+
+
+class _EmptyJar(http.cookiejar.CookieJar):
+    """A cookie jar that holds nothing: a cookie set on it is dropped."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
+class _NoCookies(httpx.Cookies):
+    """A cookie store that holds no cookie (an ``_EmptyJar``: what a caller adds is dropped)
+    and never reads a reply's ``Set-Cookie``. httpx hands every reply to its client's store,
+    and building the ``http.cookiejar`` view of a reply only to refuse its cookies cost more
+    than reading the rest of its headers."""
+
+    def __init__(self) -> None:
+        super().__init__(_EmptyJar())
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _AnonymousClient(httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` whose cookie store is a ``_NoCookies``, whatever is set."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._no_cookies = _NoCookies()
+        super().__init__(**kwargs)
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._no_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._no_cookies = _NoCookies()

@@ -138,3 +138,30 @@ def test_the_guarded_client_connects_through_it() -> None:
         assert isinstance(response.extensions["network_stream"], AsyncioStream)
 
     _serve(reply, body)
+
+
+def test_the_guarded_client_keeps_no_cookie_and_sends_none() -> None:
+    requests: list[bytes] = []
+
+    async def reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        requests.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nSet-Cookie: track=1; Path=/\r\nContent-Length: 2\r\n"
+            b"Connection: close\r\n\r\nok"
+        )
+        await writer.drain()
+        writer.close()
+
+    async def body(port: int) -> None:
+        trusted = [("127.0.0.1", port)]
+        async with guarded_client(NetworkSettings(), headers={}, trusted_origins=trusted) as client:
+            await client.get(f"http://127.0.0.1:{port}/first")
+            client.cookies.set("added", "by-a-caller")
+            client.cookies = {"given": "at-construction"}
+            second = await client.get(f"http://127.0.0.1:{port}/second")
+            assert second.text == "ok"
+            assert not client.cookies  # neither the reply's cookie nor the caller's is held
+
+    _serve(reply, body)
+    assert len(requests) == 2
+    assert all(b"cookie:" not in request.lower() for request in requests)
