@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ._tokens import INTERROGATIVES, simplified
+from ._tokens import INTERROGATIVES, SEPARATOR, simplified
 
-__all__ = ["answer_terms", "breadcrumb_spans", "fold", "question_spans"]
+__all__ = ["answer_terms", "breadcrumb_spans", "fold", "fold_all", "question_spans"]
 
 # A sentence: up to and including its terminators (a question when they hold ? or ？).
 _SENTENCE = re.compile(r"[^\n。！？；!?;]+[。！？；!?;]*")
@@ -85,6 +85,29 @@ def fold(text: str) -> str:
     if _COMPATIBLE.search(folded):
         folded = unicodedata.normalize("NFKC", folded).casefold()
     return simplified(folded)
+
+
+def fold_all(texts: Sequence[str]) -> list[str]:
+    """``[fold(text) for text in texts]``, folded as one text where that is the same: a page's
+    chunks in one case fold and one conversion instead of one each (the conversion's own cost
+    per call was a third of folding a chunk).
+
+    The texts are joined by ``tokens.SEPARATOR``, a control character that no text holds
+    (else each is folded alone) and that every step keeps as it is: the case fold maps each
+    character alone; OpenCC's phrases are Han and never hold it, so none spans two texts; ASCII
+    is never converted. Where a text needs NFKC (``_COMPATIBLE``), each is folded alone."""
+    if len(texts) < 2:
+        return [fold(text) for text in texts]
+    joined = SEPARATOR.join(texts)
+    if joined.count(SEPARATOR) != len(texts) - 1:
+        return [fold(text) for text in texts]
+    folded = joined.casefold()
+    if not folded.isascii():
+        if _COMPATIBLE.search(folded):
+            return [fold(text) for text in texts]
+        folded = simplified(folded)
+    parts = folded.split(SEPARATOR)
+    return parts if len(parts) == len(texts) else [fold(text) for text in texts]
 
 
 def question_spans(text: str, question: str) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
@@ -37,13 +38,24 @@ import Stemmer
 if TYPE_CHECKING:
     from rjieba import Jieba
 
-__all__ = ["INTERROGATIVES", "query_terms", "simplified", "term_counts", "terms"]
+__all__ = [
+    "INTERROGATIVES",
+    "SEPARATOR",
+    "query_terms",
+    "simplified",
+    "term_counts",
+    "term_counts_all",
+    "terms",
+]
 
 _HAN_CLASS: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Runs of Han characters, and runs of other letters and digits (any script): two scans.
 _HAN_RUN = re.compile(f"[{_HAN_CLASS}]+")
 _OTHER_RUN = re.compile(f"[^\\W_{_HAN_CLASS}]+")
 _COMPATIBILITY = re.compile("[\uf900-\ufaff]")
+#: What joins texts that are cut or folded together (``term_counts_all``, ``echo.fold_all``):
+#: a control character, which a page's normalized text never holds and no step here changes.
+SEPARATOR: Final = "\x01"
 
 #: jieba (ICTCLAS) tag initials of words that only carry a question's grammar: pronouns (r),
 #: particles (u), prepositions (p), conjunctions (c), modal particles (y), interjections (e),
@@ -168,6 +180,11 @@ def _folded_runs(text: str, folded: str) -> tuple[list[str], list[str]]:
     gives the same runs (``_FOLDED_OTHERWISE``): no second case fold and conversion."""
     if text.isascii() or _FOLDED_OTHERWISE.search(text) or _FOLDED_OTHERWISE.search(folded):
         return _runs(text)
+    return _runs_of_folded(folded)
+
+
+def _runs_of_folded(folded: str) -> tuple[list[str], list[str]]:
+    # ``_folded_runs`` once its test has passed.
     others = _OTHER_RUN.findall(folded)
     joined = " ".join(others)
     if not joined.isascii():
@@ -197,7 +214,24 @@ def term_counts(text: str, folded: str | None = None) -> Counter[str]:
     separators of jieba's one call are counted with the words and taken out after (a filter
     over every word of a page's chunks was a tenth of cutting them). ``folded``: ``text`` as
     ``echo.fold`` folds it, made already; the runs are read off it where they are the same."""
-    han, others = _runs(text) if folded is None else _folded_runs(text, folded)
+    return _counted(*(_runs(text) if folded is None else _folded_runs(text, folded)))
+
+
+def term_counts_all(texts: Sequence[str], folds: Sequence[str]) -> list[Counter[str]]:
+    """``[term_counts(text, folded) for text, folded in zip(texts, folds)]``, with the test
+    of which runs the folds give (``_FOLDED_OTHERWISE``) made once over all the texts: a
+    page's chunks, of which next to none holds such a character. A class of single characters
+    is found in the joined texts exactly where it is in one of them."""
+    if len(texts) != len(folds):
+        raise ValueError("texts and folds differ in number")
+    if _FOLDED_OTHERWISE.search(SEPARATOR.join(texts)) or _FOLDED_OTHERWISE.search(
+        SEPARATOR.join(folds)
+    ):
+        return [term_counts(text, folded) for text, folded in zip(texts, folds, strict=True)]
+    return [_counted(*_runs_of_folded(folded)) for folded in folds]
+
+
+def _counted(han: list[str], others: list[str]) -> Counter[str]:
     counts = Counter(_stems(others))
     if han:
         counts.update(_jieba().cut_for_search(" ".join(han)))

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.text._echo import fold
-from external_query_service.text._tokens import query_terms, term_counts, terms
+from external_query_service.text._echo import fold, fold_all
+from external_query_service.text._tokens import (
+    SEPARATOR,
+    query_terms,
+    term_counts,
+    term_counts_all,
+    terms,
+)
 
 
 def test_chinese_text_is_cut_into_dictionary_words() -> None:
@@ -105,3 +112,30 @@ def test_term_counts_read_off_the_fold_are_the_same(text: str) -> None:
     counts = term_counts(text, fold(text))
     assert counts == term_counts(text)
     assert list(counts) == list(term_counts(text))
+
+
+# Texts as a page's chunks come: mostly the mix above, now and then one holding the separator
+# (which no normalized text does) or any character at all.
+_CHUNKS = st.lists(
+    st.one_of(_MIXED, _MIXED.map(lambda text: text + SEPARATOR), st.text(max_size=8)),
+    max_size=8,
+)
+
+
+@given(_CHUNKS)
+def test_texts_folded_together_fold_as_each_alone(texts: list[str]) -> None:
+    assert fold_all(texts) == [fold(text) for text in texts]
+
+
+@given(_CHUNKS)
+def test_texts_counted_together_count_as_each_alone(texts: list[str]) -> None:
+    folds = [fold(text) for text in texts]
+    together = term_counts_all(texts, folds)
+    alone = [term_counts(text, folded) for text, folded in zip(texts, folds, strict=True)]
+    assert together == alone
+    assert [list(counts) for counts in together] == [list(counts) for counts in alone]
+
+
+def test_texts_and_folds_must_pair_up() -> None:
+    with pytest.raises(ValueError, match="differ in number"):
+        term_counts_all(["湛江", "明天"], ["湛江"])
