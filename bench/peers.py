@@ -228,9 +228,17 @@ async def _plain(settings: Settings, questions: Sequence[str], concurrency: int)
     searx = str(getattr(settings.adapters[0], "base_url", "")).rstrip("/")
     loop = asyncio.get_running_loop()
     with ProcessPoolExecutor(PLAIN_WORKERS) as pool:
-        for _ in range(PLAIN_WORKERS):  # start the workers and import trafilatura in them
-            await loop.run_in_executor(pool, _extract, "<html><body><p>warm</p></body></html>")
+        # Start every worker and import trafilatura in it. The calls go in together: a pool
+        # whose processes are spawned (as in this peer's own spawned process) starts one only
+        # when no worker is idle, so warming them one after another could leave a single
+        # worker, and the one started later under load would go uncounted.
+        warm = "<html><body><p>warm</p></body></html>"
+        await asyncio.gather(
+            *(loop.run_in_executor(pool, _extract, warm) for _ in range(PLAIN_WORKERS))
+        )
         workers = list(pool._processes)  # the bench reads their CPU time and memory
+        if len(workers) != PLAIN_WORKERS:
+            raise RuntimeError(f"the plain peer started {len(workers)} of {PLAIN_WORKERS} workers")
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
         async with httpx.AsyncClient(timeout=20.0, limits=limits) as client:
 
