@@ -321,6 +321,22 @@ def _peer_main(
     pipe.send(result)
 
 
+def haystack_missing() -> str | None:
+    """Why the haystack peer cannot run here (None when it can): Haystack not installed, or
+    its sentence splitter lacking NLTK or NLTK's sentence model (the splitter's warm-up asks
+    NLTK to download the model; offline that fails, and the peer is skipped)."""
+    try:
+        from haystack.components.preprocessors import DocumentSplitter
+    except ImportError:
+        return "haystack is not installed in this environment"
+    try:
+        DocumentSplitter(split_by="sentence", split_length=3).warm_up()
+    except (ImportError, LookupError) as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip("* ")), "")
+        return f"haystack's sentence splitter cannot start ({type(exc).__name__}: {first})"
+    return None
+
+
 def _busy_loop() -> None:
     while True:
         sum(range(10_000))
@@ -353,8 +369,14 @@ def run_peer(
         args=(name, settings.model_dump(mode="json"), count, concurrency, theirs, host_collector),
     )
     process.start()
+    theirs.close()  # the child's end: a child that dies then ends the pipe (EOFError)
     try:
         return ours.recv()  # type: ignore[no-any-return]
+    except EOFError:
+        process.join(60)
+        raise RuntimeError(
+            f"the {name} peer exited (code {process.exitcode}) without its figures"
+        ) from None
     finally:
         process.join(60)
 
@@ -383,10 +405,9 @@ def main() -> None:
 
     names = list(args.only or ("ours", "plain", "haystack"))
     if "haystack" in names:
-        try:
-            import haystack  # noqa: F401
-        except ImportError:
-            print("haystack is not installed in this environment: its peer is skipped")
+        missing = haystack_missing()
+        if missing:
+            print(f"{missing}: the haystack peer is skipped")
             names.remove("haystack")
 
     with (
