@@ -34,10 +34,12 @@ COPY_SIMILARITY = 0.7
 SHINGLE_WORDS = 3
 #: Texts shorter than this many words are too short to call copies of one another.
 _MIN_WORDS = 8
-_WORDS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
+_CJK_CLASS = "\u3400-\u9fff\uf900-\ufaff"
+#: The words shingled: each CJK character alone, and each run of other letters or digits.
+_WORDS = re.compile(f"[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+")
 #: ``_WORDS`` a run at a time: a run of CJK characters (each a word of ``_WORDS``) in the
 #: first group, a run of other letters or digits (one word) in the second.
-_RUNS = re.compile(r"([\u3400-\u9fff\uf900-\ufaff]+)|([^\W_\u3400-\u9fff\uf900-\ufaff]+)")
+_RUNS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
 _WEB_BASES = frozenset({"page_body", "search_snippet", "provider_text"})
 #: Characters common in CJK text whose compatibility decomposition is one other character:
 #: full-width punctuation and the ideographic space (``_nfkc``).
