@@ -17,13 +17,17 @@ guess the encoding itself and garble undeclared GBK pages):
   dropped, tables kept, links not rendered. Where resiliparse is not installed (no binary
   wheel for the platform), trafilatura reads every page.
 
-Metadata is read from one lxml parse of the page with two cheap steps — trafilatura's title
-heuristics and htmldate without its extensive search — because trafilatura's full
-``with_metadata`` pass (author, sitename, categories, extensive date search) costs about half
-as much again as the extraction itself; the trafilatura reading, when needed, works on that
-same tree. The parse is the one trafilatura's ``load_html`` makes, less its scan of the whole
-page for the characters libxml2 refuses (a regex over every character, a quarter of the
-parse's cost), which here is a C search per character and a removal only where one occurs.
+The title, language and publication date come from the tree the text came from. A page the
+fast reading gives the text of is parsed once, by lexbor: ``page_title`` and ``page_date``
+walk trafilatura's title heuristics and htmldate's date search over that tree (a second,
+lxml, parse of the page cost as much CPU as the fast reading's extraction). A page
+trafilatura reads is parsed by lxml, and its metadata read from that tree with the same two
+libraries — trafilatura's title heuristics and htmldate without its extensive search — because
+trafilatura's full ``with_metadata`` pass (author, sitename, categories, extensive date search)
+costs about half as much again as the extraction itself. That parse is the one trafilatura's
+``load_html`` makes, less its scan of the whole page for the characters libxml2 refuses (a regex
+over every character, a quarter of the parse's cost), which here is a C search per character and
+a removal only where one occurs.
 
 The returned text is ``normalize_text``-ed; that is the text the evidence store keeps and
 that snippets point into.
@@ -45,6 +49,8 @@ from typing import Any, Final
 
 from ..errors import ExtractionFailed
 from ._echo import fold
+from ._page_date import page_date
+from ._page_title import page_title
 from ._tokens import query_terms, terms
 
 __all__ = [
@@ -216,22 +222,32 @@ def extract_page(
     if "\x00" in html:
         # NUL never occurs in real markup: a binary body (or UTF-16 without a BOM).
         raise ExtractionFailed(url, reason="parser_error")
+    reading = _fast_reading(html, query)
+    if reading is not None:
+        text, lexbor = reading
+        return ExtractedPage(
+            text=text,
+            title=_one_line(page_title(lexbor)),
+            language_hint=_lexbor_language(lexbor) or _script_language(text),
+            # Last: the date's search removes elements from the tree.
+            published_at=page_date(lexbor, url),
+            extractor=FAST_READER,
+        )
     tree = _parse(html, url)
-    fast = _fast_text(html, query)
-    text = _trafilatura_text(tree, url, query) if fast is None else fast
+    text = _trafilatura_text(tree, url, query)
     return ExtractedPage(
         text=text,
         title=_title(tree),
         published_at=_published(tree, url),
         language_hint=_declared_language(tree) or _script_language(text),
-        extractor=_TRAFILATURA if fast is None else FAST_READER,
+        extractor=_TRAFILATURA,
     )
 
 
-def _fast_text(html: str, query: str) -> str | None:
-    """The fast reading's main text (normalized), or None where the page nests deeper than
-    ``MAX_FAST_DEPTH``, the text looks wrong (module docstring), lexbor cannot parse the page,
-    or resiliparse is not installed."""
+def _fast_reading(html: str, query: str) -> tuple[str, Any] | None:
+    """The fast reading's main text (normalized) and the lexbor tree it was read from, or
+    None where the page nests deeper than ``MAX_FAST_DEPTH``, the text looks wrong (module
+    docstring), lexbor cannot parse the page, or resiliparse is not installed."""
     try:
         from resiliparse.extract.html2text import extract_plain_text
         from resiliparse.parse.html import HTMLTree
@@ -252,15 +268,15 @@ def _fast_text(html: str, query: str) -> str | None:
         # of the markup's, or a break standing for a tag of several): a main text this long
         # has its share without the whole text extracted, as most articles' have.
         if len(raw) >= MIN_MAIN_SHARE * len(html):
-            return main
+            return main, tree
         # Both raw texts come out of one extractor with its whitespace collapsed alike, so
         # their lengths compare without normalizing the whole page's text too.
         whole = extract_plain_text(tree, **options)
     except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
         return None
     if len(raw) >= MIN_MAIN_SHARE * len(whole):
-        return main
-    return main if query and not _misses_query(main, whole, query) else None
+        return main, tree
+    return (main, tree) if query and not _misses_query(main, whole, query) else None
 
 
 def _misses_query(main: str, whole: str, query: str) -> bool:
@@ -401,7 +417,11 @@ def _title(tree: Any) -> str:
         title = metadata.title or extract_title(tree) or ""
     except Exception:
         return ""
-    return " ".join(normalize_text(str(title)).split("\n"))
+    return _one_line(str(title))
+
+
+def _one_line(title: str) -> str:
+    return " ".join(normalize_text(title).split("\n"))
 
 
 def _published(tree: Any, url: str) -> date | None:
@@ -423,6 +443,7 @@ def _published(tree: Any, url: str) -> date | None:
 
 
 def _declared_language(tree: Any) -> str | None:
+    """The language the lxml tree's root or its first content-language <meta> declares."""
     candidates = [tree.get("lang"), tree.get("xml:lang")]
     # The first <meta http-equiv="content-language" content=…>, the name in any case.
     declared = (
@@ -431,6 +452,27 @@ def _declared_language(tree: Any) -> str | None:
         if (meta.get("http-equiv") or "").lower() == "content-language"
     )
     candidates.append(next((value for value in declared if value is not None), None))
+    return _language_tag(candidates)
+
+
+def _lexbor_language(tree: Any) -> str | None:
+    """``_declared_language`` of the lexbor tree."""
+    document = tree.document
+    root = document.query_selector("html") if document is not None else None
+    if root is None:
+        return None
+    candidates = [root.getattr("lang"), root.getattr("xml:lang")]
+    declared = (
+        meta.getattr("content")
+        for meta in document.query_selector_all("meta[http-equiv][content]").values()
+        if (meta.getattr("http-equiv") or "").lower() == "content-language"
+    )
+    candidates.append(next(declared, None))
+    return _language_tag(candidates)
+
+
+def _language_tag(candidates: list[Any]) -> str | None:
+    """The first of ``candidates`` that is a well-formed language tag, lower-cased."""
     for value in candidates:
         if isinstance(value, str):
             tag = value.strip().lower().replace("_", "-")
