@@ -29,7 +29,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import opencc
@@ -56,6 +56,10 @@ _COMPATIBILITY = re.compile("[\uf900-\ufaff]")
 #: What joins texts that are cut or folded together (``term_counts_all``, ``echo.fold_all``):
 #: a control character, which a page's normalized text never holds and no step here changes.
 SEPARATOR: Final = "\x01"
+#: How many recent questions' cuts ``query_terms`` keeps, of questions up to
+#: ``_KEPT_QUERY_CHARS`` long (a few hundred kilobytes at most for all of them).
+_QUERIES_KEPT: Final = 64
+_KEPT_QUERY_CHARS: Final = 1_000
 
 #: jieba (ICTCLAS) tag initials of words that only carry a question's grammar: pronouns (r),
 #: particles (u), prepositions (p), conjunctions (c), modal particles (y), interjections (e),
@@ -242,10 +246,21 @@ def _counted(han: list[str], others: list[str]) -> Counter[str]:
 
 def query_terms(text: str) -> list[str]:
     """``terms(text)`` without a question's function words (see the module docstring)."""
+    # The extraction, the scoring and the ranker of every page of a question cut the same
+    # question: cut once (part-of-speech tagging is most of it), for a few recent questions.
+    if len(text) > _KEPT_QUERY_CHARS:
+        return list(_cut_query(text))
+    return list(_kept_query_terms(text))
+
+
+def _cut_query(text: str) -> tuple[str, ...]:
     han, others = _runs(text)
     out = [stem for stem in _stems(others) if stem not in _FUNCTION_STEMS]
     for run in han:
         for word, tag in _jieba().tag(run):
             if tag[:1] not in _FUNCTION_TAGS:
                 out.extend(w for w in _jieba().cut_for_search(word) if w not in INTERROGATIVES)
-    return out
+    return tuple(out)
+
+
+_kept_query_terms = lru_cache(maxsize=_QUERIES_KEPT)(_cut_query)

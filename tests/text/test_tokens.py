@@ -66,6 +66,15 @@ def test_a_question_drops_its_english_function_words_but_keeps_content_and_numbe
     assert query_terms("What is the capital of France?") == ["capit", "franc"]
 
 
+def test_a_kept_question_cut_is_a_fresh_list_each_time() -> None:
+    first = query_terms("湛江明天天气怎么样")
+    first.append("mutated")
+    assert query_terms("湛江明天天气怎么样") == ["湛江", "明天", "天气"]
+    # A question too long to keep is cut the same way.
+    long_question = "湛江明天天气怎么样" + "，" * 2_000
+    assert query_terms(long_question) == ["湛江", "明天", "天气"]
+
+
 def test_query_terms_match_the_terms_of_a_page_saying_the_same() -> None:
     page = set(terms("湛江港今年前十个月货物吞吐量达到2.6亿吨"))
     assert set(query_terms("湛江港今年货物吞吐量是多少？")) - page <= {"是", "多少"}
