@@ -77,6 +77,10 @@ _JSON_TYPES: Final = frozenset({"application/ld+json", "application/settings+jso
 # Archive.org's banner, which htmldate leaves out of the search.
 _DISCARDED: Final = 'div[id="wm-ipp-base"], div[id="wm-ipp"]'
 _COMMENTS = re.compile(r"<!--.*?-->", re.DOTALL)
+# A script or style element in lexbor's serialization: its content is written raw and cannot
+# hold the element's end tag, so the first such tag closes it. Cut out of the markup, it
+# leaves what removing it from the tree and serializing the rest again gives.
+_SCRIPTS = re.compile(r"<(script|style)\b[^>]*>.*?</\1>", re.DOTALL)
 # A tag as lexbor serializes it: it escapes "<" and ">" in attribute values as in text, so
 # the first ">" after a "<" ends the tag.
 _TAGS = re.compile(r"<[^>]*>")
@@ -136,9 +140,7 @@ def _find(tree: HTMLTree, url: str | None) -> str | None:
         return found
     # htmldate's last resort: a bare ISO date in the text, scripts and styles left out, the
     # text nodes joined by spaces (a tag stands for the space between two of them).
-    _remove(document, "script, style")
-    markup = _COMMENTS.sub("", document.html)
-    text = _TAGS.sub(" ", markup)
+    text = _TAGS.sub(" ", _SCRIPTS.sub("", markup))
     return pattern_search(_unescaped(text), TIMESTAMP_LOOSE_PATTERN, options)
 
 

@@ -604,6 +604,7 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "page_date._CLASS_PATTERN",
         "page_date._COMMENTS",
         "page_date._ID_CLASS_PATTERN",
+        "page_date._SCRIPTS",
         "page_date._TAGS",
         "page_title._HEADLINE_CLASS",
         "quantities._QUANTITY",

@@ -133,6 +133,15 @@ def test_a_date_only_in_a_script_is_not_the_page_date() -> None:
     assert _htmldate(html) is None
 
 
+def test_a_script_or_style_is_cut_out_of_the_text_it_stands_in() -> None:
+    # The text on both sides of a removed script joins up, as when lxml drops the element.
+    joined = _page(body='<p>As of 2022-07<script>var a = "<style>";</script>-08.</p>')
+    assert _lexbor_date(joined) == _htmldate(joined) == date(2022, 7, 8)
+    styled = _page(body="<style>/* 2016-01-02 */</style><p>No date here.</p>")
+    assert _lexbor_date(styled) is None
+    assert _htmldate(styled) is None
+
+
 def test_a_page_without_a_date_gives_none() -> None:
     assert _lexbor_date(_page()) is None
 
