@@ -17,17 +17,17 @@ guess the encoding itself and garble undeclared GBK pages):
   dropped, tables kept, links not rendered. Where resiliparse is not installed (no binary
   wheel for the platform), trafilatura reads every page.
 
-The title, language and publication date come from the tree the text came from. A page the
-fast reading gives the text of is parsed once, by lexbor: ``page_title`` and ``page_date``
-walk trafilatura's title heuristics and htmldate's date search over that tree (a second,
-lxml, parse of the page cost as much CPU as the fast reading's extraction). A page
-trafilatura reads is parsed by lxml, and its metadata read from that tree with the same two
-libraries — trafilatura's title heuristics and htmldate without its extensive search — because
-trafilatura's full ``with_metadata`` pass (author, sitename, categories, extensive date search)
-costs about half as much again as the extraction itself. That parse is the one trafilatura's
-``load_html`` makes, less its scan of the whole page for the characters libxml2 refuses (a regex
-over every character, a quarter of the parse's cost), which here is a C search per character and
-a removal only where one occurs.
+The title, language and publication date come from the lexbor tree the fast reading parsed,
+whichever reading gives the text: ``page_title`` and ``page_date`` walk trafilatura's title
+heuristics and htmldate's date search over it (a second, lxml, parse of every page cost as
+much CPU as the fast reading's extraction). Only where the fast reading has no tree (the page
+nests too deep, lexbor fails, resiliparse is not installed) are they read from trafilatura's
+lxml parse, with the same two libraries: trafilatura's title heuristics and htmldate without
+its extensive search, not trafilatura's full ``with_metadata`` pass (author, sitename,
+categories, extensive date search), which costs about half as much again as the extraction
+itself. The lxml parse is the one trafilatura's ``load_html`` makes, less its scan of the
+whole page for the characters libxml2 refuses (a regex over every character, a quarter of the
+parse's cost), which here is a C search per character and a removal only where one occurs.
 
 The returned text is ``normalize_text``-ed; that is the text the evidence store keeps and
 that snippets point into.
@@ -222,72 +222,91 @@ def extract_page(
     if "\x00" in html:
         # NUL never occurs in real markup: a binary body (or UTF-16 without a BOM).
         raise ExtractionFailed(url, reason="parser_error")
-    reading = _fast_reading(html, query)
-    if reading is not None:
-        text, lexbor = reading
+    fast_text, lexbor = _fast_reading(html, query)
+    if lexbor is None:
+        tree = _parse(html, url)
+        text = _trafilatura_text(tree, url, query)
         return ExtractedPage(
             text=text,
-            title=_one_line(page_title(lexbor)),
-            language_hint=_lexbor_language(lexbor) or _script_language(text),
-            # Last: the date's search removes elements from the tree.
-            published_at=page_date(lexbor, url),
-            extractor=FAST_READER,
+            title=_title(tree),
+            published_at=_published(tree, url),
+            language_hint=_declared_language(tree) or _script_language(text),
+            extractor=_TRAFILATURA,
         )
-    tree = _parse(html, url)
-    text = _trafilatura_text(tree, url, query)
+    title = _one_line(page_title(lexbor))
+    declared = _lexbor_language(lexbor)
+    published = page_date(lexbor, url)  # last: the date's search removes elements
+    # resiliparse frees a tree only on the thread that parsed it, and an exception raised
+    # below keeps this frame, and with it the tree, alive wherever it is handled.
+    del lexbor
+    if fast_text is None:
+        text, extractor = _trafilatura_text(_parse(html, url), url, query), _TRAFILATURA
+    else:
+        text, extractor = fast_text, FAST_READER
     return ExtractedPage(
         text=text,
-        title=_title(tree),
-        published_at=_published(tree, url),
-        language_hint=_declared_language(tree) or _script_language(text),
-        extractor=_TRAFILATURA,
+        title=title,
+        language_hint=declared or _script_language(text),
+        published_at=published,
+        extractor=extractor,
     )
 
 
-def _fast_reading(html: str, query: str) -> tuple[str, Any] | None:
-    """The fast reading's main text (normalized) and the lexbor tree it was read from, or
-    None where the page nests deeper than ``MAX_FAST_DEPTH``, the text looks wrong (module
-    docstring), lexbor cannot parse the page, or resiliparse is not installed."""
+def _fast_reading(html: str, query: str) -> tuple[str | None, Any]:
+    """The fast reading's main text (normalized) and the lexbor tree it was read from. The
+    text is None where it looks wrong (module docstring); both are None where the page nests
+    deeper than ``MAX_FAST_DEPTH``, lexbor cannot parse it, or resiliparse is not installed
+    (the page's metadata is then read from trafilatura's parse)."""
     try:
         from resiliparse.extract.html2text import extract_plain_text
         from resiliparse.parse.html import HTMLTree
     except ImportError:
-        return None
+        return None, None
     try:
         tree = HTMLTree.parse(html)
         document = tree.document
         deep = _depth_selector(MAX_FAST_DEPTH)
         if document is None or document.query_selector(deep) is not None:
-            return None
+            return None, None
         options: dict[str, Any] = {"alt_texts": False, "list_bullets": False, "comments": False}
         raw = extract_plain_text(tree, main_content=True, **options)
         main = normalize_text(raw)
         if not main or is_too_short(main, query):
-            return None
+            return None, tree
         # The page's whole text is never longer than its markup (each character of it is one
         # of the markup's, or a break standing for a tag of several): a main text this long
         # has its share without the whole text extracted, as most articles' have.
         if len(raw) >= MIN_MAIN_SHARE * len(html):
             return main, tree
+        # A text lacking too few of the question's terms for the rest of the page to name
+        # enough of them is taken whatever its share: the whole text is not extracted.
+        wanted, lacking = _lacking_terms(main, query)
+        if query and not _misses(wanted, lacking, None):
+            return main, tree
         # Both raw texts come out of one extractor with its whitespace collapsed alike, so
         # their lengths compare without normalizing the whole page's text too.
         whole = extract_plain_text(tree, **options)
     except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
-        return None
+        return None, None
     if len(raw) >= MIN_MAIN_SHARE * len(whole):
         return main, tree
-    return (main, tree) if query and not _misses_query(main, whole, query) else None
+    return (main if query and not _misses(wanted, lacking, fold(whole)) else None), tree
 
 
-def _misses_query(main: str, whole: str, query: str) -> bool:
-    """Whether the page's text outside ``main`` names at least ``MAX_MISSED_QUERY_SHARE`` of
-    the distinct terms of ``query`` that ``main`` lacks."""
-    wanted = set(query_terms(query))
-    if not wanted:
-        return False
-    held, shown = fold(main), fold(whole)
-    missed = sum(1 for term in wanted if term not in held and term in shown)
-    return missed >= MAX_MISSED_QUERY_SHARE * len(wanted)
+def _lacking_terms(main: str, query: str) -> tuple[int, list[str]]:
+    """How many distinct terms ``query`` has, and those of them ``main`` lacks."""
+    wanted = set(query_terms(query)) if query else set()
+    held = fold(main) if wanted else ""
+    return len(wanted), [term for term in wanted if term not in held]
+
+
+def _misses(wanted: int, lacking: list[str], shown: str | None) -> bool:
+    """Whether the page's text outside the fast text (``shown``: the whole text, folded)
+    names at least ``MAX_MISSED_QUERY_SHARE`` of the ``wanted`` distinct terms of the
+    question, ``lacking`` being those the fast text lacks; with ``shown`` None, whether it
+    could (all the lacking terms named)."""
+    missed = len(lacking) if shown is None else sum(1 for term in lacking if term in shown)
+    return wanted > 0 and missed >= MAX_MISSED_QUERY_SHARE * wanted
 
 
 @functools.cache
@@ -484,6 +503,8 @@ def _language_tag(candidates: list[Any]) -> str | None:
 def _script_language(text: str) -> str | None:
     """A hint from the writing system alone: "ja" (kana), "ko" (Hangul), "zh" (Han), else None."""
     sample = text[:_LETTER_SAMPLE]
+    if sample.isascii():  # no kana, Hangul or Han: no letter needs counting
+        return None
     letters = sum(map(str.isalpha, sample))
     if not letters:
         return None

@@ -181,3 +181,59 @@ def test_a_meta_nested_in_the_head_is_no_title() -> None:
         f"<body>{PARAGRAPH}</body></html>"
     )
     assert _lexbor_title(html) == _trafilatura_title(html) == "Bridge reopens"
+
+
+def test_a_page_trafilatura_reads_takes_its_metadata_from_the_lexbor_tree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fast reading drops the container classed "sidebar", so trafilatura reads the text;
+    # the title and date still come from the parse the fast reading made.
+    def no_lxml_metadata(tree: object, *rest: object) -> None:
+        raise AssertionError("the metadata was read from the lxml tree")
+
+    html = (
+        '<html><head><meta property="og:title" content="Bridge reopens">'
+        '<meta property="article:published_time" content="2024-05-06"></head>'
+        f"<body><div class='sidebar'>{PARAGRAPH * 4}</div></body></html>"
+    )
+    monkeypatch.setattr(_extract, "_title", no_lxml_metadata)
+    monkeypatch.setattr(_extract, "_published", no_lxml_metadata)
+    page = _extract.extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert (page.title, str(page.published_at)) == ("Bridge reopens", "2024-05-06")
+    assert "harbour bridge reopened" in page.text
+
+
+def test_a_page_too_deep_for_the_fast_reading_takes_its_metadata_from_lxml() -> None:
+    depth = _extract.MAX_FAST_DEPTH + 10
+    html = (
+        '<html><head><meta property="og:title" content="Bridge reopens"></head><body>'
+        + "<div>" * depth
+        + PARAGRAPH * 4
+        + "</div>" * depth
+        + "</body></html>"
+    )
+    page = _extract.extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert page.title == "Bridge reopens"
+
+
+def test_a_page_refused_on_another_thread_leaves_no_tree_to_free_here() -> None:
+    # resiliparse frees a tree only on the thread that parsed it; the refusal's traceback,
+    # handled on this thread, must not hold the tree of the page it refused.
+    import gc
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    html = "<html><body><div class='sidebar'><p>Menu</p></div></body></html>"
+    unraisable: list[object] = []
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            error = pool.submit(_extract.extract_page, html, URL).exception()
+        assert isinstance(error, _extract.ExtractionFailed)
+        del error
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert unraisable == []
