@@ -46,6 +46,8 @@ _FORMAT: Final = "%Y-%m-%d"
 # htmldate's stage-4 candidates: these tags with a cue in the first of their id and class
 # attributes, or in itemprop (``_is_candidate``), and every <footer> and <small>.
 _CANDIDATE_TAGS: Final = ("div", "h2", "h3", "h4", "li", "p", "span", "time", "ul")
+# The elements the stage after the candidates reads.
+_TITLES: Final = frozenset({"h1", "title"})
 _ALWAYS_TAGS: Final = frozenset({"footer", "small"})
 # Substrings one of which every candidate's id, class or itemprop holds: a superset of the
 # cues ``_is_candidate`` tests, so that lexbor hands Python only the elements worth testing.
@@ -74,6 +76,12 @@ _CLASS_PATTERN = re.compile("|".join(_CLASS_ONLY_CUES))
 # The types of <script> whose JSON htmldate reads (compared exactly: CSS compares ``type``
 # without case, htmldate's XPath with it).
 _JSON_TYPES: Final = frozenset({"application/ld+json", "application/settings+json"})
+# The elements of htmldate's second and third stages: the metas, the scripts that may hold
+# JSON-LD (lexbor matches ``type`` without case, a superset of the exact ``_JSON_TYPES``),
+# and the <abbr>s.
+_HEAD_SELECTOR: Final = "meta[content], meta[datetime], abbr, " + ", ".join(
+    f'script[type="{kind}"]' for kind in sorted(_JSON_TYPES)
+)
 # Archive.org's banner, which htmldate leaves out of the search.
 _DISCARDED: Final = 'div[id="wm-ipp-base"], div[id="wm-ipp"]'
 _COMMENTS = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -116,18 +124,19 @@ def _find(tree: HTMLTree, url: str | None) -> str | None:
     found = extract_url_date(url, options)
     if found is not None:
         return found
-    found = _header(document, options) or _json(document, options) or _abbr(document, options)
+    # Each walk over the tree is one selector list, its elements in document order, sorted
+    # to their stages by tag: a walk costs as much as the page is large, a lookup of the few
+    # elements found does not.
+    metas, scripts, abbrs = _by_tag(_all(document, _HEAD_SELECTOR), ("meta", "script", "abbr"))
+    found = _header(metas, options) or _json(scripts, options) or _abbr(abbrs, options)
     if found is not None:
         return found
-
-    from htmldate.settings import CLEANING_LIST
-
-    _remove(document, ", ".join(CLEANING_LIST))
-    _remove(document, _DISCARDED)
+    _remove(document, _removed_selector())
+    nodes = _all(document, _body_selector())
     found = (
-        _first_text_date(_candidates(document), options)
-        or _first_text_date(_all(document, "title, h1"), options)
-        or _time(document, options)
+        _first_text_date([node for node in nodes if _is_candidate(node)], options)
+        or _first_text_date([node for node in nodes if node.tag in _TITLES], options)
+        or _time([node for node in nodes if node.tag == "time"], options)
     )
     if found is not None:
         return found
@@ -165,6 +174,21 @@ def _all(node: DOMNode, selector: str) -> list[DOMNode]:
     return nodes
 
 
+def _by_tag(nodes: list[DOMNode], tags: tuple[str, ...]) -> list[list[DOMNode]]:
+    """``nodes`` split by tag, one list for each of ``tags``, each in the order given."""
+    lists: dict[str, list[DOMNode]] = {tag: [] for tag in tags}
+    for node in nodes:
+        lists[node.tag].append(node)
+    return [lists[tag] for tag in tags]
+
+
+@functools.cache
+def _removed_selector() -> str:
+    from htmldate.settings import CLEANING_LIST
+
+    return ", ".join([*CLEANING_LIST, _DISCARDED])
+
+
 def _remove(document: DOMNode, selector: str) -> None:
     # Last to first: an element nested in another one removed is removed before it, never
     # after (its node would be gone).
@@ -186,7 +210,7 @@ def _plausible(nodes: list[DOMNode]) -> bool:
     return 0 < len(nodes) <= MAX_POSSIBLE_CANDIDATES
 
 
-def _header(document: DOMNode, options: Any) -> str | None:
+def _header(metas: list[DOMNode], options: Any) -> str | None:
     from htmldate.core import (
         DATE_ATTRIBUTES,
         ITEMPROP_ATTRS,
@@ -199,7 +223,7 @@ def _header(document: DOMNode, options: Any) -> str | None:
 
     found: str | None = None
     reserve: str | None = None
-    for meta in _all(document, "meta[content], meta[datetime]"):
+    for meta in metas:
         content = meta.getattr("content")
         if meta.hasattr("name"):
             name = (meta.getattr("name") or "").lower()
@@ -244,10 +268,10 @@ def _header(document: DOMNode, options: Any) -> str | None:
     return reserve
 
 
-def _json(document: DOMNode, options: Any) -> str | None:
+def _json(scripts: list[DOMNode], options: Any) -> str | None:
     from htmldate.extractors import JSON_PUBLISHED, pattern_search
 
-    for script in _all(document, "script[type]"):
+    for script in scripts:
         if script.getattr("type") not in _JSON_TYPES:
             continue
         text = _own_text(script)
@@ -259,12 +283,11 @@ def _json(document: DOMNode, options: Any) -> str | None:
     return None
 
 
-def _abbr(document: DOMNode, options: Any) -> str | None:
+def _abbr(elements: list[DOMNode], options: Any) -> str | None:
     from htmldate.core import CLASS_ATTRS, compare_reference
     from htmldate.extractors import try_date_expr_opts
     from htmldate.validators import check_extracted_reference, update_reference
 
-    elements = _all(document, "abbr")
     if not _plausible(elements):
         return None
     reference: datetime | None = None
@@ -288,29 +311,27 @@ def _abbr(document: DOMNode, options: Any) -> str | None:
 
 
 @functools.cache
-def _candidate_selector() -> str:
+def _body_selector() -> str:
+    """The elements of htmldate's fourth stage: the candidates (a superset, which
+    ``_is_candidate`` sorts out), the title and <h1>s, and the <time> elements."""
     tags = ", ".join(_CANDIDATE_TAGS)
     cues = [f'[id*="{cue}"]' for cue in (*_DATE_CUES, *_ID_CLASS_CUES)]
     cues += [f'[class*="{cue}"]' for cue in (*_DATE_CUES, *_ID_CLASS_CUES, *_CLASS_ONLY_CUES)]
     cues += [f'[itemprop*="{cue}"]' for cue in _DATE_CUES]
-    return f"{', '.join(sorted(_ALWAYS_TAGS))}, :is({tags}):is({', '.join(cues)})"
-
-
-def _candidates(document: DOMNode) -> list[DOMNode]:
-    root = document.query_selector("html")
-    if root is None:
-        return []
-    return [
-        node
-        for node in _all(root, _candidate_selector())
-        if node.tag in _ALWAYS_TAGS or _is_candidate(node)
-    ]
+    candidates = f"{', '.join(sorted(_ALWAYS_TAGS))}, :is({tags}):is({', '.join(cues)})"
+    return f"{candidates}, {', '.join(sorted(_TITLES))}, time"
 
 
 def _is_candidate(node: DOMNode) -> bool:
-    """htmldate's test: a date cue in the first of id and class (in the order the markup
-    gives them) or in itemprop; a meta, time, publish or footer cue in that first one; a
-    byline-like cue in the class; or MediaWiki's last-modified footer id."""
+    """htmldate's test: a <footer> or <small>, or an element of its candidate tags with a date
+    cue in the first of id and class (in the order the markup gives them) or in itemprop; a
+    meta, time, publish or footer cue in that first one; a byline-like cue in the class; or
+    MediaWiki's last-modified footer id."""
+    tag = node.tag
+    if tag in _ALWAYS_TAGS:
+        return True
+    if tag not in _CANDIDATE_TAGS:
+        return False
     first = next((node.getattr(name) for name in node.attrs if name in ("id", "class")), None)
     for cue in (first, node.getattr("itemprop")):
         if cue is not None:
@@ -343,12 +364,11 @@ def _first_text_date(nodes: list[DOMNode], options: Any) -> str | None:
     return None
 
 
-def _time(document: DOMNode, options: Any) -> str | None:
+def _time(elements: list[DOMNode], options: Any) -> str | None:
     from htmldate.core import compare_reference
     from htmldate.extractors import try_date_expr_opts
     from htmldate.validators import check_extracted_reference
 
-    elements = _all(document, "time")
     if not _plausible(elements):
         return None
     reference: datetime | None = None
@@ -375,7 +395,7 @@ def _image(document: DOMNode, options: Any) -> str | None:
     image = next(
         (
             meta
-            for meta in _all(document, "meta[property][content]")
+            for meta in _all(document, 'meta[property="og:image"][content]')
             if meta.getattr("property") == "og:image"
         ),
         None,

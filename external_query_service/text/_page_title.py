@@ -43,6 +43,8 @@ __all__ = ["page_title"]
 
 # The types of <script> whose JSON trafilatura reads (compared exactly, as its XPath does).
 _JSON_TYPES: Final = frozenset({"application/ld+json", "application/settings+json"})
+# Those scripts, and others whose type differs in case only (lexbor's match ignores it).
+_JSON_SCRIPTS: Final = ", ".join(f'script[type="{kind}"]' for kind in sorted(_JSON_TYPES))
 # trafilatura's title lists, one CSS selector for the three: every element any of them may
 # hold, each then sorted to its list by ``_title_lists``. Its first list tests the class with
 # a regular expression whose every match holds "title" or "headline".
@@ -151,7 +153,7 @@ def _json_title(document: Any) -> Any:
 
     metadata = Document()
     try:
-        for script in _all(document, "script[type]"):
+        for script in _all(document, _JSON_SCRIPTS):
             if script.getattr("type") not in _JSON_TYPES:
                 continue
             text = _own_text(script)

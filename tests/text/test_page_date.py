@@ -142,6 +142,13 @@ def test_a_script_or_style_is_cut_out_of_the_text_it_stands_in() -> None:
     assert _htmldate(styled) is None
 
 
+def test_json_ld_of_another_type_spelling_is_not_read() -> None:
+    # htmldate matches the script's type exactly; lexbor's selectors ignore its case.
+    html = _page('<script type="Application/LD+JSON">{"datePublished": "2017-06-07"}</script>')
+    assert _lexbor_date(html) is None
+    assert _htmldate(html) is None
+
+
 def test_a_page_without_a_date_gives_none() -> None:
     assert _lexbor_date(_page()) is None
 
