@@ -84,14 +84,10 @@ _HEAD_SELECTOR: Final = "meta[content], meta[datetime], abbr, " + ", ".join(
 )
 # Archive.org's banner, which htmldate leaves out of the search.
 _DISCARDED: Final = 'div[id="wm-ipp-base"], div[id="wm-ipp"]'
-_COMMENTS = re.compile(r"<!--.*?-->", re.DOTALL)
-# A script or style element in lexbor's serialization: its content is written raw and cannot
-# hold the element's end tag, so the first such tag closes it. Cut out of the markup, it
-# leaves what removing it from the tree and serializing the rest again gives.
-_SCRIPTS = re.compile(r"<(script|style)\b[^>]*>.*?</\1>", re.DOTALL)
-# A tag as lexbor serializes it: it escapes "<" and ">" in attribute values as in text, so
-# the first ">" after a "<" ends the tag.
-_TAGS = re.compile(r"<[^>]*>")
+# A tag as lexbor serializes it: it escapes "<" and ">" in attribute values as in text, so a
+# tag holds neither. Stopping at the next "<" keeps the scan linear where a raw-text element
+# (``<plaintext>``, ``<xmp>``) holds a run of "<" without a ">".
+_TAGS = re.compile(r"<[^<>]*>")
 
 
 def page_date(tree: HTMLTree, url: str | None) -> date | None:
@@ -142,14 +138,14 @@ def _find(tree: HTMLTree, url: str | None) -> str | None:
         return found
     # The markup as the lxml tree htmldate searches would serialize it: without comments,
     # which that parse drops (a CMS's comment often stamps when the page was generated).
-    markup = _COMMENTS.sub("", document.html)
+    markup = _without_comments(document.html)
     found = pattern_search(markup, TIMESTAMP_PATTERN, options) or _image(document, options)
     found = found or idiosyncrasies_search(markup, options)
     if found is not None:
         return found
     # htmldate's last resort: a bare ISO date in the text, scripts and styles left out, the
     # text nodes joined by spaces (a tag stands for the space between two of them).
-    text = _TAGS.sub(" ", _SCRIPTS.sub("", markup))
+    text = _TAGS.sub(" ", _without_elements(markup, ("script", "style")))
     return pattern_search(_unescaped(text), TIMESTAMP_LOOSE_PATTERN, options)
 
 
@@ -401,6 +397,62 @@ def _image(document: DOMNode, options: Any) -> str | None:
         None,
     )
     return extract_url_date(image.getattr("content"), options) if image is not None else None
+
+
+def _without_comments(markup: str) -> str:
+    """``markup`` without its comments, as the lxml parse htmldate reads drops them: each
+    ``<!--`` to the first ``-->`` after it (a serialized comment cannot hold one). One search
+    per comment; a ``<!--`` with no ``-->`` after it (raw text, say ``<plaintext>``'s) ends
+    the search, as no later one could be closed either."""
+    parts: list[str] = []
+    done = 0
+    start = markup.find("<!--")
+    while start != -1 and (end := markup.find("-->", start + 4)) != -1:
+        parts.append(markup[done:start])
+        done = end + 3
+        start = markup.find("<!--", done)
+    parts.append(markup[done:])
+    return "".join(parts)
+
+
+def _without_elements(markup: str, names: tuple[str, ...]) -> str:
+    """``markup`` without its elements named ``names``: from each start tag to the first end
+    tag of its name after it. lexbor writes a script's or a style's content raw, and it
+    cannot hold its own end tag, so this leaves what removing the elements from the tree and
+    serializing the rest gives. The earliest start tag of any of the names is cut first (a
+    style's text may spell ``<script``); one search per element, and a name whose end tag
+    never follows is looked for no more, so a raw-text run of start tags costs no rescans."""
+    openings = {name: markup.find(f"<{name}") for name in names}
+    parts: list[str] = []
+    done = 0
+    while openings:
+        name, start = min(openings.items(), key=lambda item: item[1])
+        if start == -1:
+            del openings[name]
+            continue
+        after = start + 1 + len(name)
+        if after < len(markup) and _continues_name(markup[after]):  # "<scripts": no match
+            openings[name] = markup.find(f"<{name}", after)
+            continue
+        tag_end = markup.find(">", after)
+        end = markup.find(f"</{name}>", tag_end + 1) if tag_end != -1 else -1
+        if end == -1:
+            del openings[name]
+            continue
+        parts.append(markup[done:start])
+        done = end + len(name) + 3
+        # A name's next start tag stands where it was found unless that was inside the cut.
+        openings = {
+            other: at if at >= done else markup.find(f"<{other}", done)
+            for other, at in openings.items()
+        }
+    parts.append(markup[done:])
+    return "".join(parts)
+
+
+def _continues_name(char: str) -> bool:
+    # A character that would make the tag name longer (a regular expression's ``\w``).
+    return char.isalnum() or char == "_"
 
 
 def _unescaped(text: str) -> str:

@@ -96,7 +96,6 @@ def _meta_title(head: ElementNode, body: ElementNode | None) -> str | None:
     """trafilatura's ``examine_meta`` title: the last ``og:title`` with a non-blank content,
     else the first meta naming a title. Only the head's own children count (``head/meta``)."""
     from trafilatura.metadata import METANAME_TITLE
-    from trafilatura.utils import HTML_STRIP_TAGS
 
     opengraph: str | None = None
     named: str | None = None
@@ -112,7 +111,7 @@ def _meta_title(head: ElementNode, body: ElementNode | None) -> str | None:
             continue
         if named is not None:
             continue
-        stripped = HTML_STRIP_TAGS.sub("", content).strip()
+        stripped = _without_tags(content).strip()
         if not stripped:
             continue
         name = meta.getattr("name")
@@ -122,6 +121,42 @@ def _meta_title(head: ElementNode, body: ElementNode | None) -> str | None:
         elif (meta.getattr("itemprop") or "").lower() == "headline":
             named = stripped
     return opengraph or named
+
+
+def _without_tags(value: str) -> str:
+    """trafilatura's ``HTML_STRIP_TAGS.sub("", value)``: each comment (``<!--`` to the first
+    ``-->`` on its line) or else tag (``<`` to the first ``>``) cut, left to right. Its
+    pattern rescans the rest of the value from every ``<`` that nothing closes (an attribute of
+    a few hundred kilobytes of them takes minutes); here each next ``-->``, newline and ``>``
+    is found once and reused until it is passed."""
+    if "<" not in value:
+        return value
+    parts: list[str] = []
+    done = 0
+    # The next "-->", newline and ">" at or after where they were last looked for (-1: none
+    # after it; -2: not looked for yet).
+    comment_end = newline = tag_end = -2
+    at = value.find("<")
+    while at != -1:
+        if value.startswith("<!--", at):
+            if comment_end != -1 and comment_end < at + 4:
+                comment_end = value.find("-->", at + 4)
+            if newline != -1 and newline < at + 4:
+                newline = value.find("\n", at + 4)
+            if comment_end != -1 and (newline == -1 or comment_end < newline):
+                parts.append(value[done:at])
+                done = comment_end + 3
+                at = value.find("<", done)
+                continue
+        if tag_end != -1 and tag_end <= at:
+            tag_end = value.find(">", at + 1)
+        if tag_end == -1:  # nothing closes a tag, nor a comment, from here on
+            break
+        parts.append(value[done:at])
+        done = tag_end + 1
+        at = value.find("<", done)
+    parts.append(value[done:])
+    return "".join(parts)
 
 
 def _head_metas(head: ElementNode, body: ElementNode | None) -> list[ElementNode]:

@@ -149,6 +149,15 @@ def test_json_ld_of_another_type_spelling_is_not_read() -> None:
     assert _htmldate(html) is None
 
 
+@pytest.mark.timeout(60)  # a rescan per opening would take hours: a hang, not a slow test
+@pytest.mark.parametrize("opening", ["<!--", "<script>", "<style>x<script>", "<scripts", "<"])
+def test_raw_text_full_of_openings_is_read_in_one_pass(opening: str) -> None:
+    # <plaintext> keeps everything after it as raw text, which lexbor writes back unescaped:
+    # 200,000 comment or script openings that nothing closes.
+    html = _page(body="<plaintext>" + opening * 200_000)
+    assert _lexbor_date(html) is None
+
+
 def test_a_page_without_a_date_gives_none() -> None:
     assert _lexbor_date(_page()) is None
 

@@ -237,3 +237,24 @@ def test_a_page_refused_on_another_thread_leaves_no_tree_to_free_here() -> None:
     finally:
         sys.unraisablehook = hook
     assert unraisable == []
+
+
+@pytest.mark.timeout(60)  # the pattern's rescans would take minutes: a hang, not a slow test
+@pytest.mark.parametrize("opening", ["<!--", "<"])
+def test_a_meta_title_full_of_unclosed_markup_is_read_in_one_pass(opening: str) -> None:
+    # trafilatura strips markup from a meta's content with a pattern that rescans the rest of
+    # the value from every "<" nothing closes: 40,000 of them took half a minute.
+    content = "Bridge " + opening * 200_000
+    html = _page(f'<meta name="title" content="{content}">')
+    # Nothing closes either opening, so nothing is cut, as trafilatura's pattern cuts nothing.
+    assert _lexbor_title(html) == _extract._one_line(content)
+
+
+def test_markup_in_a_meta_title_is_cut_as_trafilatura_cuts_it() -> None:
+    from trafilatura.utils import HTML_STRIP_TAGS
+
+    from external_query_service.text._page_title import _without_tags
+
+    values = ["a<b>c</b>d", "x<!-- y -->z", "x<!-- y\n -->z>w", "<<a>", "a<!--b", "a<b", ">a<"]
+    for value in values:
+        assert _without_tags(value) == HTML_STRIP_TAGS.sub("", value)
