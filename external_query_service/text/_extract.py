@@ -57,6 +57,7 @@ __all__ = [
     "CJK_WEIGHT",
     "FAST_READER",
     "MAX_FAST_DEPTH",
+    "MAX_META_CHARS",
     "MAX_MISSED_QUERY_SHARE",
     "MIN_MAIN_SHARE",
     "MIN_QUERY_SENTENCE_WEIGHTED",
@@ -106,6 +107,8 @@ MAX_MISSED_QUERY_SHARE: Final = 0.3
 #: 10,000), a CPU bomb, while trafilatura's parser (libxml2) stops nesting at 256 levels.
 #: Real pages stay far below it.
 MAX_FAST_DEPTH: Final = 128
+#: A meta's content is read up to this many characters where trafilatura reads the title.
+MAX_META_CHARS: Final = 2_000
 #: ``ExtractedPage.extractor`` of a page the fast reading gave the text of.
 FAST_READER: Final = "resiliparse"
 _TRAFILATURA: Final = "trafilatura"
@@ -426,6 +429,13 @@ def _title(tree: Any) -> str:
     # trafilatura's own order: OpenGraph/meta, then JSON-LD, then <h1>/<title> heuristics.
     from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
 
+    # trafilatura strips markup from every meta's content with a pattern that rescans the
+    # rest of the value from each "<" nothing closes: minutes for a content attribute of a
+    # few hundred kilobytes of them. No title or date is that long.
+    for meta in tree.iter("meta"):
+        content = meta.get("content")
+        if content is not None and len(content) > MAX_META_CHARS:
+            meta.set("content", content[:MAX_META_CHARS])
     try:
         metadata = examine_meta(tree)
         # JSON-LD only fills a title the meta tags left empty: not parsed where they have one.

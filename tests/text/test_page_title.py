@@ -258,3 +258,21 @@ def test_markup_in_a_meta_title_is_cut_as_trafilatura_cuts_it() -> None:
     values = ["a<b>c</b>d", "x<!-- y -->z", "x<!-- y\n -->z>w", "<<a>", "a<!--b", "a<b", ">a<"]
     for value in values:
         assert _without_tags(value) == HTML_STRIP_TAGS.sub("", value)
+
+
+@pytest.mark.timeout(60)  # trafilatura's rescans of the whole value would take minutes
+def test_a_page_only_lxml_parses_reads_a_huge_meta_title_in_time() -> None:
+    depth = _extract.MAX_FAST_DEPTH + 10  # past the fast reading, within libxml2's nesting
+    html = (
+        '<html><head><meta name="title" content="Bridge '
+        + "<!--" * 200_000
+        + '"></head><body>'
+        + "<div>" * depth
+        + PARAGRAPH * 4
+        + "</div>" * depth
+        + "</body></html>"
+    )
+    page = _extract.extract_page(html, URL)
+    assert page.extractor == "trafilatura"
+    assert page.title.startswith("Bridge <!--")
+    assert len(page.title) <= _extract.MAX_META_CHARS
