@@ -9,11 +9,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import settings
 
 from external_query_service.storage import LedgerTarget, migrate_ledger, open_ledger
 from external_query_service.testing import LoopbackServer
 from tests.support.llm_chat import ChatServer
 from tests.support.services import REQUIRE_SERVICES, service_missing
+
+# Property tests judge what a function returns, never how long it took: hypothesis's
+# per-example deadline (200 ms) failed them on a loaded host (the first traditional-Chinese
+# example loads OpenCC's dictionaries). Speed is measured by the benches.
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
 
 #: The PostgreSQL database tests make their schemas in, and the Redis server they use.
 POSTGRES_URL = os.environ.get(
