@@ -204,16 +204,17 @@ def test_a_page_trafilatura_reads_takes_its_metadata_from_the_lexbor_tree(
     assert "harbour bridge reopened" in page.text
 
 
-def test_a_page_too_deep_for_the_fast_reading_takes_its_metadata_from_lxml() -> None:
+def _too_deep(head: str) -> str:
+    # Nested past the fast reading's depth, within libxml2's: only lxml parses it.
     depth = _extract.MAX_FAST_DEPTH + 10
-    html = (
-        '<html><head><meta property="og:title" content="Bridge reopens"></head><body>'
-        + "<div>" * depth
-        + PARAGRAPH * 4
-        + "</div>" * depth
-        + "</body></html>"
+    body = "<div>" * depth + PARAGRAPH * 4 + "</div>" * depth
+    return f"<html><head>{head}</head><body>{body}</body></html>"
+
+
+def test_a_page_too_deep_for_the_fast_reading_takes_its_metadata_from_lxml() -> None:
+    page = _extract.extract_page(
+        _too_deep('<meta property="og:title" content="Bridge reopens">'), URL
     )
-    page = _extract.extract_page(html, URL)
     assert page.extractor == "trafilatura"
     assert page.title == "Bridge reopens"
 
@@ -262,16 +263,7 @@ def test_markup_in_a_meta_title_is_cut_as_trafilatura_cuts_it() -> None:
 
 @pytest.mark.timeout(60)  # trafilatura's rescans of the whole value would take minutes
 def test_a_page_only_lxml_parses_reads_a_huge_meta_title_in_time() -> None:
-    depth = _extract.MAX_FAST_DEPTH + 10  # past the fast reading, within libxml2's nesting
-    html = (
-        '<html><head><meta name="title" content="Bridge '
-        + "<!--" * 200_000
-        + '"></head><body>'
-        + "<div>" * depth
-        + PARAGRAPH * 4
-        + "</div>" * depth
-        + "</body></html>"
-    )
+    html = _too_deep('<meta name="title" content="Bridge ' + "<!--" * 200_000 + '">')
     page = _extract.extract_page(html, URL)
     assert page.extractor == "trafilatura"
     assert page.title.startswith("Bridge <!--")
