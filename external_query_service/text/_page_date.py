@@ -33,12 +33,10 @@ import re
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from ._lexbor import JSON_SCRIPTS, JSON_TYPES, DOMNode, own_text, select_all
+
 if TYPE_CHECKING:
     from resiliparse.parse.html import HTMLTree
-
-# A lexbor element or document node. Typed loosely: resiliparse's stubs type query results as
-# its base node class, which declares none of the element methods used here.
-DOMNode = Any
 
 __all__ = ["page_date"]
 
@@ -73,15 +71,9 @@ _CLASS_ONLY_CUES: Final = (
 )
 _ID_CLASS_PATTERN = re.compile("[Mm]eta|time|publish|footer")
 _CLASS_PATTERN = re.compile("|".join(_CLASS_ONLY_CUES))
-# The types of <script> whose JSON htmldate reads (compared exactly: CSS compares ``type``
-# without case, htmldate's XPath with it).
-_JSON_TYPES: Final = frozenset({"application/ld+json", "application/settings+json"})
 # The elements of htmldate's second and third stages: the metas, the scripts that may hold
-# JSON-LD (lexbor matches ``type`` without case, a superset of the exact ``_JSON_TYPES``),
-# and the <abbr>s.
-_HEAD_SELECTOR: Final = "meta[content], meta[datetime], abbr, " + ", ".join(
-    f'script[type="{kind}"]' for kind in sorted(_JSON_TYPES)
-)
+# JSON-LD, and the <abbr>s.
+_HEAD_SELECTOR: Final = f"meta[content], meta[datetime], abbr, {JSON_SCRIPTS}"
 # Archive.org's banner, which htmldate leaves out of the search.
 _DISCARDED: Final = 'div[id="wm-ipp-base"], div[id="wm-ipp"]'
 # A tag as lexbor serializes it: it escapes "<" and ">" in attribute values as in text, so a
@@ -112,7 +104,7 @@ def _find(tree: HTMLTree, url: str | None) -> str | None:
         url = next(
             (
                 link.getattr("href")
-                for link in _all(document, "link[rel]")
+                for link in select_all(document, "link[rel]")
                 if link.getattr("rel") == "canonical"
             ),
             None,
@@ -123,12 +115,14 @@ def _find(tree: HTMLTree, url: str | None) -> str | None:
     # Each walk over the tree is one selector list, its elements in document order, sorted
     # to their stages by tag: a walk costs as much as the page is large, a lookup of the few
     # elements found does not.
-    metas, scripts, abbrs = _by_tag(_all(document, _HEAD_SELECTOR), ("meta", "script", "abbr"))
+    metas, scripts, abbrs = _by_tag(
+        select_all(document, _HEAD_SELECTOR), ("meta", "script", "abbr")
+    )
     found = _header(metas, options) or _json(scripts, options) or _abbr(abbrs, options)
     if found is not None:
         return found
     _remove(document, _removed_selector())
-    nodes = _all(document, _body_selector())
+    nodes = select_all(document, _body_selector())
     found = (
         _first_text_date([node for node in nodes if _is_candidate(node)], options)
         or _first_text_date([node for node in nodes if node.tag in _TITLES], options)
@@ -163,13 +157,6 @@ def _options() -> Any:
     return _day_options(date.today())
 
 
-def _all(node: DOMNode, selector: str) -> list[DOMNode]:
-    # ``values()``, not iteration: resiliparse finds a collection's i-th item by walking its
-    # first i items, so iterating a collection costs the square of its length.
-    nodes: list[DOMNode] = node.query_selector_all(selector).values()
-    return nodes
-
-
 def _by_tag(nodes: list[DOMNode], tags: tuple[str, ...]) -> list[list[DOMNode]]:
     """``nodes`` split by tag, one list for each of ``tags``, each in the order given."""
     lists: dict[str, list[DOMNode]] = {tag: [] for tag in tags}
@@ -188,16 +175,8 @@ def _removed_selector() -> str:
 def _remove(document: DOMNode, selector: str) -> None:
     # Last to first: an element nested in another one removed is removed before it, never
     # after (its node would be gone).
-    for node in reversed(_all(document, selector)):
+    for node in reversed(select_all(document, selector)):
         node.decompose()
-
-
-def _own_text(node: DOMNode) -> str | None:
-    """lxml's ``element.text``: the text before the element's first child element."""
-    first = node.first_child
-    if first is None or first.tag != "#text":
-        return None
-    return first.text or None
 
 
 def _plausible(nodes: list[DOMNode]) -> bool:
@@ -268,9 +247,9 @@ def _json(scripts: list[DOMNode], options: Any) -> str | None:
     from htmldate.extractors import JSON_PUBLISHED, pattern_search
 
     for script in scripts:
-        if script.getattr("type") not in _JSON_TYPES:
+        if script.getattr("type") not in JSON_TYPES:
             continue
-        text = _own_text(script)
+        text = own_text(script)
         if not text or '"date' not in text:
             continue
         found = pattern_search(text, JSON_PUBLISHED, options)
@@ -296,7 +275,7 @@ def _abbr(elements: list[DOMNode], options: Any) -> str | None:
             reference = update_reference(reference, stamp, True)
         elif abbr.getattr("class") in CLASS_ATTRS:
             title = abbr.getattr("title")
-            own = _own_text(abbr)
+            own = own_text(abbr)
             if title is not None:
                 found = try_date_expr_opts(title, options)
                 if found is not None:
@@ -380,7 +359,7 @@ def _time(elements: list[DOMNode], options: Any) -> str | None:
                     return found
             else:
                 reference = compare_reference(reference, stamp, options)
-        elif (own := _own_text(element)) is not None and len(own) > 6:
+        elif (own := own_text(element)) is not None and len(own) > 6:
             reference = compare_reference(reference, own, options)
     return check_extracted_reference(reference, options)
 
@@ -391,7 +370,7 @@ def _image(document: DOMNode, options: Any) -> str | None:
     image = next(
         (
             meta
-            for meta in _all(document, 'meta[property="og:image"][content]')
+            for meta in select_all(document, 'meta[property="og:image"][content]')
             if meta.getattr("property") == "og:image"
         ),
         None,

@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Final
 
+from ._lexbor import JSON_SCRIPTS, JSON_TYPES, own_text, select_all
+
 if TYPE_CHECKING:
     from collections.abc import Collection
 
@@ -41,10 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["page_title"]
 
-# The types of <script> whose JSON trafilatura reads (compared exactly, as its XPath does).
-_JSON_TYPES: Final = frozenset({"application/ld+json", "application/settings+json"})
-# Those scripts, and others whose type differs in case only (lexbor's match ignores it).
-_JSON_SCRIPTS: Final = ", ".join(f'script[type="{kind}"]' for kind in sorted(_JSON_TYPES))
 # trafilatura's title lists, one CSS selector for the three: every element any of them may
 # hold, each then sorted to its list by ``_title_lists``. Its first list tests the class with
 # a regular expression whose every match holds "title" or "headline".
@@ -83,13 +81,6 @@ def _find(tree: HTMLTree) -> Any:
     head = tree.head
     title = _meta_title(head, tree.body) if head is not None else None
     return title or _json_title(document) or _heading_title(document, head) or ""
-
-
-def _all(node: Any, selector: str) -> list[ElementNode]:
-    # ``values()``, not iteration: resiliparse finds a collection's i-th item by walking its
-    # first i items, so iterating a collection costs the square of its length.
-    nodes: list[ElementNode] = node.query_selector_all(selector).values()
-    return nodes
 
 
 def _meta_title(head: ElementNode, body: ElementNode | None) -> str | None:
@@ -164,7 +155,7 @@ def _head_metas(head: ElementNode, body: ElementNode | None) -> list[ElementNode
     ``<noscript>`` of the head holds (a tracking pixel's ``<img>``), leaving the noscript
     empty and moving the head's later elements to the body; libxml2 keeps the noscript's
     content in it and the rest in the head, up to the first element of the body proper."""
-    metas = [meta for meta in _all(head, "meta") if meta.parent == head]
+    metas = [meta for meta in select_all(head, "meta") if meta.parent == head]
     last = head.last_element_child
     if body is None or last is None or last.tag != "noscript":
         return metas
@@ -188,10 +179,10 @@ def _json_title(document: Any) -> Any:
 
     metadata = Document()
     try:
-        for script in _all(document, _JSON_SCRIPTS):
-            if script.getattr("type") not in _JSON_TYPES:
+        for script in select_all(document, JSON_SCRIPTS):
+            if script.getattr("type") not in JSON_TYPES:
                 continue
-            text = _own_text(script)
+            text = own_text(script)
             if not text:
                 continue
             element_text = normalize_json(JSON_MINIFY.sub(r"\1", text))
@@ -205,30 +196,16 @@ def _json_title(document: Any) -> Any:
     return metadata.title
 
 
-def _own_text(node: ElementNode) -> str | None:
-    """lxml's ``element.text``: the text before the element's first child element (comments,
-    which the lxml parse drops, skipped)."""
-    from resiliparse.parse.html import NodeType
-
-    parts: list[str] = []
-    child = node.first_child
-    while child is not None and child.type != NodeType.ELEMENT:
-        if child.type == NodeType.TEXT:
-            parts.append(child.text or "")
-        child = child.next_sibling
-    return "".join(parts) or None
-
-
 def _heading_title(document: Any, head: ElementNode | None) -> str | None:
     """trafilatura's ``extract_title``: headings and the ``<title>`` element."""
     from trafilatura.baseline import _BLOCK_ELEMS
     from trafilatura.metadata import HTMLTITLE_REGEX
     from trafilatura.utils import trim
 
-    h1s = _all(document, "h1")
+    h1s = select_all(document, "h1")
     if len(h1s) == 1 and (title := _text(h1s[0], _BLOCK_ELEMS)):
         return title
-    for candidates in _title_lists(_all(document, _CLASSED_TITLES)):
+    for candidates in _title_lists(select_all(document, _CLASSED_TITLES)):
         for node in candidates:
             content = _text(node, None)
             if _MIN_CLASSED < len(content) < _MAX_CLASSED:

@@ -158,6 +158,12 @@ def test_raw_text_full_of_openings_is_read_in_one_pass(opening: str) -> None:
     assert _lexbor_date(html) is None
 
 
+def test_an_elements_own_text_runs_across_a_comment() -> None:
+    # lxml's parse drops the comment, so htmldate reads the <time>'s text as one.
+    html = _page(body="<time>March<!-- x --> 5, 2021 at noon</time>")
+    assert _lexbor_date(html) == _htmldate(html) == date(2021, 3, 5)
+
+
 def test_a_page_without_a_date_gives_none() -> None:
     assert _lexbor_date(_page()) is None
 
