@@ -63,6 +63,7 @@ __all__ = [
     "MIN_QUERY_SENTENCE_WEIGHTED",
     "MIN_SENTENCE_WEIGHTED",
     "MIN_WEIGHTED_CHARS",
+    "NOT_TOLD",
     "ExtractedPage",
     "cjk_count",
     "extract_page",
@@ -100,8 +101,23 @@ MIN_MAIN_SHARE: Final = 0.3
 #: that holds what the page says of the question is the passage the question needs. On the
 #: page corpus (the page title as the question) this sends 7 of 249 pages to trafilatura
 #: instead of 41 and keeps body recall at or above ``trafilatura.extract``'s on every set
-#: (``bench/page_cpu.py``). Without a question the share alone decides.
+#: (``bench/page_cpu.py``). Without a question the share alone decides. Only what the page
+#: tells counts as naming a term: text outside links and navigation (``NOT_TOLD``), so a
+#: site's name in its menus and footer does not send an article whose title names the site
+#: to trafilatura.
 MAX_MISSED_QUERY_SHARE: Final = 0.3
+#: The elements whose text the page does not tell but points with or frames itself in: links,
+#: and navigation, banner, sidebar and footer landmarks.
+NOT_TOLD: Final = (
+    "a",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "[role=navigation]",
+    "[role=banner]",
+    "[role=contentinfo]",
+)
 #: The fast reading is not tried on a page whose markup nests this deep: its main-content
 #: heuristics take time growing with the cube of the depth (0.1 s at 2,500 levels, 3 s at
 #: 10,000), a CPU bomb, while trafilatura's parser (libxml2) stops nesting at 256 levels.
@@ -289,11 +305,16 @@ def _fast_reading(html: str, query: str) -> tuple[str | None, Any]:
         # Both raw texts come out of one extractor with its whitespace collapsed alike, so
         # their lengths compare without normalizing the whole page's text too.
         whole = extract_plain_text(tree, **options)
+        if len(raw) >= MIN_MAIN_SHARE * len(whole):
+            return main, tree
+        if not query or not _misses(wanted, lacking, fold(whole)):
+            return (main if query else None), tree
+        # The whole text names enough of the terms; do the parts the page tells? (Extracted
+        # only here: the text outside links and navigation is part of the whole text.)
+        told = extract_plain_text(tree, skip_elements=list(NOT_TOLD), **options)
     except Exception:  # a shortcut only: any trouble in it leaves the page to trafilatura
         return None, None
-    if len(raw) >= MIN_MAIN_SHARE * len(whole):
-        return main, tree
-    return (main if query and not _misses(wanted, lacking, fold(whole)) else None), tree
+    return (None if _misses(wanted, lacking, fold(told)) else main), tree
 
 
 def _lacking_terms(main: str, query: str) -> tuple[int, list[str]]:

@@ -211,6 +211,24 @@ def test_a_small_share_lacking_the_question_terms_the_page_shows_falls_back() ->
     assert "港口码头今天重新开放" in page.text
 
 
+def test_question_terms_named_only_by_links_and_navigation_leave_the_fast_text() -> None:
+    # The same short article among a long thread, whose posts never name the question's
+    # terms; only the site's menu, a footer and a link do. What a page points with or frames
+    # itself in is not what it tells: the fast text stands.
+    post = "渔船陆续出海作业，游客可以预约参观，今天风浪不大。"
+    posts = "".join(f"<div class='sidebar'><p>第{n}楼：{post}</p></div>" for n in range(12))
+    menu = "".join(f"<li><a href='/{n}'>港口码头开放时间{n}</a></li>" for n in range(3))
+    html = (
+        f"<html><body><nav><ul>{menu}</ul></nav><article><p>{_FORECAST * 2}</p></article>"
+        f"{posts}<footer><a href='/port'>港口码头</a> 开放信息网</footer>"
+        "</body></html>"
+    )
+    page = extract_page(html, URL, query="港口码头什么时候开放")
+    assert page.extractor == FAST_READER
+    assert _FORECAST in page.text
+    assert "港口码头" not in page.text
+
+
 _MARKUP = st.lists(
     st.sampled_from(
         [
