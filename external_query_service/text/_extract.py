@@ -102,22 +102,14 @@ MIN_MAIN_SHARE: Final = 0.3
 #: page corpus (the page title as the question) this sends 7 of 249 pages to trafilatura
 #: instead of 41 and keeps body recall at or above ``trafilatura.extract``'s on every set
 #: (``bench/page_cpu.py``). Without a question the share alone decides. Only what the page
-#: tells counts as naming a term: text outside links and navigation (``NOT_TOLD``), so a
-#: site's name in its menus and footer does not send an article whose title names the site
+#: tells counts as naming a term: text outside links and navigation menus (``NOT_TOLD``), so
+#: a site's name in its menus and links does not send an article whose title names the site
 #: to trafilatura.
 MAX_MISSED_QUERY_SHARE: Final = 0.3
-#: The elements whose text the page does not tell but points with or frames itself in: links,
-#: and navigation, banner, sidebar and footer landmarks.
-NOT_TOLD: Final = (
-    "a",
-    "nav",
-    "header",
-    "footer",
-    "aside",
-    "[role=navigation]",
-    "[role=banner]",
-    "[role=contentinfo]",
-)
+#: The elements whose text the page points with rather than tells: links and navigation
+#: menus. (A banner's or footer's own text, a site's name in its logo, is still told: on a
+#: short article it may be all that says what kind of page it is.)
+NOT_TOLD: Final = ("a", "nav", "[role=navigation]")
 #: The fast reading is not tried on a page whose markup nests this deep: its main-content
 #: heuristics take time growing with the cube of the depth (0.1 s at 2,500 levels, 3 s at
 #: 10,000), a CPU bomb, while trafilatura's parser (libxml2) stops nesting at 256 levels.

@@ -211,22 +211,37 @@ def test_a_small_share_lacking_the_question_terms_the_page_shows_falls_back() ->
     assert "港口码头今天重新开放" in page.text
 
 
-def test_question_terms_named_only_by_links_and_navigation_leave_the_fast_text() -> None:
-    # The same short article among a long thread, whose posts never name the question's
-    # terms; only the site's menu, a footer and a link do. What a page points with or frames
-    # itself in is not what it tells: the fast text stands.
+def _article_among_other_posts(header: str, footer: str) -> str:
+    # The same short article among a long thread whose posts never name the question's terms
+    # (港口码头什么时候开放); only ``header`` and ``footer`` may.
     post = "渔船陆续出海作业，游客可以预约参观，今天风浪不大。"
     posts = "".join(f"<div class='sidebar'><p>第{n}楼：{post}</p></div>" for n in range(12))
+    return (
+        f"<html><body><header>{header}</header><article><p>{_FORECAST * 2}</p></article>"
+        f"{posts}<footer>{footer}</footer></body></html>"
+    )
+
+
+def test_question_terms_named_only_by_links_and_navigation_leave_the_fast_text() -> None:
+    # What a page points with is not what it tells: the fast text stands.
     menu = "".join(f"<li><a href='/{n}'>港口码头开放时间{n}</a></li>" for n in range(3))
-    html = (
-        f"<html><body><nav><ul>{menu}</ul></nav><article><p>{_FORECAST * 2}</p></article>"
-        f"{posts}<footer><a href='/port'>港口码头</a> 开放信息网</footer>"
-        "</body></html>"
+    html = _article_among_other_posts(
+        f"<nav><ul>{menu}</ul></nav>", "<a href='/port'>港口码头开放信息</a> 版权所有"
     )
     page = extract_page(html, URL, query="港口码头什么时候开放")
     assert page.extractor == FAST_READER
     assert _FORECAST in page.text
     assert "港口码头" not in page.text
+
+
+def test_question_terms_in_a_banner_or_footer_own_text_are_told() -> None:
+    # A site's name in its logo and footer is text the page shows, not a link: it counts.
+    html = _article_among_other_posts(
+        "<div class='logo'>港口码头开放服务网</div>", "<p>版权所有 © 港口码头开放服务网</p>"
+    )
+    page = extract_page(html, URL, query="港口码头什么时候开放")
+    assert page.extractor == "trafilatura"  # which reads the thread the fast reading dropped
+    assert "第11楼" in page.text
 
 
 _MARKUP = st.lists(
