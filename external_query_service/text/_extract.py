@@ -99,7 +99,7 @@ MIN_MAIN_SHARE: Final = 0.3
 #: least this share of the question's distinct terms (``tokens.query_terms``) that the fast
 #: text lacks (substring tests on the folded texts, as ``echo`` tests terms): a fragment
 #: that holds what the page says of the question is the passage the question needs. On the
-#: page corpus (the page title as the question) this sends 7 of 249 pages to trafilatura
+#: page corpus (the page title as the question) this sends 5 of 249 pages to trafilatura
 #: instead of 41 and keeps body recall at or above ``trafilatura.extract``'s on every set
 #: (``bench/page_cpu.py``). Without a question the share alone decides. Only what the page
 #: tells counts as naming a term: text outside links and navigation menus (``NOT_TOLD``), so
