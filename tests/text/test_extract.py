@@ -190,12 +190,23 @@ def test_fast_text_holding_a_small_share_of_the_page_falls_back_to_trafilatura()
     assert page.extractor == "trafilatura"
 
 
-def _article_among_posts() -> str:
-    # A short article (the forecast) and, below it, a long thread about something else,
-    # which resiliparse's heuristics drop: the fast text is a small share of the page.
-    post = "港口码头今天重新开放，渔船陆续出海作业，游客可以预约参观。"
+def _article_among_posts(
+    post: str = "港口码头今天重新开放，渔船陆续出海作业，游客可以预约参观。",
+    header: str = "",
+    footer: str = "",
+) -> str:
+    # A short article (the forecast) and, below it, a long thread of ``post``, which
+    # resiliparse's heuristics drop: the fast text is a small share of the page. ``header``
+    # and ``footer``, when given, frame the page.
     posts = "".join(f"<div class='sidebar'><p>第{n}楼：{post}</p></div>" for n in range(12))
-    return f"<html><body><article><p>{_FORECAST * 2}</p></article>{posts}</body></html>"
+    top = f"<header>{header}</header>" if header else ""
+    bottom = f"<footer>{footer}</footer>" if footer else ""
+    article = f"<article><p>{_FORECAST * 2}</p></article>"
+    return f"<html><body>{top}{article}{posts}{bottom}</body></html>"
+
+
+#: A post that never names the terms of 港口码头什么时候开放.
+_OTHER_POST = "渔船陆续出海作业，游客可以预约参观，今天风浪不大。"
 
 
 def test_a_small_share_holding_the_question_terms_is_kept_by_the_fast_reading() -> None:
@@ -211,22 +222,11 @@ def test_a_small_share_lacking_the_question_terms_the_page_shows_falls_back() ->
     assert "港口码头今天重新开放" in page.text
 
 
-def _article_among_other_posts(header: str, footer: str) -> str:
-    # The same short article among a long thread whose posts never name the question's terms
-    # (港口码头什么时候开放); only ``header`` and ``footer`` may.
-    post = "渔船陆续出海作业，游客可以预约参观，今天风浪不大。"
-    posts = "".join(f"<div class='sidebar'><p>第{n}楼：{post}</p></div>" for n in range(12))
-    return (
-        f"<html><body><header>{header}</header><article><p>{_FORECAST * 2}</p></article>"
-        f"{posts}<footer>{footer}</footer></body></html>"
-    )
-
-
 def test_question_terms_named_only_by_links_and_navigation_leave_the_fast_text() -> None:
     # What a page points with is not what it tells: the fast text stands.
     menu = "".join(f"<li><a href='/{n}'>港口码头开放时间{n}</a></li>" for n in range(3))
-    html = _article_among_other_posts(
-        f"<nav><ul>{menu}</ul></nav>", "<a href='/port'>港口码头开放信息</a> 版权所有"
+    html = _article_among_posts(
+        _OTHER_POST, f"<nav><ul>{menu}</ul></nav>", "<a href='/port'>港口码头开放信息</a> 版权所有"
     )
     page = extract_page(html, URL, query="港口码头什么时候开放")
     assert page.extractor == FAST_READER
@@ -236,8 +236,10 @@ def test_question_terms_named_only_by_links_and_navigation_leave_the_fast_text()
 
 def test_question_terms_in_a_banner_or_footer_own_text_are_told() -> None:
     # A site's name in its logo and footer is text the page shows, not a link: it counts.
-    html = _article_among_other_posts(
-        "<div class='logo'>港口码头开放服务网</div>", "<p>版权所有 © 港口码头开放服务网</p>"
+    html = _article_among_posts(
+        _OTHER_POST,
+        "<div class='logo'>港口码头开放服务网</div>",
+        "<p>版权所有 © 港口码头开放服务网</p>",
     )
     page = extract_page(html, URL, query="港口码头什么时候开放")
     assert page.extractor == "trafilatura"  # which reads the thread the fast reading dropped
