@@ -1,0 +1,305 @@
+"""verify_bundle against loopback worlds: the real guarded fetcher, real pages and PDFs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from external_query_service import InputError, verify_bundle
+from external_query_service._bundle import bundle_secret
+from external_query_service.bundle import averify_bundle
+from external_query_service.bundle._verify import closest_passage, locate
+from external_query_service.errors import EvidenceInputError
+from external_query_service.testing import LoopbackServer, Reply, World
+from tests.support.bundles import (
+    AIRSHOW_PARAGRAPHS,
+    airshow_page,
+    answer_airshow,
+    answer_nothing,
+    answer_pdf,
+    pdf_pages,
+)
+from tests.support.world import closed_port
+
+
+@pytest.fixture
+def world(loopback: LoopbackServer) -> World:
+    return World(loopback)
+
+
+def _edited(bundle: str, old: str, new: str) -> str:
+    assert old in bundle
+    return bundle.replace(old, new, 1)
+
+
+def test_an_answered_questions_bundle_holds_offline_and_with_refetch(world: World) -> None:
+    answered = answer_airshow(world)
+    assert answered.answer.status == "answered"
+    before = len(world.requests_to("/airshow"))
+
+    offline = verify_bundle(answered.bundle, settings=answered.settings)
+    again = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert offline.verdict == "holds"
+    assert not offline.refetched
+    assert [item.verdict for item in offline.sources] == ["holds"]
+    assert len(world.requests_to("/airshow")) == before + 1  # refetch only, each URL once
+    assert again.verdict == "holds"
+    assert again.refetched
+    assert [(item.verdict, item.refetched) for item in again.sources] == [("holds", True)]
+    assert again.bundle_id == json.loads(answered.bundle)["bundle_id"]
+
+
+def test_a_page_with_new_bytes_but_the_same_quote_still_holds(world: World) -> None:
+    answered = answer_airshow(world)
+    world.page("news-a.test", "/airshow", airshow_page((*AIRSHOW_PARAGRAPHS, "新增一段报道。")))
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert result.verdict == "holds"
+    assert result.sources[0].detail == "the quote is still on the page"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("多款新机型首次公开亮相", "多款新机型首次公开展示"),  # a quoted word
+        ("news-a.test", "news-b.test"),  # a URL
+        ('"status":"answered"', '"status":"clarify"'),  # the outcome
+    ],
+)
+def test_a_bundle_edited_after_the_fact_is_tampered(world: World, old: str, new: str) -> None:
+    answered = answer_airshow(world)
+    edited = _edited(answered.bundle, old, new)
+
+    result = verify_bundle(edited, settings=answered.settings)
+
+    assert result.verdict == "tampered"
+    before = len(world.requests)
+    assert verify_bundle(edited, settings=answered.settings, refetch=True).verdict == "tampered"
+    assert len(world.requests) == before  # nothing from a tampered bundle is fetched
+
+
+def test_an_edited_quote_names_its_source_as_tampered(world: World) -> None:
+    answered = answer_airshow(world)
+    edited = _edited(answered.bundle, "大型无人运输机", "大型有人运输机")
+
+    result = verify_bundle(edited, settings=answered.settings)
+
+    assert [item.verdict for item in result.sources] == ["tampered"]
+    assert "source_id" in result.sources[0].detail
+
+
+def test_a_signed_bundle_verifies_with_its_key_and_is_tampered_under_another(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EQ_TEST_BUNDLE_KEY", "first secret")
+    answered = answer_airshow(world, bundle={"signing_key_env": "EQ_TEST_BUNDLE_KEY"})
+    signed = json.loads(answered.bundle)
+    assert signed["signature"]["algorithm"] == "hmac-sha256"
+    assert "first secret" not in answered.bundle
+
+    assert verify_bundle(answered.bundle, settings=answered.settings).signature == "valid"
+    monkeypatch.setenv("EQ_TEST_BUNDLE_KEY", "another secret")
+    result = verify_bundle(answered.bundle, settings=answered.settings)
+    assert (result.verdict, result.signature) == ("tampered", "invalid")
+    plain = answered.settings.model_copy(update={"bundle": type(answered.settings.bundle)()})
+    unchecked = verify_bundle(answered.bundle, settings=plain)
+    assert (unchecked.verdict, unchecked.signature) == ("holds", "unchecked")
+
+
+def test_an_edit_with_every_digest_recomputed_is_caught_by_the_signature(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EQ_TEST_BUNDLE_KEY", "the secret")
+    answered = answer_airshow(world, bundle={"signing_key_env": "EQ_TEST_BUNDLE_KEY"})
+    forged = json.loads(answered.bundle)
+    forged["status"] = "clarify"
+    forged.pop("bundle_id")
+    signature = forged.pop("signature")
+    from external_query_service._canonical import content_id
+
+    forged["bundle_id"] = content_id(forged)
+    forged["signature"] = signature
+
+    result = verify_bundle(json.dumps(forged, ensure_ascii=False), settings=answered.settings)
+
+    assert (result.verdict, result.signature) == ("tampered", "invalid")
+    assert bundle_secret("EQ_TEST_BUNDLE_KEY") is not None
+
+
+def test_a_page_edited_so_the_quote_is_gone_is_changed_naming_the_closest_passage(
+    world: World,
+) -> None:
+    answered = answer_airshow(world)
+    rewritten = (
+        "第十六届中国航展11月在珠海开幕，多款新型飞机首次公开亮相，其中包括新型预警机。",
+        AIRSHOW_PARAGRAPHS[1],
+    )
+    world.page("news-a.test", "/airshow", airshow_page(rewritten))
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert result.verdict == "changed"
+    (source,) = result.sources
+    assert source.verdict == "changed"
+    assert source.closest is not None
+    assert "多款新型飞机首次公开亮相" in source.closest
+
+
+@pytest.mark.parametrize("status", [404, 410])
+def test_a_page_that_answers_404_or_410_is_gone(world: World, status: int) -> None:
+    answered = answer_airshow(world)
+    world.page("news-a.test", "/airshow", "no such page", status=status)
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert (result.verdict, result.retryable) == ("gone", False)
+    assert str(status) in result.sources[0].detail
+
+
+def test_a_page_that_is_no_longer_a_document_is_gone(world: World) -> None:
+    answered = answer_airshow(world)
+    world.route(answered.url, Reply(status=200, body=b"\x00\x01", content_type="application/zip"))
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert result.verdict == "gone"
+    assert "no longer a document" in result.sources[0].detail
+
+
+def test_a_server_error_is_unreachable_and_retryable(world: World) -> None:
+    answered = answer_airshow(world)
+    world.page("news-a.test", "/airshow", "busy", status=503)
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert (result.verdict, result.retryable) == ("unreachable", True)
+    assert result.sources[0].retryable
+
+
+def test_a_host_nobody_answers_on_is_unreachable(world: World) -> None:
+    answered = answer_airshow(world)
+    port = closed_port()
+    settings = answered.settings.model_copy(
+        update={
+            "network": answered.settings.network.model_copy(
+                update={"connect_to": {f"news-a.test:{world.server.port}": f"127.0.0.1:{port}"}}
+            )
+        }
+    )
+
+    result = verify_bundle(answered.bundle, settings=settings, refetch=True)
+
+    assert (result.verdict, result.retryable) == ("unreachable", True)
+
+
+def test_a_pdf_source_checks_its_page(world: World) -> None:
+    answered = answer_pdf(world)
+    source = json.loads(answered.bundle)["sources"][0]
+    assert (source["page"], source["reader"]["name"]) == (2, "pdf_text")
+
+    held = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+    assert held.verdict == "holds"
+
+    # The same words, now on page 3 (a page inserted before them): bytes and page differ.
+    moved = pdf_pages(
+        (
+            ("港口年度报告", "第一章 概况：本报告介绍港口的基本情况。"),
+            ("插入的一页：目录。",),
+            ("第二章 生产：2026年港口集装箱吞吐量达到850万标准箱，同比增长百分之六。",),
+        )
+    )
+    world.page("port.test", "/report.pdf", moved, content_type="application/pdf")
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert result.verdict == "changed"
+    assert result.sources[0].detail == "the quote is now on page 3, not page 2"
+
+
+def test_a_pdf_whose_bytes_differ_but_whose_page_holds_the_quote_holds(world: World) -> None:
+    answered = answer_pdf(world)
+    pages = (
+        ("港口年度报告（修订版）", "第一章 概况：本报告介绍港口的基本情况。"),
+        ("第二章 生产：2026年港口集装箱吞吐量达到850万标准箱，同比增长百分之六。",),
+    )
+    world.page("port.test", "/report.pdf", pdf_pages(pages), content_type="application/pdf")
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert result.verdict == "holds"
+    assert result.sources[0].detail == "the quote is still on the page (page 2)"
+
+
+def test_an_insufficient_evidence_answer_bundles_and_verifies_with_nothing_to_refetch(
+    world: World,
+) -> None:
+    answered = answer_nothing(world)
+    assert answered.answer.status == "insufficient_evidence"
+    before = len(world.requests)
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert (result.verdict, result.status, result.sources) == ("holds", "insufficient_evidence", ())
+    assert not result.refetched
+    assert len(world.requests) == before
+
+
+def test_the_ledger_that_holds_the_run_says_so_and_another_says_it_does_not(
+    world: World, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.sqlite3"
+    answered = answer_airshow(world, ledger={"path": str(ledger)})
+    assert answered.answer.admission.persisted
+
+    held = verify_bundle(answered.bundle, settings=answered.settings)
+    assert (held.verdict, held.ledger) == ("holds", "held")
+
+    from external_query_service.storage import open_ledger
+
+    other = tmp_path / "other.sqlite3"
+    open_ledger(other).close()
+    elsewhere = answered.settings.model_copy(
+        update={"ledger": answered.settings.ledger.model_copy(update={"path": other})}
+    )
+    result = verify_bundle(answered.bundle, settings=elsewhere)
+    assert (result.verdict, result.ledger) == ("holds", "not_held")
+    assert "none of the bundle's plan ids" in result.ledger_detail
+    missing = answered.settings.ledger.model_copy(update={"path": tmp_path / "absent.sqlite3"})
+    absent = verify_bundle(
+        answered.bundle, settings=answered.settings.model_copy(update={"ledger": missing})
+    )
+    assert absent.ledger == "unavailable"
+    assert not (tmp_path / "absent.sqlite3").exists()  # verifying never creates a ledger
+
+
+def test_text_that_is_not_a_bundle_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="not an answer bundle"):
+        verify_bundle('{"schema_version": "something_else"}')
+    with pytest.raises(EvidenceInputError) as caught:
+        verify_bundle('{"schema_version": "external_query_bundle_v1", "x": 1.5}')
+    assert caught.value.reason == "float_in_hashed_record"
+    with pytest.raises(InputError, match="not a readable answer bundle"):
+        verify_bundle('{"schema_version": "external_query_bundle_v1"}')
+
+
+def test_verify_bundle_runs_inside_an_event_loop_too(world: World) -> None:
+    answered = answer_airshow(world)
+
+    async def both() -> tuple[str, str]:
+        inside = verify_bundle(answered.bundle, settings=answered.settings)
+        direct = await averify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+        return inside.verdict, direct.verdict
+
+    assert asyncio.run(both()) == ("holds", "holds")
+
+
+def test_a_quote_is_found_whatever_its_whitespace() -> None:
+    text = "第一行\n\n第二行  的文字"
+    assert locate("第二行 的文字", text) == 5
+    assert locate("第二行的文字", text) is None
+    assert "二行 的文" in closest_passage("第二行的文字", text)
+    assert closest_passage("任何", "   ") == ""
