@@ -104,9 +104,10 @@ def register(commands: Subparsers) -> None:
     add_model_flags(ask)
     ask.add_argument(
         "--format",
-        choices=["markdown", "json"],
+        choices=["markdown", "json", "bundle"],
         default="markdown",
-        help="markdown: the answer and a status footer (default); json: the whole answer model",
+        help="markdown: the answer and a status footer (default); json: the whole answer model; "
+        "bundle: the answer bundle that `external-query verify` checks",
     )
     ask.add_argument(
         "--progress",
@@ -289,6 +290,8 @@ def _answer(
         answer = service.answer(question, semantics)
     if args.format == "json":
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+    elif args.format == "bundle":
+        sys.stdout.write(answer.bundle(settings=settings) + "\n")
     else:
         sys.stdout.write(_markdown(answer))
     return 0
