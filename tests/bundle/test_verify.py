@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from external_query_service import InputError, verify_bundle
 from external_query_service._bundle import bundle_secret
+from external_query_service._canonical import content_id
 from external_query_service.bundle import averify_bundle
 from external_query_service.bundle._verify import closest_passage, locate
 from external_query_service.errors import EvidenceInputError
+from external_query_service.storage import open_ledger
 from external_query_service.testing import LoopbackServer, Reply, World
 from tests.support.bundles import (
     AIRSHOW_PARAGRAPHS,
@@ -22,6 +25,7 @@ from tests.support.bundles import (
     answer_pdf,
     pdf_pages,
 )
+from tests.support.paths import REPO
 from tests.support.world import closed_port
 
 
@@ -120,8 +124,6 @@ def test_an_edit_with_every_digest_recomputed_is_caught_by_the_signature(
     forged["status"] = "clarify"
     forged.pop("bundle_id")
     signature = forged.pop("signature")
-    from external_query_service._canonical import content_id
-
     forged["bundle_id"] = content_id(forged)
     forged["signature"] = signature
 
@@ -258,8 +260,6 @@ def test_the_ledger_that_holds_the_run_says_so_and_another_says_it_does_not(
     held = verify_bundle(answered.bundle, settings=answered.settings)
     assert (held.verdict, held.ledger) == ("holds", "held")
 
-    from external_query_service.storage import open_ledger
-
     other = tmp_path / "other.sqlite3"
     open_ledger(other).close()
     elsewhere = answered.settings.model_copy(
@@ -303,3 +303,23 @@ def test_a_quote_is_found_whatever_its_whitespace() -> None:
     assert locate("第二行的文字", text) is None
     assert "二行 的文" in closest_passage("第二行的文字", text)
     assert closest_passage("任何", "   ") == ""
+
+
+BUNDLES_DOC = REPO / "docs" / "architecture" / "bundles.md"
+
+
+def test_the_worked_example_in_the_bundles_doc_prints_what_the_doc_shows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)  # the example names the world by its path in the repository
+    section = BUNDLES_DOC.read_text(encoding="utf-8").split("\n## A worked example\n", 1)[1]
+    code, shown, source = re.findall(r"```(?:python|markdown|json)\n(.*?)```", section, re.DOTALL)[
+        :3
+    ]
+
+    exec(compile(code, str(BUNDLES_DOC), "exec"), {})
+
+    printed = capsys.readouterr().out
+    assert printed.strip() == shown.strip()
+    first = json.loads(source)
+    assert first["source_id"] == content_id({k: v for k, v in first.items() if k != "source_id"})
