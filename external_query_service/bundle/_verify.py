@@ -84,6 +84,7 @@ _NOT_REFETCHABLE: Final = {
     "provider_text": "a search provider's text of the page: this service did not read it",
     "doc_body": "a documentation server's text, not a fetchable page",
 }
+_VALUE_TYPES: Final = DEFAULT_ACCEPT_TYPES | {"application/json"}
 #: Characters of a closest passage shown; a quote is a chunk, so the passage is one too.
 _CLOSEST_CHARS: Final = 400
 _T = TypeVar("_T")
@@ -142,7 +143,11 @@ async def averify_bundle(
     sources = offline
     if refetch and whole != "tampered" and not any(s.verdict == "tampered" for s in offline):
         sources = await _refetched(read.bundle.sources, offline, settings)
-    ledger, ledger_detail = await asyncio.to_thread(_ledger_state, read, settings)
+    ledger: LedgerState = "not_configured"
+    ledger_detail = ""
+    if settings.ledger.url is not None or settings.ledger.path is not None:
+        # A database read, off the event loop; without a ledger no thread is started.
+        ledger, ledger_detail = await asyncio.to_thread(_ledger_state, read, settings)
     verdict = _worst([whole, *(item.verdict for item in sources)])
     return BundleVerification(
         bundle_id=read.bundle.bundle_id,
@@ -221,20 +226,23 @@ async def _refetched(
     sources: Sequence[BundleSource], offline: Sequence[SourceVerification], settings: Settings
 ) -> list[SourceVerification]:
     """Each refetchable source judged against its page fetched again (each URL once)."""
-    pages = SafeFetcher(settings.network)
-    values = SafeFetcher(settings.network, accept_types=DEFAULT_ACCEPT_TYPES | {"application/json"})
+    # Pages as the answers fetched them; a fact API's reply is JSON, which pages never are.
+    fetchers = {
+        False: SafeFetcher(settings.network),
+        True: SafeFetcher(settings.network, accept_types=_VALUE_TYPES),
+    }
     wanted: dict[str, SafeFetcher] = {}
     for source in sources:
         if _refetchable(source) is None:
-            wanted.setdefault(source.final_url, values if source.basis == "fact_api" else pages)
+            wanted.setdefault(source.final_url, fetchers[source.basis == "fact_api"])
     deadline = asyncio.get_running_loop().time() + settings.network.deadline_s
     try:
         fetched = await asyncio.gather(
             *(_fetch(fetcher, url, deadline) for url, fetcher in wanted.items())
         )
     finally:
-        await pages.aclose()
-        await values.aclose()
+        for fetcher in fetchers.values():
+            await fetcher.aclose()
     by_url = dict(zip(wanted, fetched, strict=True))
     analyses: dict[tuple[str, str], PageAnalysis | ExtractionFailed | FetchError] = {}
     judged = []
@@ -415,11 +423,11 @@ def closest_passage(quote: str, text: str) -> str:
 
 
 def _ledger_state(read: ReadBundle, settings: Settings) -> tuple[LedgerState, str]:
-    """Whether the configured ledger holds the bundle's plan ids and receipt digests."""
-    configured = settings.ledger
-    if configured.url is None and configured.path is None:
-        return "not_configured", ""
+    """Whether the configured ledger (there is one) holds the bundle's plan ids and
+    receipt digests."""
     from ..storage import open_ledger
+
+    configured = settings.ledger
 
     admission = read.bundle.admission
     wanted = (*admission.plan_ids, *admission.receipt_digests)

@@ -16,7 +16,7 @@ from external_query_service.bundle import averify_bundle
 from external_query_service.bundle._verify import closest_passage, locate
 from external_query_service.errors import EvidenceInputError
 from external_query_service.storage import open_ledger
-from external_query_service.testing import LoopbackServer, Reply, World
+from external_query_service.testing import LoopbackServer, Reply, World, json_reply, open_world
 from tests.support.bundles import (
     AIRSHOW_PARAGRAPHS,
     airshow_page,
@@ -323,3 +323,32 @@ def test_the_worked_example_in_the_bundles_doc_prints_what_the_doc_shows(
     assert printed.strip() == shown.strip()
     first = json.loads(source)
     assert first["source_id"] == content_id({k: v for k, v in first.items() if k != "source_id"})
+
+
+def test_a_fact_apis_reply_holds_while_its_bytes_are_the_same_and_is_changed_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    semantics = {
+        "query_kind": "weather",
+        "location": "湛江",
+        "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
+    }
+    with (
+        open_world("examples/cases/worlds/zhanjiang-weather") as world,
+        world.service() as service,
+    ):
+        answer = service.answer("湛江明天天气怎么样？", semantics)
+        bundle = answer.bundle()
+        (source,) = json.loads(bundle)["sources"]
+        assert source["basis"] == "fact_api"
+
+        held = verify_bundle(bundle, settings=world.settings(), refetch=True)
+        world.route(source["final_url"], json_reply({"daily": {"time": ["2026-12-01"]}}))
+        changed = verify_bundle(bundle, settings=world.settings(), refetch=True)
+
+    assert (held.verdict, held.sources[0].detail) == ("holds", "the same bytes as when quoted")
+    assert (changed.verdict, changed.sources[0].detail) == (
+        "changed",
+        "the provider's reply is no longer the same",
+    )
