@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -145,3 +146,36 @@ def test_ask_format_bundle_prints_a_bundle_that_verify_reads_unchanged(
     assert result["verdict"] == "holds"
     assert result["sources"]
     assert all("not fetched again" in source["detail"] for source in result["sources"])
+
+
+def test_a_bundle_on_stdin_is_read_with_a_dash(
+    world: World,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answered = answer_airshow(world)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(answered.bundle.encode())))
+
+    code, out, _ = run(["verify", "-", "--format", "json"], capsys)
+
+    assert code == 0
+    assert json.loads(out)["bundle_id"] == json.loads(answered.bundle)["bundle_id"]
+
+
+def test_a_signing_variable_named_but_unset_exits_2_with_one_line(
+    world: World,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bundle, _ = _files(answer_airshow(world), world, tmp_path)
+    monkeypatch.delenv("EQ_TEST_UNSET_BUNDLE_KEY", raising=False)
+    config = tmp_path / "signed.toml"
+    config.write_text('[bundle]\nsigning_key_env = "EQ_TEST_UNSET_BUNDLE_KEY"\n', encoding="utf-8")
+
+    code, out, err = run(["verify", str(bundle), "--config", str(config)], capsys)
+
+    assert (code, out) == (2, "")
+    assert "EQ_TEST_UNSET_BUNDLE_KEY" in err
+    assert len(err.strip().splitlines()) == 1
