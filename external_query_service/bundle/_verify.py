@@ -272,22 +272,16 @@ async def _fetch(fetcher: SafeFetcher, url: str, deadline: float) -> _Fetched:
         if status is not None and (status >= 500 or status in _RETRYABLE_STATUSES):
             return _Fetched(verdict="unreachable", detail=f"the server answered {status}")
         return _Fetched(verdict="gone", detail=f"the server answered {status}")
+    except (BlockedDestination, UnsafeURL, TooManyRedirects) as exc:
+        return _Fetched(verdict="gone", detail=f"refused by the network policy: {exc.reason}")
     except FetchError as exc:
-        if exc.responded or exc.reason in _NOT_A_DOCUMENT_REASONS or _refused(exc):
+        if isinstance(exc, ContentTooLarge | UnsupportedContent) or exc.reason in _NOT_A_DOCUMENT:
             return _Fetched(verdict="gone", detail=f"no longer a document: {exc.reason}")
         return _Fetched(verdict="unreachable", detail=f"no answer: {exc.reason}")
 
 
-#: Fetch failures that say the address is no document this service reads (or may read).
-_NOT_A_DOCUMENT_REASONS: Final = frozenset({"decoding_failed"})
-
-
-def _refused(exc: FetchError) -> bool:
-    """A refusal by the policy or the body's kind (not a network hiccup)."""
-    return isinstance(
-        exc,
-        BlockedDestination | ContentTooLarge | TooManyRedirects | UnsafeURL | UnsupportedContent,
-    )
+#: Fetch failures that say the body is no document this service reads.
+_NOT_A_DOCUMENT: Final = frozenset({"decoding_failed"})
 
 
 async def _judge(

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import Field, JsonValue
 
+from .._bundle import bundle_secret
 from .._frozen import Frozen
 from ..bundle import BundleVerification, averify_bundle
 from ..errors import InputError
@@ -42,7 +43,10 @@ class VerifyRequest(Frozen):
 def add_verify_route(
     app: FastAPI, service: ExternalQueryService, *, errors: dict[int | str, dict[str, Any]]
 ) -> None:
-    """Register ``POST /v1/verify`` on ``app``, checking under ``service``'s settings."""
+    """Register ``POST /v1/verify`` on ``app``, checking under ``service``'s settings. A
+    ``[bundle] signing_key_env`` that names an unset variable is a ``SettingsError`` here,
+    at start-up, rather than on the first bundle signed or checked."""
+    bundle_secret(service.settings.bundle.signing_key_env)
     limits = service.settings.server
 
     @app.post(

@@ -152,8 +152,8 @@ def test_a_page_edited_so_the_quote_is_gone_is_changed_naming_the_closest_passag
     assert "多款新型飞机首次公开亮相" in source.closest
 
 
-@pytest.mark.parametrize("status", [404, 410])
-def test_a_page_that_answers_404_or_410_is_gone(world: World, status: int) -> None:
+@pytest.mark.parametrize("status", [404, 410, 403])
+def test_a_page_that_answers_404_410_or_another_refusal_is_gone(world: World, status: int) -> None:
     answered = answer_airshow(world)
     world.page("news-a.test", "/airshow", "no such page", status=status)
 
@@ -161,6 +161,22 @@ def test_a_page_that_answers_404_or_410_is_gone(world: World, status: int) -> No
 
     assert (result.verdict, result.retryable) == ("gone", False)
     assert str(status) in result.sources[0].detail
+
+
+def test_a_page_the_network_policy_now_refuses_is_gone_without_a_request(world: World) -> None:
+    answered = answer_airshow(world)
+    network = answered.settings.network.model_copy(update={"allowed_networks": ()})
+    before = len(world.requests)
+
+    result = verify_bundle(
+        answered.bundle,
+        settings=answered.settings.model_copy(update={"network": network}),
+        refetch=True,
+    )
+
+    assert (result.verdict, result.retryable) == ("gone", False)
+    assert result.sources[0].detail.startswith("refused by the network policy")
+    assert len(world.requests) == before
 
 
 def test_a_page_that_is_no_longer_a_document_is_gone(world: World) -> None:

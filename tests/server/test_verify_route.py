@@ -106,3 +106,17 @@ def test_the_openapi_document_names_the_route_and_the_flag(client: httpx.Client)
     assert "/v1/verify" in document["paths"]
     assert "bundle" in document["components"]["schemas"]["AnswerRequest"]["properties"]
     assert "bundle" in document["components"]["schemas"]["ServedAnswer"]["properties"]
+
+
+def test_a_signing_variable_named_but_unset_stops_the_app_at_start_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from external_query_service import ExternalQueryService, Settings, SettingsError
+    from external_query_service.server import create_app
+
+    monkeypatch.delenv("EQ_TEST_UNSET_BUNDLE_KEY", raising=False)
+    settings = Settings.from_mapping(
+        {"bundle": {"signing_key_env": "EQ_TEST_UNSET_BUNDLE_KEY"}, "analysis": {"processes": 0}}
+    )
+    with ExternalQueryService(settings) as service, pytest.raises(SettingsError):
+        create_app(service, close_service=False, warm_up=False)
