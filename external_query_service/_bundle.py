@@ -1,12 +1,13 @@
 """The answer bundle: one JSON document that lets anyone check an answer again later.
 
 A bundle holds the question, the plan, the admission's plan ids and receipt digests (one per
-adapter attempt), the outcome and text, and for every quoted evidence: the URL as cited and
-the URL its body came from, when it was fetched, the raw body's digest, the extracted text's
-digest, the quoted words exactly as the answer's evidence holds them, where they sit (offset
-and length in the extracted text; the page of a PDF), the reader that extracted them (name,
-version, and the query it read for: the main-text reading depends on it) and the verifier's
-checks of that evidence. Quotes, never pages: a bundle is bounded (``MAX_BUNDLE_BYTES``).
+adapter attempt), the outcome and text, and for every quoted evidence: the URL it was asked
+for and the URL its body came from after redirects, when it was fetched, the raw body's
+digest, the extracted text's digest, the quoted words exactly as the answer's evidence holds
+them, where they sit (offset and length in the extracted text; the page of a PDF), the
+reader that extracted them (name, version, and the query it read for: the main-text reading
+depends on it) and the verifier's checks of that evidence. Quotes, never pages: a bundle is
+bounded (``MAX_BUNDLE_BYTES``).
 
 Content addressing (the package's one canonical-JSON helper, ``_canonical``): each source
 carries ``source_id``, the digest of its own record without that field, and the bundle's
@@ -84,8 +85,9 @@ class BundleCheck(Frozen):
 
 
 class BundleSource(Frozen):
-    """One quoted evidence. ``url`` is as the answer cites it (a PDF's with ``#page=N``),
-    ``final_url`` the address its body came from; ``page`` is the PDF page (else None)."""
+    """One quoted evidence. ``url`` is the source's URL as it was asked for (a search
+    result's), ``final_url`` the address its body came from after redirects (the two are
+    the same without one); ``page`` is the PDF page the quote is on (else None)."""
 
     source_id: str
     evidence_id: str
@@ -193,14 +195,15 @@ def _reader(evidence: Mapping[str, Any], page: int | None, question: str) -> dic
 def _source(
     evidence: Mapping[str, Any], checks: list[Mapping[str, Any]], question: str
 ) -> dict[str, Any]:
-    url = str(evidence["url"])
-    page = source_page(url)
+    cited = str(evidence["url"])
+    page = source_page(cited)
+    final_url = cited.split("#", 1)[0] if page is not None else cited
     record: dict[str, Any] = {
         "evidence_id": evidence["evidence_id"],
         "adapter_id": evidence["adapter_id"],
         "basis": evidence["basis"],
-        "url": url,
-        "final_url": url.split("#", 1)[0] if page is not None else url,
+        "url": evidence.get("requested_url") or final_url,
+        "final_url": final_url,
         "site": evidence["site"],
         "title": evidence["title"],
         "fetched_at": evidence["accessed_at"],

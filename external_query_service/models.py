@@ -377,6 +377,9 @@ class Evidence(Frozen):
     #: ``"browser"`` when the text is the page as a headless browser showed it (its scripts
     #: ran), not the body as fetched; None otherwise.
     rendered_by: Literal["browser"] | None = None
+    #: The URL the page was asked for (a search result's), when redirects led elsewhere:
+    #: ``url`` is where the body came from. None when they are the same.
+    requested_url: str | None = Field(default=None, description=_RAW_OUTSIDE_TEXT)
 
 
 class PlaceCandidate(Frozen):

@@ -675,6 +675,7 @@ def _body_evidence(
             length=scored.chunk.length,
             gathered_for=hit.query or None,
             rendered_by=rendered_by,
+            requested_url=hit.url if hit.url != page.final_url else None,
         )
         for scored in analysis.snippets
     )

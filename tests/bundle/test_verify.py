@@ -16,7 +16,14 @@ from external_query_service.bundle import averify_bundle
 from external_query_service.bundle._verify import closest_passage, locate
 from external_query_service.errors import EvidenceInputError
 from external_query_service.storage import open_ledger
-from external_query_service.testing import LoopbackServer, Reply, World, json_reply, open_world
+from external_query_service.testing import (
+    LoopbackServer,
+    Reply,
+    World,
+    hit,
+    json_reply,
+    open_world,
+)
 from tests.support.bundles import (
     AIRSHOW_PARAGRAPHS,
     airshow_page,
@@ -26,7 +33,7 @@ from tests.support.bundles import (
     pdf_pages,
 )
 from tests.support.paths import REPO
-from tests.support.world import closed_port
+from tests.support.world import closed_port, make_service
 
 
 @pytest.fixture
@@ -368,3 +375,26 @@ def test_a_fact_apis_reply_holds_while_its_bytes_are_the_same_and_is_changed_aft
         "changed",
         "the provider's reply is no longer the same",
     )
+
+
+def test_a_redirected_source_keeps_both_urls_and_is_refetched_where_its_body_came_from(
+    world: World,
+) -> None:
+    question = "2026年珠海航展有哪些新机型亮相？"
+    page = world.page("news-a.test", "/airshow", airshow_page())
+    old = world.route(
+        world.url("news-a.test", "/old-airshow"),
+        Reply(status=301, body=b"", headers={"Location": page}),
+    )
+    world.results(question, [hit(old, "珠海航展", "新机型亮相", "2026-11-12")])
+    settings = world.settings(world.searxng())
+    with make_service(world, world.searxng()) as service:
+        bundle = service.answer(question).bundle()
+    (source,) = json.loads(bundle)["sources"]
+    before = len(world.requests_to("/old-airshow"))
+
+    result = verify_bundle(bundle, settings=settings, refetch=True)
+
+    assert (source["url"], source["final_url"]) == (old, page)
+    assert result.verdict == "holds"
+    assert len(world.requests_to("/old-airshow")) == before
