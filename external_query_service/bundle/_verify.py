@@ -40,6 +40,7 @@ from rapidfuzz import fuzz
 from .._bundle import BundleSource, ReadBundle, bundle_secret, read_bundle
 from .._digests import sha256_digest
 from .._frozen import Frozen
+from .._version import __version__
 from ..errors import (
     BlockedDestination,
     ContentTooLarge,
@@ -351,7 +352,7 @@ def _compare(
         return base.model_copy(
             update={
                 "verdict": "changed",
-                "detail": "the quote is no longer on the page",
+                "detail": "the quote is no longer on the page" + _reading_caveat(source),
                 "closest": closest,
             }
         )
@@ -369,6 +370,15 @@ def _compare(
             )
         where += f" (page {now})"
     return base.model_copy(update={"detail": where})
+
+
+def _reading_caveat(source: BundleSource) -> str:
+    """What may account for a quote not found besides the page: another reader."""
+    if source.reader.name == "browser_main_text":
+        return " (quoted from the page as a browser showed it; read again as fetched)"
+    if source.reader.version != __version__:
+        return f" (quoted by reader {source.reader.version}, read again by {__version__})"
+    return ""
 
 
 def _collapsed(text: str) -> tuple[str, list[int]]:

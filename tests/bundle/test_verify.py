@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from external_query_service import InputError, verify_bundle
+from external_query_service import InputError, __version__, verify_bundle
 from external_query_service._bundle import bundle_secret
 from external_query_service._canonical import content_id
 from external_query_service.bundle import averify_bundle
@@ -398,3 +398,18 @@ def test_a_redirected_source_keeps_both_urls_and_is_refetched_where_its_body_cam
     assert (source["url"], source["final_url"]) == (old, page)
     assert result.verdict == "holds"
     assert len(world.requests_to("/old-airshow")) == before
+
+
+def test_a_quote_missed_by_another_reader_version_says_so(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("external_query_service._bundle.__version__", "0.0.9")
+    answered = answer_airshow(world)
+    world.page("news-a.test", "/airshow", airshow_page(("本届航展的展期共六天。",)))
+
+    result = verify_bundle(answered.bundle, settings=answered.settings, refetch=True)
+
+    assert result.verdict == "changed"
+    assert result.sources[0].detail == (
+        f"the quote is no longer on the page (quoted by reader 0.0.9, read again by {__version__})"
+    )
