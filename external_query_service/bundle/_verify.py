@@ -245,14 +245,24 @@ async def _refetched(
         for fetcher in fetchers.values():
             await fetcher.aclose()
     by_url = dict(zip(wanted, fetched, strict=True))
-    analyses: dict[tuple[str, str], PageAnalysis | ExtractionFailed | FetchError] = {}
+    # Only a page whose bytes changed is read again; each (page, query) once, all at once.
+    reads: dict[tuple[str, str], FetchedPage] = {}
+    for source in sources:
+        page = by_url[source.final_url].page if _refetchable(source) is None else None
+        changed = page is not None and page.raw_digest != source.raw_digest
+        if page is not None and changed and source.basis in _PAGE_BASES:
+            reads.setdefault((source.final_url, source.reader.query), page)
+    done = await asyncio.gather(
+        *(_analysed(page, query, settings) for (_, query), page in reads.items())
+    )
+    analyses = dict(zip(reads, done, strict=True))
     judged = []
     for source, kept in zip(sources, offline, strict=True):
         why = _refetchable(source)
         if why is not None:
             judged.append(kept.model_copy(update={"detail": f"not fetched again: {why}"}))
             continue
-        judged.append(await _judge(source, by_url[source.final_url], settings, analyses))
+        judged.append(_judge(source, by_url[source.final_url], analyses))
     return judged
 
 
@@ -285,10 +295,9 @@ async def _fetch(fetcher: SafeFetcher, url: str, deadline: float) -> _Fetched:
 _NOT_A_DOCUMENT: Final = frozenset({"decoding_failed"})
 
 
-async def _judge(
+def _judge(
     source: BundleSource,
     fetched: _Fetched,
-    settings: Settings,
     analyses: dict[tuple[str, str], PageAnalysis | ExtractionFailed | FetchError],
 ) -> SourceVerification:
     base = SourceVerification(
@@ -313,10 +322,7 @@ async def _judge(
         return base.model_copy(
             update={"verdict": "changed", "detail": "the provider's reply is no longer the same"}
         )
-    key = (source.final_url, source.reader.query)
-    if key not in analyses:
-        analyses[key] = await _analysed(page, source, settings)
-    analysis = analyses[key]
+    analysis = analyses[(source.final_url, source.reader.query)]
     if not isinstance(analysis, PageAnalysis):
         return base.model_copy(
             update={"verdict": "gone", "detail": f"no longer a document: {analysis.reason}"}
@@ -325,9 +331,9 @@ async def _judge(
 
 
 async def _analysed(
-    page: FetchedPage, source: BundleSource, settings: Settings
+    page: FetchedPage, query: str, settings: Settings
 ) -> PageAnalysis | ExtractionFailed | FetchError:
-    """The page read as when it was quoted: the same reader, for the same query."""
+    """The page read as when it was quoted: the same reader, for the same ``query``."""
     try:
         return await asyncio.to_thread(
             analyse_page,
@@ -335,7 +341,7 @@ async def _analysed(
             url=page.final_url,
             declared_charset=page.charset,
             content_type=page.content_type,
-            query=source.reader.query,
+            query=query,
             pdf_max_pages=settings.network.max_pdf_pages,
         )
     except (ExtractionFailed, FetchError) as exc:
