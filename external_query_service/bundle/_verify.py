@@ -159,7 +159,7 @@ async def averify_bundle(
         ledger=ledger,
         ledger_detail=ledger_detail,
         status=read.bundle.status,
-        detail=detail or _summary(verdict, sources),
+        detail=(detail or _summary(verdict, sources)) + _unsigned(read, settings),
         sources=tuple(sources),
     )
 
@@ -173,6 +173,14 @@ def _run_sync(work: Coroutine[Any, Any, _T]) -> _T:
         return asyncio.run(work)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, work).result()
+
+
+def _unsigned(read: ReadBundle, settings: Settings) -> str:
+    """Where bundles are signed, an unsigned one is said to be: an edit that recomputed
+    every digest would not show in it."""
+    if read.signature == "absent" and settings.bundle.signing_key_env:
+        return "; unsigned, though a signing key is configured here"
+    return ""
 
 
 def _worst(verdicts: Sequence[BundleVerdict]) -> BundleVerdict:

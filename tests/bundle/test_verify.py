@@ -120,6 +120,9 @@ def test_a_signed_bundle_verifies_with_its_key_and_is_tampered_under_another(
     plain = answered.settings.model_copy(update={"bundle": type(answered.settings.bundle)()})
     unchecked = verify_bundle(answered.bundle, settings=plain)
     assert (unchecked.verdict, unchecked.signature) == ("holds", "unchecked")
+    unsigned = verify_bundle(answered.answer.bundle(), settings=answered.settings)
+    assert (unsigned.verdict, unsigned.signature) == ("holds", "absent")
+    assert unsigned.detail.endswith("unsigned, though a signing key is configured here")
 
 
 def test_an_edit_with_every_digest_recomputed_is_caught_by_the_signature(
