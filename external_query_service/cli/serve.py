@@ -28,6 +28,7 @@ Serve the answer chain over HTTP: one long-lived service for many callers at onc
   POST /v1/answer                         {"question": ..., "semantics": {...}?, "stream": bool?}
   POST /v1/sessions/{session_id}/follow-up
   GET  /v1/evidence/{ref}?offset=&limit=  GET /healthz  GET /readyz  GET /metrics
+  POST /v1/chat/completions  GET /v1/models   (OpenAI's format, for chat front-ends)
   GET  /openapi.json
 
 Limits come from --config: [network] max_concurrent_questions and queue_timeout_s,

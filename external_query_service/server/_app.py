@@ -27,6 +27,7 @@ from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..runtime._tracing import span
 from ..service import ExternalQueryService
 from ._access import AccessRules, Guard, document_access
+from ._chat import add_chat_routes
 from ._connections import limit_accept_errors
 from ._correlation import RequestIds, log_answer
 from ._errors import ApiError, install_error_handlers
@@ -274,6 +275,14 @@ def create_app(
             lambda: session.afollow_up(request.question, request.semantics),
             keep,
         )
+
+    add_chat_routes(
+        app,
+        service,
+        answered=answered,
+        heartbeat_s=limits.stream_heartbeat_s,
+        count_error=metrics.error,
+    )
 
     @app.get(
         "/v1/evidence/{ref}",

@@ -244,6 +244,8 @@ def test_the_openapi_document_names_every_route(client: httpx.Client) -> None:
         "/v1/answer",
         "/v1/sessions/{session_id}/follow-up",
         "/v1/evidence/{ref}",
+        "/v1/chat/completions",
+        "/v1/models",
         "/healthz",
         "/readyz",
         "/metrics",
