@@ -218,7 +218,9 @@ def create_app(
         ask: Callable[[], Awaitable[ExternalAnswer]],
         keep: Callable[[], Awaitable[str]],
     ) -> Response:
-        """The answer with its session id (``keep()`` keeps the session), or its events."""
+        """The answer with its session id (``keep()`` keeps the session), or its events.
+        A question the service would refuse is refused here, before any event is sent."""
+        service.check_question(request.question, request.semantics)
 
         async def body() -> dict[str, Any]:
             found = await answered(route, request.question, ask)

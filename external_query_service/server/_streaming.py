@@ -1,11 +1,13 @@
 """Server-Sent Events for a question in progress.
 
 ``POST /v1/answer`` (and the follow-up route) with ``Accept: text/event-stream`` or
-``"stream": true`` in the body answers 200 ``text/event-stream`` at once, then: ``plan``,
-one ``attempt`` per adapter attempt, ``verified``, and finally ``answer`` (the same JSON
-the route answers without streaming) or ``error`` (``{"error": {"reason", "message"}}``,
-what the route would have answered with a 4xx or 5xx). Each event's ``data`` is one line
-of JSON. The events come from the question's audit as each is recorded
+``"stream": true`` in the body refuses an invalid request (its body, the question, the
+semantics, the session) with its 4xx and the JSON error body before any event. An
+acceptable one is answered 200 ``text/event-stream`` at once, then: ``plan``, one
+``attempt`` per adapter attempt, ``verified``, and finally ``answer`` (the same JSON the
+route answers without streaming) or ``error`` (``{"error": {"reason", "message"}}``: what
+went wrong once the question ran, a deadline or a shutdown). Each event's ``data`` is one
+line of JSON. The events come from the question's audit as each is recorded
 (``audit.listening``), so the first arrives before any page is read. A comment line
 (``: heartbeat``) goes out whenever nothing else did for ``[server] stream_heartbeat_s``,
 so proxies do not close a quiet stream. A client that disconnects cancels its question:
