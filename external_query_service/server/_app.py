@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +17,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Query, Request
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
@@ -30,6 +30,7 @@ from ._access import AccessRules, Guard, document_access
 from ._chat import add_chat_routes
 from ._connections import limit_accept_errors
 from ._correlation import RequestIds, log_answer
+from ._cors import JsonCors
 from ._errors import ApiError, install_error_handlers
 from ._hosts import HostAllowList
 from ._limits import BodyLimit
@@ -46,7 +47,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         400: "The body is not JSON, or the Host or X-Request-ID header is not accepted.",
         413: "The body is too large.",
         422: "The question, the semantics or a field is not acceptable (see reason).",
-        503: "The service is shutting down.",
+        503: "The service is overloaded (see Retry-After), or shutting down.",
         504: "The question ran past the request deadline.",
     }.items()
 }
@@ -141,18 +142,21 @@ def create_app(
         version=__version__,
         summary="Answers questions only from external evidence.",
         lifespan=lifespan,
-        # The contract is /openapi.json; the HTML pages would load their scripts from a CDN.
-        docs_url=None,
-        redoc_url=None,
+        # The contract is /openapi.json; its pages (which load their scripts from a CDN) are
+        # how a newcomer reads it. [server] docs = false serves none of the three.
+        openapi_url="/openapi.json" if limits.docs else None,
+        docs_url="/docs" if limits.docs else None,
+        redoc_url="/redoc" if limits.docs else None,
     )
     # The first added runs innermost: ids, then Host, CORS, keys and limits, body size.
     app.add_middleware(
         BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
     )
-    app.add_middleware(Guard, rules=access, count=metrics.error)
+    app.add_middleware(Guard, rules=access, count=metrics.error, routes=app.router.routes)
     if limits.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
+            JsonCors,
+            count=metrics.error,
             allow_origins=list(limits.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=[
@@ -162,7 +166,13 @@ def create_app(
                 "X-Request-ID",
                 "traceparent",
             ],
-            expose_headers=["X-Request-ID", "Retry-After"],
+            expose_headers=[
+                "X-Request-ID",
+                "Retry-After",
+                "X-RateLimit-Limit",
+                "X-RateLimit-Remaining",
+                "X-RateLimit-Reset",
+            ],
         )
     app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
     app.add_middleware(RequestIds)
@@ -209,6 +219,8 @@ def create_app(
         log_answer(
             found, route=route, seconds=seconds, question=question if limits.log_questions else None
         )
+        if found.reason == "overloaded":
+            raise _overloaded(service)
         return found
 
     async def reply(
@@ -354,6 +366,17 @@ async def _warm_up(service: ExternalQueryService, *, owns_process: bool = False)
         if owns_process:
             limits = service.settings.server
             tune_collector(limits.gc_threshold, freeze=limits.gc_freeze)
+
+
+def _overloaded(service: ExternalQueryService) -> ApiError:
+    """503 ``overloaded``: no slot freed within ``queue_timeout_s``; try again after it."""
+    wait_s = max(1, math.ceil(service.settings.network.queue_timeout_s))
+    return ApiError(
+        503,
+        "overloaded",
+        f"every question slot is busy; retry after {wait_s} s",
+        headers={"Retry-After": str(wait_s)},
+    )
 
 
 def _served(found: ExternalAnswer, session_id: str) -> dict[str, Any]:
