@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import InputError
+from ..runtime._clock import fixed_clock
 from ._help import Subparsers, add_command
 from ._model import add_model_flags
 from .ask import _settings as settings_from_flags
@@ -60,12 +62,19 @@ def register(commands: Subparsers) -> None:
         ],
         examples=[
             "external-query serve --docs docs/architecture --port 8080",
+            "external-query serve --world examples/cases/worlds/zhanjiang-weather",
             "external-query serve --config external-query.toml --host 0.0.0.0 --port 9000",
             "external-query serve --config external-query.toml --workers 4 --port 9000",
         ],
     )
     serve.add_argument("--config", metavar="FILE", type=Path, help="settings file (TOML)")
     serve.add_argument("--docs", metavar="DIR", type=Path, help="add a local_docs adapter over DIR")
+    serve.add_argument(
+        "--world",
+        type=Path,
+        metavar="DIR",
+        help="serve a recorded world folder replayed on loopback (its settings and clock)",
+    )
     serve.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -113,6 +122,8 @@ def _run(args: argparse.Namespace) -> int:
     require_server_extra()
     from ..server._run import serve
 
+    if args.world is not None:
+        return _serve_world(args)
     settings = settings_from_flags(args)
     if not any(adapter.enabled for adapter in settings.adapters):
         raise no_data_source()
@@ -123,4 +134,27 @@ def _run(args: argparse.Namespace) -> int:
         workers=args.workers,
         insecure_no_auth=args.insecure_no_auth,
     )
+    return 0
+
+
+def _serve_world(args: argparse.Namespace) -> int:
+    """``--world``: the world served on loopback for as long as the service runs, which
+    answers on the world's settings and clock (one process: the world lives in this one)."""
+    from ..server._run import serve
+    from ..testing.world import open_world  # only a replay needs the world server
+
+    if args.config is not None:
+        raise InputError("--world brings its own settings; drop --config")
+    if args.workers > 1:
+        raise InputError("--world serves from one process; drop --workers")
+    with open_world(args.world) as world:
+        settings = settings_from_flags(args, world.settings())
+        serve(
+            settings,
+            host=args.host,
+            port=args.port,
+            insecure_no_auth=args.insecure_no_auth,
+            clock=fixed_clock(world.now) if world.now is not None else None,
+            recorded_walks=world.recorded_walks(),
+        )
     return 0

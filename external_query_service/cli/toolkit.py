@@ -165,11 +165,15 @@ def register(commands: Subparsers) -> None:
         ],
         examples=[
             "external-query mcp --config /path/to/external-query.toml",
+            "external-query mcp --docs /path/to/docs",
             "external-query mcp --config /path/to/external-query.toml \\\n"
             "--task /path/to/task.toml --inputs-json /path/to/inputs.json --direct-only",
         ],
     )
     mcp.add_argument("--config", type=Path, metavar="FILE", help="settings file (TOML)")
+    mcp.add_argument(
+        "--docs", type=Path, metavar="DIR", help="add a local_docs adapter over DIR (as ask does)"
+    )
     mcp.add_argument(
         "--task", type=Path, metavar="FILE", help="task file or script for the toolkit tools"
     )
@@ -401,6 +405,10 @@ def _serve_mcp(args: argparse.Namespace) -> int:
     if (args.task is None) == has_inputs:
         raise InputError("--task and its inputs (--inputs or --inputs-json) go together")
     settings = with_model(args, Settings.load(args.config) if args.config else Settings())
+    if args.docs is not None:
+        if not args.docs.is_dir():
+            raise InputError(f"--docs: not a folder: {args.docs}")
+        settings = settings.with_docs(args.docs)
     session = (
         _session(_prepare(args, settings), direct_only=args.direct_only)
         if args.task is not None

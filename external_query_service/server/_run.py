@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import uvicorn
 from fastapi import FastAPI
@@ -44,6 +44,10 @@ from ._app import create_app
 from ._connections import configure_connections
 from ._correlation import ANSWER_LOG
 from ._metrics import MULTIPROC_ENV
+
+if TYPE_CHECKING:
+    from ..adapters._page_walk import RecordedWalks
+    from ..runtime._clock import Clock
 
 __all__ = [
     "QUIET_LOGGERS",
@@ -159,13 +163,17 @@ def serve(
     port: int,
     workers: int = 1,
     insecure_no_auth: bool = False,
+    clock: Clock | None = None,
+    recorded_walks: RecordedWalks | None = None,
 ) -> None:
     """Serve a service on ``settings`` until SIGINT or SIGTERM; then in-flight questions get
     ``[server] shutdown_grace_s`` to finish, the rest are cancelled, and the service is
     closed. The address is bound before the service is built. ``workers`` > 1: that many
     worker processes (see the module docstring); it needs ``[cache] url``. A ``host`` other
     than a loopback address with no API key configured is refused unless
-    ``insecure_no_auth``: anyone reaching the port would spend the service's provider keys."""
+    ``insecure_no_auth``: anyone reaching the port would spend the service's provider keys.
+    ``clock`` and ``recorded_walks`` go to the one service (a recorded world's replay); with
+    ``workers`` > 1 they are refused."""
     if (
         not insecure_no_auth
         and not _loopback(host)
@@ -177,6 +185,8 @@ def serve(
         )
     if workers < 1:
         raise InputError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and (clock is not None or recorded_walks is not None):
+        raise InputError("a replayed world is served from one process, not --workers")
     if workers > 1 and settings.cache.url is None:
         raise InputError(
             "--workers above 1 needs [cache] url (Redis): follow-up sessions must reach "
@@ -185,7 +195,7 @@ def serve(
     sock = listen(host, port)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    service = ExternalQueryService(settings)
+    service = ExternalQueryService(settings, clock=clock, recorded_walks=recorded_walks)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     log = logging.getLogger("uvicorn.error")

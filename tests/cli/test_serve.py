@@ -3,6 +3,7 @@ missing extra are one line on stderr and exit 2."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -69,12 +70,19 @@ def test_bad_serve_flags_are_one_line_and_exit_2(
 
 @pytest.fixture
 def serving(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``external-query serve`` in a process of its own on a free port; yields it and its URL
-    (read from its first log line)."""
-    pytest.importorskip("uvicorn")
+    """``external-query serve --docs`` in a process of its own on a free port; yields it and
+    its URL (read from its first log line)."""
     docs = write_docs(tmp_path / "docs")
+    with served(tmp_path, ["serve", "--docs", str(docs), "--port", "0"]) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def served(tmp_path: Path, command: list[str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``external-query`` running ``command`` (a ``serve``) in a process of its own, once it
+    answers: the process and its URL."""
+    pytest.importorskip("uvicorn")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = ["serve", "--docs", str(docs), "--port", "0"]
     process = subprocess.Popen(
         [sys.executable, "-m", "external_query_service.cli", *command],
         cwd=tmp_path,
@@ -127,3 +135,43 @@ def test_serve_answers_over_http_and_a_signal_stops_it_with_exit_0(
     assert reply.json()["status"] == "answered"
     process.send_signal(stop)
     assert process.wait(30) == 0
+
+
+WORLD = ROOT / "examples" / "cases" / "worlds" / "zhanjiang-weather"
+
+
+def test_serve_world_answers_from_the_replayed_world_on_its_clock(tmp_path: Path) -> None:
+    command = ["serve", "--world", str(WORLD), "--port", "0"]
+    with served(tmp_path, command) as (process, url):
+        reply = httpx.post(
+            f"{url}/v1/answer",
+            json={
+                "question": "湛江明天天气怎么样？",
+                "semantics": {
+                    "query_kind": "weather",
+                    "location": "湛江",
+                    "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
+                },
+            },
+            timeout=30,
+        )
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["status"] == "answered"  # the recorded clock makes 2026-12-01 tomorrow
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--config", "x.toml"], "--world brings its own settings; drop --config"),
+        (["--workers", "2"], "--world serves from one process; drop --workers"),
+    ],
+    ids=["config", "workers"],
+)
+def test_serve_world_refuses_what_it_cannot_honour(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("uvicorn")
+    assert main(["serve", "--world", str(WORLD), *extra]) == 2
+    assert capsys.readouterr().err == f"external-query: error: {message}\n"
