@@ -94,6 +94,19 @@ def register(commands: Subparsers) -> None:
         help="worker processes accepting on the one socket (default 1; above 1 needs [cache] url)",
     )
     serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="every log line on stderr as text (default) or as one JSON object each "
+        "(uvicorn's lines, the access line with its request_id, the answer line)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        default="info",
+        help="the least severe line logged (default info: the access and answer lines)",
+    )
+    serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
         help="serve on a non-loopback address with no API key configured (anyone who "
@@ -133,6 +146,8 @@ def _run(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         insecure_no_auth=args.insecure_no_auth,
+        log_format=args.log_format,
+        log_level=args.log_level,
     )
     return 0
 
@@ -156,5 +171,7 @@ def _serve_world(args: argparse.Namespace) -> int:
             insecure_no_auth=args.insecure_no_auth,
             clock=fixed_clock(world.now) if world.now is not None else None,
             recorded_walks=world.recorded_walks(),
+            log_format=args.log_format,
+            log_level=args.log_level,
         )
     return 0

@@ -34,6 +34,7 @@ from ._cors import JsonCors
 from ._errors import ApiError, install_error_handlers
 from ._hosts import HostAllowList
 from ._limits import BodyLimit
+from ._logs import AccessLog
 from ._metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from ._schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
 from ._sessions import SessionTable, SharedSessionTable
@@ -148,7 +149,8 @@ def create_app(
         docs_url="/docs" if limits.docs else None,
         redoc_url="/redoc" if limits.docs else None,
     )
-    # The first added runs innermost: ids, then Host, CORS, keys and limits, body size.
+    # The first added runs innermost: the access line, ids, then Host, CORS, keys and
+    # limits, body size.
     app.add_middleware(
         BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
     )
@@ -176,6 +178,7 @@ def create_app(
         )
     app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
     app.add_middleware(RequestIds)
+    app.add_middleware(AccessLog)  # outermost: it logs every answer, refusals included
     install_error_handlers(app, metrics.error)
     document_access(
         app,

@@ -501,3 +501,20 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) 
         raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line: unfinished
         assert raw.recv(4096) == b""  # closed by the server
         assert 0.4 < time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "logged"),
+    [
+        ("/healthz", b"", "/healthz"),
+        ("/v1/evidence/ev:1", b"offset=10&limit=50", "/v1/evidence/ev:1?offset=10&limit=50"),
+        ("/v1/answer", b"api_key=s3cret&token=t", "/v1/answer?api_key=[redacted]&token=[redacted]"),
+        ("/x", b"key=a%20b&offset=1", "/x?key=[redacted]&offset=1"),
+    ],
+)
+def test_the_access_line_never_logs_a_query_value_but_the_routes_own(
+    path: str, query: bytes, logged: str
+) -> None:
+    from external_query_service.server._logs import logged_target
+
+    assert logged_target(path, query) == logged
