@@ -377,3 +377,19 @@ def test_every_module_says_what_it_holds() -> None:
         if path.stat().st_size and not ast.get_docstring(ast.parse(path.read_text("utf-8")))
     ]
     assert silent == []
+
+
+def test_the_overview_says_why_each_hand_written_part_is_not_a_library() -> None:
+    overview = (ROOT / "docs" / "architecture" / "overview.md").read_text(encoding="utf-8")
+    section = overview.split("\n## Hand-written where a library exists\n", 1)[1].split("\n## ")[0]
+    for library in (
+        "`limits`",
+        "`sse-starlette`",
+        "`asgi-correlation-id`",
+        "`TrustedHostMiddleware`",
+        "`openai`",
+    ):
+        (line,) = [item for item in section.split("\n- ")[1:] if library in item]
+        assert re.search(r"\d", line), library  # a measured reason, with its figure
+    assert "bench/library_choices.py" in section
+    assert (ROOT / "bench" / "library_choices.py").is_file()
