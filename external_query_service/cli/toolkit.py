@@ -157,8 +157,11 @@ def register(commands: Subparsers) -> None:
         commands,
         "mcp",
         summary="serve the toolkit and the answer chain over MCP stdio",
-        description="Serve the answer chain (and, with --task, the evidence toolkit) to one MCP "
-        "client\nover stdio. Needs the extra: pip install 'external_query_service[mcp]'.",
+        description="Serve the answer chain to one MCP client over stdio: answer and "
+        "read_evidence,\nand observe, arguments and operate over the evidence tools (reading "
+        "the captures\nanswers make); with --task, that task's tools as well, and run_task "
+        "where a model\nis configured. Needs the extra: pip install "
+        "'external_query_service[mcp]'.",
         exit_codes=[
             (0, "the client closed the session"),
             (2, "bad input, or the MCP extra is not installed: one line on stderr"),
