@@ -257,14 +257,16 @@ def add_chat_routes(
         semantics = coerce_semantics({"query_kind": "documentation"} if docs_only else None)
         # Refused with its 4xx before a stream could begin.
         service.check_question(question, semantics)
-        session = await _resumed(service, earlier, semantics)
         completion_id = f"chatcmpl-{secrets.token_hex(12)}"
         created = int(time.time())
 
+        async def ask() -> ExternalAnswer:
+            # Under the request's deadline, like the question: a planner model may be slow.
+            session = await _resumed(service, earlier, semantics)
+            return await session.afollow_up(question, semantics)
+
         async def run() -> dict[str, Any]:
-            found = await answered(
-                "chat", question, lambda: session.afollow_up(question, semantics)
-            )
+            found = await answered("chat", question, ask)
             return {"text": found.text, "external_query": _structured(found)}
 
         if request.stream:

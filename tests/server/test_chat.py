@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from external_query_service import ExternalQueryService, Settings
+from external_query_service.testing import World
+from tests.support.air_show import QUESTION, slow_world_settings
 from tests.support.paths import REPO
 from tests.support.serving import DOCS_QUESTION, write_docs
 
@@ -204,3 +206,29 @@ def test_the_http_service_doc_chat_example_runs_as_written(
     toml = re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL)[0]
     served = Settings.from_mapping(tomllib.loads(toml)).server
     assert "host.docker.internal" in served.allowed_hosts
+
+
+def test_a_chat_question_past_the_deadline_is_504_or_an_error_chunk() -> None:
+    with World() as world:
+        settings = slow_world_settings(world, 3000).model_copy(
+            update={"server": Settings().server.model_copy(update={"request_deadline_s": 0.3})}
+        )
+        messages = [{"role": "user", "content": QUESTION}]
+        with ServerThread(ExternalQueryService(settings)) as server:
+            plain = httpx.post(
+                f"{server.url}/v1/chat/completions",
+                json={"model": "m", "messages": messages},
+                timeout=30,
+            )
+            with httpx.stream(
+                "POST",
+                f"{server.url}/v1/chat/completions",
+                json={"model": "m", "messages": messages, "stream": True},
+                timeout=30,
+            ) as reply:
+                lines = [line for line in reply.iter_lines() if line.startswith("data: ")]
+    assert plain.status_code == 504
+    assert plain.json()["error"]["reason"] == "deadline_exceeded"
+    assert lines[-1] == "data: [DONE]"
+    assert '"reason": "deadline_exceeded"' in lines[-2]
+    assert lines[-2].startswith('data: {"error": ')
