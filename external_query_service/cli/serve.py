@@ -31,7 +31,7 @@ Serve the answer chain over HTTP: one long-lived service for many callers at onc
   POST /v1/sessions/{session_id}/follow-up
   GET  /v1/evidence/{ref}?offset=&limit=  GET /healthz  GET /readyz  GET /metrics
   POST /v1/chat/completions  GET /v1/models   (OpenAI's format, for chat front-ends)
-  GET  /openapi.json
+  GET  /openapi.json  GET /docs  GET /redoc   (no key, no limit; [server] docs = false: none)
 
 Limits come from --config: [network] max_concurrent_questions and queue_timeout_s,
 [server] request_deadline_s, max_request_bytes, max_sessions, session_idle_s,
@@ -39,7 +39,8 @@ shutdown_grace_s, requests_per_minute and max_concurrent_per_key. Requests need 
 (Authorization: Bearer, or X-API-Key) when [server] api_keys_env or api_key_hashes names
 one; a non-loopback --host without keys is refused unless --insecure-no-auth. --workers N
 runs N processes on one socket; they share the ledger, the cache and the rate limits, and
-need [cache] url (Redis) so that follow-up sessions reach every worker.
+need [cache] url (Redis) so that follow-up sessions reach every worker. Every log line goes
+to stderr (--log-format text or json, --log-level); the access line names the request id.
 Needs the extra: pip install 'external_query_service[server]'."""
 
 
