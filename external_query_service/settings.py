@@ -104,6 +104,7 @@ __all__ = [
     "AnalysisSettings",
     "BrowserMode",
     "BrowserSettings",
+    "BundleSettings",
     "CacheSettings",
     "GatewaySettings",
     "GitHubSettings",
@@ -563,6 +564,16 @@ class ServerSettings(Frozen):
         return tuple(item.lower() for item in hashes)
 
 
+class BundleSettings(Frozen):
+    """Answer bundles (``[bundle]``): ``answer.bundle()``, ``ask --format bundle``, and
+    ``external-query verify`` (``docs/architecture/bundles.md``)."""
+
+    #: The environment variable holding the secret that signs bundles (HMAC-SHA256 with a
+    #: key derived from it, over the bundle's canonical bytes) and checks their signatures.
+    #: None: bundles are unsigned, and a signed one is verified without its signature.
+    signing_key_env: str | None = Field(default=None, min_length=1)
+
+
 class Settings(Frozen):
     """Everything a service is configured with, loaded from TOML or a mapping; any problem is
     a ``SettingsError`` naming the origin."""
@@ -580,6 +591,7 @@ class Settings(Frozen):
     analysis: AnalysisSettings = AnalysisSettings()
     server: ServerSettings = ServerSettings()
     browser: BrowserSettings = BrowserSettings()
+    bundle: BundleSettings = BundleSettings()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:

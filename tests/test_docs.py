@@ -29,6 +29,7 @@ from external_query_service.cli import build_parser, main
 from external_query_service.gateway._registry import adapter_options
 from external_query_service.settings import (
     AnalysisSettings,
+    BundleSettings,
     CacheSettings,
     GatewaySettings,
     NetworkSettings,
@@ -144,6 +145,7 @@ def test_every_builtin_adapter_option_is_documented_in_the_settings_doc(kind: st
         CacheSettings,
         AnalysisSettings,
         GatewaySettings,
+        BundleSettings,
     ],
 )
 def test_every_settings_field_is_documented_in_the_settings_doc(section: type) -> None:

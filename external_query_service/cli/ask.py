@@ -113,10 +113,11 @@ def register(commands: Subparsers) -> None:
     add_model_flags(ask)
     ask.add_argument(
         "--format",
-        choices=["text", "markdown", "json"],
+        choices=["text", "markdown", "json", "bundle"],
         default="text",
         help="text: the answer as a terminal shows it, and a status footer (default); "
-        "markdown: the same as Markdown (outside text escaped); json: the whole answer model",
+        "markdown: the same as Markdown (outside text escaped); json: the whole answer model; "
+        "bundle: the answer bundle that `external-query verify` checks",
     )
     ask.add_argument(
         "--progress",
@@ -300,6 +301,8 @@ def _answer(
         answer = service.answer(question, semantics)
     if args.format == "json":
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+    elif args.format == "bundle":
+        sys.stdout.write(answer.bundle(settings=settings) + "\n")
     else:
         sys.stdout.write(_markdown(answer, plain=args.format == "text"))
     for line in script_page_hint(answer, settings):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import time
@@ -39,6 +40,7 @@ from ._metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from ._schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
 from ._sessions import SessionTable, SharedSessionTable
 from ._streaming import EVENT_STREAM, SSE_EVENT_SCHEMA, stream_answer, wants_stream
+from ._verify_route import add_verify_route
 
 __all__ = ["create_app"]
 
@@ -239,7 +241,10 @@ def create_app(
 
         async def body() -> dict[str, Any]:
             found = await answered(route, request.question, ask)
-            return _served(found, await keep())
+            served = _served(found, await keep())
+            if request.bundle:
+                served["bundle"] = json.loads(found.bundle(settings=service.settings))
+            return served
 
         if wants_stream(http, request.stream):
             return stream_answer(
@@ -318,6 +323,8 @@ def create_app(
             return service.store.window(ref, offset, limit)
         except KeyError:
             raise ApiError(404, "unknown_ref", f"unknown evidence reference: {ref}") from None
+
+    add_verify_route(app, service, errors=_ERRORS)
 
     @app.get("/healthz", response_model=Health, summary="The process answers")
     async def healthz() -> Health:

@@ -246,6 +246,7 @@ def test_the_openapi_document_names_every_route(client: httpx.Client) -> None:
         "/v1/evidence/{ref}",
         "/v1/chat/completions",
         "/v1/models",
+        "/v1/verify",
         "/healthz",
         "/readyz",
         "/metrics",
