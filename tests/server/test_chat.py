@@ -232,3 +232,31 @@ def test_a_chat_question_past_the_deadline_is_504_or_an_error_chunk() -> None:
     assert lines[-1] == "data: [DONE]"
     assert '"reason": "deadline_exceeded"' in lines[-2]
     assert lines[-2].startswith('data: {"error": ')
+
+
+def test_streamed_progress_arrives_while_the_page_is_still_held() -> None:
+    from external_query_service.testing import Reply
+    from tests.server.test_streaming import HeldPage, held_world
+    from tests.support.air_show import PAGE
+
+    held = HeldPage(Reply(body=PAGE))
+    with World() as world:
+        service = held_world(world, held)
+        with (
+            ServerThread(service) as server,
+            openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0) as client,
+        ):
+            stream = client.chat.completions.create(
+                model="external-query",
+                messages=[{"role": "user", "content": QUESTION}],
+                stream=True,
+            )
+            chunks = iter(stream)
+            assert next(chunks).choices[0].delta.role == "assistant"
+            plan = next(chunks)
+            assert plan.model_extra["external_query"]["event"] == "plan"
+            assert not held.served.is_set()  # the page is still held back
+            held.release.set()
+            rest = list(chunks)
+    assert rest[-1].choices[0].finish_reason == "stop"
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in rest)
