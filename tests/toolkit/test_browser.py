@@ -188,3 +188,46 @@ def test_a_redirect_off_the_origins_is_refused_before_it_is_requested(
 
     assert refused.value.reason == "origin_not_allowed"
     assert not loopback.requests_to("/x", host="other.test")
+
+
+def test_run_task_takes_session_and_tab_as_inputs(
+    tmp_path: Path, loopback: LoopbackServer, chromium: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from external_query_service.cli import main
+
+    origin = serve(loopback)
+    (tmp_path / "task.toml").write_text(
+        'name = "docs-browser"\nsource = "browser"\nreports_dir = "reports"\n'
+        "[budget]\nmax_pages = 3\nmax_depth = 0\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "settings.toml").write_text(
+        '[network]\nallowed_networks = ["127.0.0.1/32"]\ntimeout_s = 5.0\n'
+        '[network.resolve]\n"docs.test" = "127.0.0.1"\n"other.test" = "127.0.0.1"\n'
+        f'[browser]\nexecutable = "{chromium}"\n',
+        encoding="utf-8",
+    )
+    inputs = {
+        "url": f"{origin}/",
+        "allowed_origins": [origin],
+        "markers": {"requirements": REQUIREMENT},
+        "output": "run.json",
+        "session": "research",
+        "tab": "mine",
+    }
+    code = main(
+        [
+            "run-task",
+            str(tmp_path / "task.toml"),
+            "--inputs",
+            json.dumps(inputs),
+            "--config",
+            str(tmp_path / "settings.toml"),
+            "--policy",
+            "walk",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["receipt"]["exists"] is True
+    assert (tmp_path / "reports" / "run.json").is_file()
