@@ -523,6 +523,9 @@ class ServerSettings(Frozen):
     api_key_hashes: tuple[str, ...] = ()
     #: ``/metrics`` without a key even when keys are configured.
     metrics_public: bool = False
+    #: Serve ``/openapi.json``, ``/docs`` and ``/redoc`` to anyone, outside every limit (they
+    #: hold no secret); false serves none of them.
+    docs: bool = True
     #: Requests per minute per key (a token bucket, burst equal to the rate); 0: no limit.
     requests_per_minute: int = Field(default=0, ge=0)
     #: Requests one key may have in flight at once; 0: no limit.

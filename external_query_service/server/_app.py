@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,7 +18,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Query, Request
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
@@ -28,11 +28,14 @@ from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..runtime._tracing import span
 from ..service import ExternalQueryService
 from ._access import AccessRules, Guard, document_access
+from ._chat import add_chat_routes
 from ._connections import limit_accept_errors
 from ._correlation import RequestIds, log_answer
+from ._cors import JsonCors
 from ._errors import ApiError, install_error_handlers
 from ._hosts import HostAllowList
 from ._limits import BodyLimit
+from ._logs import AccessLog
 from ._metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from ._schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
 from ._sessions import SessionTable, SharedSessionTable
@@ -47,7 +50,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         400: "The body is not JSON, or the Host or X-Request-ID header is not accepted.",
         413: "The body is too large.",
         422: "The question, the semantics or a field is not acceptable (see reason).",
-        503: "The service is shutting down.",
+        503: "The service is overloaded (see Retry-After), or shutting down.",
         504: "The question ran past the request deadline.",
     }.items()
 }
@@ -142,18 +145,22 @@ def create_app(
         version=__version__,
         summary="Answers questions only from external evidence.",
         lifespan=lifespan,
-        # The contract is /openapi.json; the HTML pages would load their scripts from a CDN.
-        docs_url=None,
-        redoc_url=None,
+        # The contract is /openapi.json; its pages (which load their scripts from a CDN) are
+        # how a newcomer reads it. [server] docs = false serves none of the three.
+        openapi_url="/openapi.json" if limits.docs else None,
+        docs_url="/docs" if limits.docs else None,
+        redoc_url="/redoc" if limits.docs else None,
     )
-    # The first added runs innermost: ids, then Host, CORS, keys and limits, body size.
+    # The first added runs innermost: the access line, ids, then Host, CORS, keys and
+    # limits, body size.
     app.add_middleware(
         BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
     )
-    app.add_middleware(Guard, rules=access, count=metrics.error)
+    app.add_middleware(Guard, rules=access, count=metrics.error, routes=app.router.routes)
     if limits.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
+            JsonCors,
+            count=metrics.error,
             allow_origins=list(limits.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=[
@@ -163,10 +170,17 @@ def create_app(
                 "X-Request-ID",
                 "traceparent",
             ],
-            expose_headers=["X-Request-ID", "Retry-After"],
+            expose_headers=[
+                "X-Request-ID",
+                "Retry-After",
+                "X-RateLimit-Limit",
+                "X-RateLimit-Remaining",
+                "X-RateLimit-Reset",
+            ],
         )
     app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
     app.add_middleware(RequestIds)
+    app.add_middleware(AccessLog)  # outermost: it logs every answer, refusals included
     install_error_handlers(app, metrics.error)
     document_access(
         app,
@@ -210,6 +224,8 @@ def create_app(
         log_answer(
             found, route=route, seconds=seconds, question=question if limits.log_questions else None
         )
+        if found.reason == "overloaded":
+            raise _overloaded(service)
         return found
 
     async def reply(
@@ -219,7 +235,9 @@ def create_app(
         ask: Callable[[], Awaitable[ExternalAnswer]],
         keep: Callable[[], Awaitable[str]],
     ) -> Response:
-        """The answer with its session id (``keep()`` keeps the session), or its events."""
+        """The answer with its session id (``keep()`` keeps the session), or its events.
+        A question the service would refuse is refused here, before any event is sent."""
+        service.check_question(request.question, request.semantics)
 
         async def body() -> dict[str, Any]:
             found = await answered(route, request.question, ask)
@@ -279,6 +297,14 @@ def create_app(
             lambda: session.afollow_up(request.question, request.semantics),
             keep,
         )
+
+    add_chat_routes(
+        app,
+        service,
+        answered=answered,
+        heartbeat_s=limits.stream_heartbeat_s,
+        count_error=metrics.error,
+    )
 
     @app.get(
         "/v1/evidence/{ref}",
@@ -350,6 +376,17 @@ async def _warm_up(service: ExternalQueryService, *, owns_process: bool = False)
         if owns_process:
             limits = service.settings.server
             tune_collector(limits.gc_threshold, freeze=limits.gc_freeze)
+
+
+def _overloaded(service: ExternalQueryService) -> ApiError:
+    """503 ``overloaded``: no slot freed within ``queue_timeout_s``; try again after it."""
+    wait_s = max(1, math.ceil(service.settings.network.queue_timeout_s))
+    return ApiError(
+        503,
+        "overloaded",
+        f"every question slot is busy; retry after {wait_s} s",
+        headers={"Retry-After": str(wait_s)},
+    )
 
 
 def _served(found: ExternalAnswer, session_id: str) -> dict[str, Any]:
