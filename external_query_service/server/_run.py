@@ -40,6 +40,7 @@ from ..errors import ExternalQueryError, InputError
 from ..service import ExternalQueryService
 from ..settings import Settings
 from ._access import KeyRing
+from ._access_log import RedactedQuery
 from ._app import create_app
 from ._connections import configure_connections
 from ._correlation import ANSWER_LOG
@@ -116,6 +117,9 @@ def _logging_config() -> dict[str, Any]:
         "class": "logging.StreamHandler",
         "stream": "ext://sys.stderr",
     }
+    # Query strings can carry credentials: the access line prints the path only.
+    config.setdefault("filters", {})["redacted_query"] = {"()": RedactedQuery}
+    config["loggers"]["uvicorn.access"]["filters"] = ["redacted_query"]
     config["loggers"][ANSWER_LOG.name] = {
         "handlers": ["answer"],
         "level": "INFO",
