@@ -330,6 +330,7 @@ class BrowserProvider:
         or refuse it (module docstring)."""
         url = request.url
         loop = asyncio.get_running_loop()
+        main_frame = request.is_navigation_request() and request.frame.parent_frame is None
         if (
             request.method != "GET"
             or request.resource_type in _SKIPPED_TYPES
@@ -338,11 +339,10 @@ class BrowserProvider:
             or budget.bytes >= budget.max_bytes
             or loop.time() >= budget.deadline
         ):
-            budget.refuse(url)
-            await route.abort("blockedbyclient")
+            await _refused(route, budget, url, main_frame)
             return
         rule = None
-        if request.is_navigation_request() and request.frame.parent_frame is None:
+        if main_frame:
             rule = budget.navigation_rule()
             if rule is not None and request.redirected_from is None and not rule(url):
                 await route.abort("blockedbyclient")
@@ -351,13 +351,11 @@ class BrowserProvider:
         try:
             page = await self._fetcher.fetch(url, allow_redirect=rule, deadline=budget.deadline)
         except FetchError:
-            budget.refuse(url)
-            await route.abort("blockedbyclient")
+            await _refused(route, budget, url, main_frame)
             return
         budget.bytes += len(page.body)
         if budget.bytes > budget.max_bytes:
-            budget.refuse(url)
-            await route.abort("blockedbyclient")
+            await _refused(route, budget, url, main_frame)
             return
         if page.redirects and request.is_navigation_request():
             # Chromium asks for the final URL itself (routed again), so the page's address,
@@ -478,6 +476,7 @@ class BrowserSession:
         try:
             html = await page.content()
             _check_navigation(url, budget)
+            _check_document(url, page)
         except PlaywrightError as exc:
             raise RenderFailed(url, reason="navigation_failed", detail=str(exc)[:200]) from None
         body = html.encode("utf-8")
@@ -551,9 +550,26 @@ async def _browser_step(url: str, step: Coroutine[Any, Any, T]) -> T:
         raise RenderFailed(url, reason="browser_error", detail=str(exc)[:200]) from None
 
 
+async def _refused(route: Route, budget: _Budget, url: str, main_frame: bool) -> None:
+    """Refuse one request. A refused main-frame navigation (the page sent itself somewhere
+    the policy refuses, by script or meta refresh) also ends the rendering: Chromium would
+    show its own error page in the tab, which is no document."""
+    budget.refuse(url)
+    if main_frame:
+        budget.navigation_refused = budget.navigation_refused or url
+    await route.abort("blockedbyclient")
+
+
 def _check_navigation(url: str, budget: _Budget) -> None:
     if budget.navigation_refused is not None:
         raise RenderFailed(url, reason="navigation_refused", detail=budget.navigation_refused)
+
+
+def _check_document(url: str, page: Page) -> None:
+    """``RenderFailed`` ``error_page`` when the tab did not end on a web page: Chromium's
+    own error page (``chrome-error://chromewebdata/``), ``about:blank``, a ``data:`` URL."""
+    if not page.url.startswith(("http://", "https://")):
+        raise RenderFailed(url, reason="error_page", detail=page.url[:200])
 
 
 async def _settle(page: Page, budget: _Budget, until: float) -> None:

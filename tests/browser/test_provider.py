@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from external_query_service.browser import BrowserProvider
+from external_query_service.errors import RenderFailed
 from external_query_service.settings import BrowserSettings
 from external_query_service.testing import LoopbackServer, Reply, World, hit
 from tests.support.world import make_service
@@ -314,3 +315,88 @@ def test_dialogs_pop_ups_and_downloads_are_refused(world: World, chromium: str) 
     assert STORY[0] in html
     assert pages == 1  # the pop-up was closed
     assert not world.requests_to("/popup", host="port.test")
+
+
+@pytest.mark.parametrize(
+    "sends",
+    [
+        pytest.param('<script>location.href = "{leak}";</script>', id="script-at-once"),
+        pytest.param(
+            '<script>setTimeout(() => {{ location.href = "{leak}"; }}, 50);</script>',
+            id="script-after-load",
+        ),
+        pytest.param('<meta http-equiv="refresh" content="0; url={leak}">', id="meta-refresh"),
+    ],
+)
+def test_a_page_that_sends_its_tab_to_a_refused_address_is_no_document(
+    world: World, refused: LoopbackServer, chromium: str, sends: str
+) -> None:
+    leak = f"http://127.0.0.2:{refused.port}/leak"
+    body = f"<html><head>{sends.format(leak=leak)}</head><body><p>{STORY[0]}</p></body></html>"
+    url = world.page("port.test", "/away", body)
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> None:
+        session = await provider.session()
+        try:
+            with pytest.raises(RenderFailed) as failed:
+                await session.render(url)
+            assert failed.value.reason == "navigation_refused"
+            assert failed.value.detail == leak
+            # The browser is still usable: the next page renders.
+            good = await session.render(world.page("port.test", "/good", f"<p>{STORY[1]}</p>"))
+            assert STORY[1] in good.page.body.decode()
+        finally:
+            await session.close()
+
+    try:
+        asyncio.run(render())
+    finally:
+        provider.close()
+    assert refused.requests == []
+
+
+def test_in_a_question_such_a_page_fails_as_not_a_document_and_chromes_text_is_not_read(
+    world: World, refused: LoopbackServer, chromium: str
+) -> None:
+    leak = f"http://127.0.0.2:{refused.port}/leak"
+    away = world.page(
+        "port.test", "/away", f'<script>location.href = "{leak}";</script><p>{STORY[0]}</p>'
+    )
+    world.results(QUESTION, [hit(away, "湛江港新闻", "湛江港")])
+    with make_service(
+        world, world.searxng(), browser=browser_section("always"), network=ROOMY
+    ) as service:
+        service.warm_up()
+        answer = service.answer(QUESTION, {"entities": ["湛江港"]})
+
+    assert not answer.evidence
+    detail = answer.audit.named("attempt")[0].detail
+    assert detail["page_failures"] == [f"{away} not_a_document:always"]
+    assert detail["rendered"] == [f"{away} always failed:navigation_refused"]
+    assert "chrome-error" not in answer.model_dump_json()
+
+
+def test_a_tab_that_ends_on_no_web_page_is_no_document(world: World, chromium: str) -> None:
+    url = world.page(
+        "port.test",
+        "/blank",
+        f'<p>{STORY[0]}</p><script>setTimeout(() => {{ location.href = "about:blank"; }}, 20);'
+        "</script>",
+    )
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> RenderFailed:
+        session = await provider.session()
+        try:
+            with pytest.raises(RenderFailed) as failed:
+                await session.render(url)
+            return failed.value
+        finally:
+            await session.close()
+
+    try:
+        failure = asyncio.run(render())
+    finally:
+        provider.close()
+    assert (failure.reason, failure.detail) == ("error_page", "about:blank")
