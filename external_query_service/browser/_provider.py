@@ -114,6 +114,12 @@ _ARGS: Final = (
     "--no-default-browser-check",
     "--disable-features=ServiceWorker,Translate,OptimizationHints,MediaRouter",
     "--dns-prefetch-disable",
+    # WebRTC would otherwise send UDP (STUN, TURN) straight to addresses a page picks, past
+    # both the routing and the dead proxy: only proxied traffic is allowed (there is none
+    # that works), and no local address is handed out without a permission never granted.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--force-webrtc-ip-handling-policy",
+    "--enforce-webrtc-ip-permission-check",
 )
 
 

@@ -6,8 +6,11 @@ process behind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -400,3 +403,76 @@ def test_a_tab_that_ends_on_no_web_page_is_no_document(world: World, chromium: s
     finally:
         provider.close()
     assert (failure.reason, failure.detail) == ("error_page", "about:blank")
+
+
+class _Canary:
+    """A UDP and a TCP listener on 127.0.0.1 that note every datagram and connection."""
+
+    def __init__(self) -> None:
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.udp.settimeout(0.05)
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.tcp.settimeout(0.05)
+        self.heard: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                data, peer = self.udp.recvfrom(65536)
+                self.heard.append(f"udp {peer} {data[:40]!r}")
+            with contextlib.suppress(TimeoutError, OSError):
+                connection, peer = self.tcp.accept()
+                self.heard.append(f"tcp {peer}")
+                connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.udp.close()
+        self.tcp.close()
+
+
+#: A page that gathers ICE candidates through STUN and TURN servers the page chose: UDP
+#: for STUN and TURN/UDP, TCP for TURN/TCP (the TURN username is bytes the page picks).
+WEBRTC = """<html><body><p>{story}</p><script>
+const servers = [
+  {{urls: "stun:127.0.0.1:{udp}"}},
+  {{urls: "turn:127.0.0.1:{udp}?transport=udp", username: "exfil-bytes", credential: "x"}},
+  {{urls: "turn:127.0.0.1:{tcp}?transport=tcp", username: "exfil-bytes", credential: "x"}},
+];
+try {{
+  const pc = new RTCPeerConnection({{iceServers: servers, iceCandidatePoolSize: 4}});
+  pc.createDataChannel("x");
+  pc.createOffer().then(offer => pc.setLocalDescription(offer));
+}} catch (e) {{ document.title = "no webrtc"; }}
+</script></body></html>"""
+
+
+def test_webrtc_sends_nothing_to_stun_or_turn_servers_a_page_names(
+    world: World, chromium: str
+) -> None:
+    canary = _Canary()
+    try:
+        udp, tcp = canary.udp.getsockname()[1], canary.tcp.getsockname()[1]
+        url = world.page("port.test", "/rtc", WEBRTC.format(story=STORY[0], udp=udp, tcp=tcp))
+        provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+        async def render() -> None:
+            session = await provider.session()
+            try:
+                await session.render(url)
+                await asyncio.sleep(1.5)  # candidates gathered late still count
+            finally:
+                await session.close()
+
+        try:
+            asyncio.run(render())
+        finally:
+            provider.close()
+    finally:
+        canary.close()
+    assert canary.heard == []
