@@ -148,9 +148,7 @@ def main() -> None:
         }
         for _ in range(args.runs):
             for processes, with_bombs in sides:
-                results[processes, with_bombs].append(
-                    once(world, adapters[with_bombs], processes)
-                )
+                results[processes, with_bombs].append(once(world, adapters[with_bombs], processes))
     print(f"PDF bombs, {args.runs} interleaved runs, load {os.getloadavg()[0]:.1f}:")
     for (processes, with_bombs), runs in results.items():
         side = f"processes={processes}, {'two bombs + good' if with_bombs else 'good alone'}"
