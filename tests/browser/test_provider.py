@@ -476,3 +476,43 @@ def test_webrtc_sends_nothing_to_stun_or_turn_servers_a_page_names(
     finally:
         canary.close()
     assert canary.heard == []
+
+
+@pytest.mark.parametrize(
+    "allocate",
+    [
+        pytest.param("hold.push(new Array(1 << 20).fill(n))", id="js-arrays"),
+        pytest.param("hold.push(new Uint8Array(16 << 20).fill(n & 255))", id="array-buffers"),
+    ],
+)
+def test_a_page_allocating_in_a_loop_is_refused_and_the_browser_stays_usable(
+    world: World, chromium: str, allocate: str
+) -> None:
+    hog = world.page(
+        "port.test",
+        "/hog",
+        f"<p>{STORY[0]}</p><script>const hold = []; let n = 0;"
+        f"function grow() {{ for (let i = 0; i < 8; i++) {{ n++; {allocate}; }}"
+        " setTimeout(grow, 0); } grow();</script>",
+    )
+    plain = world.page("port.test", "/plain", f"<p>{STORY[1]}</p>")
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> tuple[RenderFailed, str]:
+        session = await provider.session()
+        try:
+            with pytest.raises(RenderFailed) as failed:
+                await session.render(hog)
+            after = await session.render(plain)
+            return failed.value, after.page.body.decode()
+        finally:
+            await session.close()
+
+    try:
+        failure, after = asyncio.run(render())
+        kills = provider.memory_kills
+    finally:
+        provider.close()
+    assert failure.reason == "render_memory"
+    assert kills >= 1
+    assert STORY[1] in after  # the next page renders in the same browser
