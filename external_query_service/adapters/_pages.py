@@ -8,7 +8,7 @@ page still loading after another page was read, for as long again as the slowest
 took (at least ``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it
 keeps loading); once ``max_pages`` pages were read the pages still in flight are cut off at
 once, and once at least one was read and nothing is left to start the pages still loading
-get ``STRAGGLER_GRACE_S`` more (twice the slowest read page's time, if longer) and are then
+get ``STRAGGLER_GRACE_S`` more plus half the slowest read page's time, and are then
 cut off. A page whose body has arrived is no straggler: its analysis is waited for, within
 the question's deadline, unless its markup is over ``ANALYSIS_MARKUP_BUDGET``; such a heavy
 page (a huge table, tens of thousands of attributes) is analysed only when no other page
