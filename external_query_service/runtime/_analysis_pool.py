@@ -28,7 +28,7 @@ when ``processes`` is 0 or while the workers are still starting.
 - The event loop only awaits: a dispatcher thread hands the page over (up to ``_AHEAD`` per
   worker, so a worker never waits for the parent's interpreter lock between pages), and the
   result arrives as a ``concurrent.futures.Future`` (any event loop or thread may ``run``).
-- ``close()`` stops every worker (their PDF readers die with them), kills this process's
+- ``close()`` stops every worker (their PDF readers end with their pipes), kills this process's
   own PDF reader (``text/_pdf.py``) and joins every thread; no child process is left. A pool
   used in a forked child starts workers of its own and never touches its parent's.
 """

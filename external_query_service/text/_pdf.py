@@ -23,7 +23,8 @@ read by a reader process (``_pdf_reader.py``) that bounds itself before it reads
 One reader per process (the service's own, or an analysis worker's), started on the first
 PDF and kept for the next; documents are read one at a time, as PDFium is not thread-safe.
 ``close_readers()`` kills it at once (a thread waiting on it gets ``worker_lost``); the
-analysis pool's ``close()`` calls it, and a reader dies with its parent.
+analysis pool's ``close()`` calls it, and a reader whose parent is gone ends once its pipe
+closes.
 
 Each page's text is ``normalize_text``-ed on its own, so a page's text never runs into the
 next one's. A file that needs a password is ``ExtractionFailed`` ``encrypted``; one whose
@@ -182,7 +183,6 @@ class _Reader:
                 _READER,
                 json.dumps([entry for entry in sys.path if entry]),
                 str(limits.memory_bytes),
-                str(os.getpid()),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

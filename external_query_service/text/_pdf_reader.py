@@ -1,12 +1,15 @@
 """The PDF reader process: PDFium runs here, never in the service's own process.
 
-Started by ``_pdf.py`` as a script (``python _pdf_reader.py SYS_PATH MEMORY PARENT``), so it
+Started by ``_pdf.py`` as a script (``python _pdf_reader.py SYS_PATH MEMORY``), so it
 imports nothing of the package (a reader is up in the time ``pypdfium2`` takes to import).
 Before it reads anything it bounds itself:
 
 - its address space (``RLIMIT_AS``, ``MEMORY`` bytes): an allocation past it fails
   (``MemoryError``, or PDFium aborts), and the document is ``content_too_large``;
-- core dumps off (``RLIMIT_CORE`` 0), and it dies with its parent (``PR_SET_PDEATHSIG``);
+- core dumps off (``RLIMIT_CORE`` 0); it ends when its parent's end of the pipe closes
+  (the parent exited or was killed), at the latest once the document it reads is done or
+  past its CPU allowance (a parent-death signal would fire when the *thread* that started
+  it ends, and threads that read PDFs come and go);
 - per document, its CPU time (``RLIMIT_CPU``, soft limit at the CPU used so far plus the
   document's allowance): past it the kernel ends the process with ``SIGXCPU``, which the
   parent reports as ``cpu_deadline``.
@@ -42,7 +45,6 @@ _STEP = 64 * 1024
 _OUTPUT_STEP = 1024 * 1024
 #: Flate layers followed inside one stream (a Flate stream of a Flate stream of ...).
 _MAX_LAYERS = 4
-_PR_SET_PDEATHSIG = 1
 
 
 def _send(out: IO[bytes], data: bytes) -> None:
@@ -57,18 +59,6 @@ def _recv(source: IO[bytes]) -> bytes | None:
     (size,) = struct.unpack(">I", head)
     data = source.read(size)
     return data if len(data) == size else None
-
-
-def _die_with_parent(parent: int) -> None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(0)  # the parent died before the signal was set up
 
 
 def _cpu_allowance(seconds: float) -> None:
@@ -195,8 +185,7 @@ def main() -> None:
     """The reader's life: bound itself, import PDFium, say ready, then read one document
     per request until its parent closes the pipe (module docstring)."""
     sys.path[:] = json.loads(sys.argv[1])
-    memory, parent = int(sys.argv[2]), int(sys.argv[3])
-    _die_with_parent(parent)
+    memory = int(sys.argv[2])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     import pypdfium2 as pdfium  # type: ignore[import-untyped]

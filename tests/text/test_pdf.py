@@ -309,3 +309,14 @@ def test_bombs_among_good_pages_leave_the_answer_to_the_good_ones(
         "cut_off:analysis",
     }
     assert "pdfium" not in Path("/proc/self/maps").read_text()
+
+
+def test_a_reader_outlives_the_thread_that_started_it() -> None:
+    close_readers()
+    thread = threading.Thread(target=read, args=(notice_pdf(),))
+    thread.start()
+    thread.join(60)
+    started = reader_stats()["started"]
+
+    assert read(notice_pdf()).page_count == 3  # the same reader, from another thread
+    assert reader_stats()["started"] == started
