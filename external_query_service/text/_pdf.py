@@ -307,7 +307,10 @@ class _Readers:
 
     def read(self, body: bytes, header: dict[str, Any], limits: PdfLimits) -> dict[str, Any]:
         with self._lock:
-            reader = self._current(limits)
+            try:
+                reader = self._current(limits)
+            except (OSError, ExtractionFailed):  # no reader could start: nothing read it
+                return {"failed": _LOST}
             reply = reader.read(body, header, limits.wall_s)
             if reply is None:
                 stuck = reader.timed_out and reader.process.poll() is None
