@@ -261,7 +261,7 @@ def test_closing_the_readers_frees_a_thread_waiting_on_one() -> None:
 
     thread = threading.Thread(target=reading)
     thread.start()
-    for _ in range(200):  # until the reader has the document
+    for _ in range(1200):  # until the reader is busy with the document (a minute at most)
         pid = reader_stats()["pid"]
         if pid and int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11]) > 50:
             break
