@@ -347,6 +347,10 @@ class BrowserProvider:
         await asyncio.to_thread(self.close)
 
     async def _shutdown(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch
         for session in list(self._sessions.values()):
             with contextlib.suppress(Exception):
                 await session._context.close()
