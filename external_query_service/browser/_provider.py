@@ -63,6 +63,7 @@ __all__ = [
     "BROWSER_ACCEPT_TYPES",
     "DEAD_PROXY",
     "EXECUTABLES",
+    "RENDERER_MAX_BYTES",
     "BrowserProvider",
     "BrowserSession",
     "Rendering",
