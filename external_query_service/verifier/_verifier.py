@@ -85,6 +85,7 @@ from ..text._language import AnswerLanguage, answer_language
 from ..text._targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
 from ._conflicts import value_conflicts
 from ._copies import copy_groups
+from ._needs import SourcesNeeded, sources_needed
 from ._notes import ReaderNote, render_note
 from ._timecheck import check_time, local_date
 
@@ -238,39 +239,31 @@ class EvidenceVerifier:
     # -- bundle -------------------------------------------------------------------------------
 
     def _source_checks(self, plan: ExternalQueryPlan, admitted: Sequence[_Judged]) -> _Sources:
-        if plan.answer_contract == "compare_with_sources" and plan.compare_targets:
-            return self._coverage_checks(plan.compare_targets, admitted)
-        required = {
-            "direct_fact": self._limits.min_sources_direct_fact,
-            "summary_with_sources": self._limits.min_sources_summary,
-            # A compare plan without compare targets: hold the whole bundle to the per-target bar.
-            "compare_with_sources": self._limits.min_sources_per_compare_target,
-        }[plan.answer_contract]
+        needed = sources_needed(plan, self._limits)
+        if needed.targets:
+            return _coverage_checks(needed, admitted)
         sites = _sites(item.evidence for item in admitted)
-        check = _count_check("sources", sites, required)
+        check = _count_check("sources", sites, needed.sites)
         return _Sources(checks=(check,), missing_targets=(), enough=check.passed)
 
-    def _coverage_checks(self, targets: Sequence[str], admitted: Sequence[_Judged]) -> _Sources:
-        required = self._limits.min_sources_per_compare_target
-        checks: list[CheckResult] = []
-        missing: list[str] = []
-        for target in targets:
-            covering = (
-                item.evidence for item in admitted if target in item.matched_compare_targets
-            )
-            check = _count_check("coverage", _sites(covering), required, target=target)
-            checks.append(check)
-            if not check.passed:
-                missing.append(target)
-        summary = CheckResult(
-            check="sources",
-            passed=not missing,
-            reason="insufficient_sources" if missing else "ok",
-            detail=f"{len(targets) - len(missing)} of {len(targets)} compare targets covered",
-        )
-        return _Sources(
-            checks=(*checks, summary), missing_targets=tuple(missing), enough=not missing
-        )
+
+def _coverage_checks(needed: SourcesNeeded, admitted: Sequence[_Judged]) -> _Sources:
+    targets = needed.targets
+    checks: list[CheckResult] = []
+    missing: list[str] = []
+    for target in targets:
+        covering = (item.evidence for item in admitted if target in item.matched_compare_targets)
+        check = _count_check("coverage", _sites(covering), needed.sites, target=target)
+        checks.append(check)
+        if not check.passed:
+            missing.append(target)
+    summary = CheckResult(
+        check="sources",
+        passed=not missing,
+        reason="insufficient_sources" if missing else "ok",
+        detail=f"{len(targets) - len(missing)} of {len(targets)} compare targets covered",
+    )
+    return _Sources(checks=(*checks, summary), missing_targets=tuple(missing), enough=not missing)
 
 
 def _target_check(
