@@ -2,8 +2,11 @@
 
 What is asked is known only where the plan fixes it:
 
-- ``weather``: the temperature (the first one an evidence states, in °C or °F); values more
-  than ``TEMPERATURE_SPREAD`` degrees apart disagree;
+- ``weather``: the temperature (the first one an evidence states, in °C or °F, read with
+  the next one as a low and a high when the same sentence gives it in the same unit: so
+  ``最高24℃最低18℃`` and ``气温18至24℃`` are one range); values more than
+  ``TEMPERATURE_SPREAD`` degrees apart disagree, two ranges end for end, and a lone value
+  agrees with a range it falls in;
 - ``exchange_rate``: the rate (a fact named ``rate``, else the first number other than 1
   written without a unit, dates left out); more than ``RATE_SPREAD`` apart (relative);
 - any other kind: a fact the evidence's provider named (a quote's ``price``), compared with
@@ -32,6 +35,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,20 +53,33 @@ TEMPERATURE_SPREAD = Decimal(2)
 RATE_SPREAD = Decimal("0.005")
 QUANTITY_SPREAD = Decimal("0.01")
 _TEMPERATURE_UNITS = frozenset({"°C", "°F"})
+#: Where a sentence ends: a low and a high are read together only inside one sentence.
+_SENTENCE_END = re.compile(r"[。！？；!?;\n]|\.(?:\s|$)")
 #: The subject of an event's date; its value is the day's ordinal (``date.toordinal``).
 _EVENT_DATE = "event_date"
 
 
 @dataclass(frozen=True, slots=True)
 class _Value:
+    """What one evidence says: ``value``, or the range from ``value`` to ``high`` (a low and
+    a high given together, as ``18至24℃`` or ``最高24℃最低18℃``)."""
+
     evidence: Evidence
     value: Decimal
     unit: str
     subject: str
+    high: Decimal | None = None
+
+    @property
+    def top(self) -> Decimal:
+        return self.value if self.high is None else self.high
 
     def spelled(self) -> str:
         if self.subject == _EVENT_DATE:
             return date.fromordinal(int(self.value)).isoformat()
+        if self.high is not None:
+            low = format(self.value.normalize(), "f")
+            return f"{low}–{Quantity(self.high, self.unit, 0, 0).spelled()}"
         return Quantity(self.value, self.unit, 0, 0).spelled()
 
 
@@ -92,9 +109,10 @@ def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
         return
     if plan.query_kind == "weather":
         text = _without_dates(evidence.snippet)
-        first = next((q for q in find_quantities(text) if q.unit in _TEMPERATURE_UNITS), None)
-        if first is not None:
-            yield _Value(evidence, first.value, first.unit, "temperature")
+        found = [q for q in find_quantities(text) if q.unit in _TEMPERATURE_UNITS]
+        if found:
+            low, high = _low_high(text, found)
+            yield _Value(evidence, low, found[0].unit, "temperature", high)
         return
     if plan.query_kind == "exchange_rate":
         rate = _fact(evidence, "rate")
@@ -120,6 +138,21 @@ def _event_date(plan: ExternalQueryPlan, evidence: Evidence) -> date | None:
     if plan.time_range is not None:
         days = {day for day in days if plan.time_range.covers(day)}
     return days.pop() if len(days) == 1 else None
+
+
+def _low_high(text: str, found: Sequence[Quantity]) -> tuple[Decimal, Decimal | None]:
+    """The first temperature, with the next one when the same sentence gives it in the same
+    unit: a forecast's low and high, whichever it writes first (``最高24℃最低18℃`` and
+    ``18至24℃`` are one range). A lone value has no high."""
+    first = found[0]
+    second = next(iter(found[1:]), None)
+    if second is None or second.unit != first.unit:
+        return first.value, None
+    if _SENTENCE_END.search(text, first.end, second.start):
+        return first.value, None
+    if second.value == first.value:
+        return first.value, None
+    return min(first.value, second.value), max(first.value, second.value)
 
 
 def _fact(evidence: Evidence, name: str) -> Decimal | None:
@@ -164,16 +197,29 @@ def _close(subject: str, left: Decimal, right: Decimal) -> bool:
     return scale == 0 or abs(left - right) / scale <= spread
 
 
+def _agree(left: _Value, right: _Value) -> bool:
+    """Two ranges agree end for end; a lone value agrees with a range it falls in (or near
+    either end of); two lone values agree within the spread."""
+    subject = left.subject
+    if (left.high is None) != (right.high is None):
+        one, span = (left, right) if left.high is None else (right, left)
+        inside = span.value <= one.value <= span.top
+        return (
+            inside or _close(subject, one.value, span.value) or _close(subject, one.value, span.top)
+        )
+    return _close(subject, left.value, right.value) and _close(subject, left.top, right.top)
+
+
 def _disagreements(target: str | None, votes: list[_Value]) -> list[ValueConflict]:
     """One conflict per opinion that differs from the largest one."""
     if len(votes) < 2:
         return []
+    # Votes that agree, directly or through others, are one opinion.
     opinions: list[list[_Value]] = []
-    for vote in sorted(votes, key=lambda v: v.value):
-        if opinions and _close(vote.subject, opinions[-1][-1].value, vote.value):
-            opinions[-1].append(vote)
-        else:
-            opinions.append([vote])
+    for vote in votes:
+        joined = [group for group in opinions if any(_agree(vote, v) for v in group)]
+        opinions = [group for group in opinions if all(group is not j for j in joined)]
+        opinions.append([member for group in joined for member in group] + [vote])
     if len(opinions) < 2:
         return []
     # The largest opinion first; among equals, the one whose best-ranked vote ranks first.
