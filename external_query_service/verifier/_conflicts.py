@@ -19,8 +19,9 @@ than its own publication date (inside the plan's range, when it has one): the pu
 date is when the page was written, not when the event happened, and a text naming two
 dates does not say which is the event's. Such evidence does not vote.
 
-A page's free text about any other kind has no value the plan names, so it is never set
-against another page's (two pages quoting different figures may be about different things).
+Where no evidence states a value the plan names (any other question, the fallback plan
+among them), the value each passage gives is read where passages of other sites word the
+statement alike (``_values``): one group of votes per slot, compared by its rules.
 
 Only evidence about the same target (a compare target it covers, else the plan's) and the
 same day (its first stated date in the plan's range, else its first stated date, else its
@@ -46,6 +47,7 @@ from ..models import Evidence, ExternalQueryPlan, ValueConflict
 from ..net._sites import registrable_domain, url_host
 from ..text._dates import date_spans, find_dates
 from ..text._quantities import Quantity, find_quantities
+from ._values import Reading, agree, slot_readings
 
 __all__ = ["QUANTITY_SPREAD", "RATE_SPREAD", "TEMPERATURE_SPREAD", "value_conflicts"]
 
@@ -69,12 +71,16 @@ class _Value:
     unit: str
     subject: str
     high: Decimal | None = None
+    #: Where the value is a passage's reading at a slot (``_values``), that reading.
+    reading: Reading | None = None
 
     @property
     def top(self) -> Decimal:
         return self.value if self.high is None else self.high
 
     def spelled(self) -> str:
+        if self.reading is not None:
+            return self.reading.text
         if self.subject == _EVENT_DATE:
             return date.fromordinal(int(self.value)).isoformat()
         if self.high is not None:
@@ -95,10 +101,31 @@ def value_conflicts(
             day = None if value.subject == _EVENT_DATE else _day(plan, evidence)
             for target in covered or (None,):
                 groups.setdefault((target, day, value.subject, value.unit), []).append(value)
+    if not groups:
+        _slot_groups(plan, ranked, groups)
     found: list[ValueConflict] = []
     for (target, _day_key, _subject, _unit), values in groups.items():
         found.extend(_disagreements(target, _one_per_site(values)))
     return tuple(found)
+
+
+def _slot_groups(
+    plan: ExternalQueryPlan,
+    ranked: Sequence[tuple[Evidence, tuple[str, ...]]],
+    groups: dict[tuple[str | None, date | None, str, str], list[_Value]],
+) -> None:
+    """Where no evidence states a value the plan names: what each passage gives where
+    passages of other sites word the statement alike (``_values``), per slot."""
+    covered = {evidence.evidence_id: targets for evidence, targets in ranked}
+    for readings in slot_readings(plan.question, [evidence for evidence, _ in ranked]):
+        for reading in readings:
+            evidence = reading.evidence
+            # A time-bound question compares statements about one day; any other compares
+            # what the passages say whenever they were written.
+            day = _day(plan, evidence) if plan.time_range is not None else None
+            value = _Value(evidence, reading.value, reading.unit, reading.slot, reading=reading)
+            for target in covered[evidence.evidence_id] or (None,):
+                groups.setdefault((target, day, reading.slot, ""), []).append(value)
 
 
 def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
@@ -199,7 +226,10 @@ def _close(subject: str, left: Decimal, right: Decimal) -> bool:
 
 def _agree(left: _Value, right: _Value) -> bool:
     """Two ranges agree end for end; a lone value agrees with a range it falls in (or near
-    either end of); two lone values agree within the spread."""
+    either end of); two lone values agree within the spread; readings at a slot by the
+    slot's rules (``_values.agree``)."""
+    if left.reading is not None and right.reading is not None:
+        return agree(left.reading, right.reading)
     subject = left.subject
     if (left.high is None) != (right.high is None):
         one, span = (left, right) if left.high is None else (right, left)

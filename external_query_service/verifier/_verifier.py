@@ -88,6 +88,7 @@ from ._copies import copy_groups
 from ._needs import SourcesNeeded, sources_needed
 from ._notes import ReaderNote, render_note
 from ._timecheck import check_time, local_date
+from ._values import differ_in_value
 
 __all__ = [
     "PLAUSIBLE_POPULATION_SHARE",
@@ -149,7 +150,10 @@ class EvidenceVerifier:
         admitted = tuple(item for item in judged if item.admitted)
         slot_check, missing_slots = _slot_check(plan, gathered.findings)
         candidate_checks, clarify_options = _candidate_checks(gathered.findings, plan)
-        copies = copy_groups(_ranked(item.evidence for item in admitted))
+        copies = copy_groups(
+            _ranked(item.evidence for item in admitted),
+            apart=lambda one, other: differ_in_value(plan.question, one, other),
+        )
         copied = {copy for group in copies for copy in group.copies}
         counted = tuple(item for item in admitted if item.evidence.evidence_id not in copied)
         sources = self._source_checks(plan, counted)
