@@ -449,7 +449,16 @@ class CheckResult(Frozen):
     evidence it was about (None for a bundle check)."""
 
     check: Literal[
-        "origin", "target", "time", "sources", "coverage", "slots", "candidates", "values", "copies"
+        "origin",
+        "target",
+        "time",
+        "sources",
+        "coverage",
+        "slots",
+        "candidates",
+        "values",
+        "copies",
+        "parts",
     ]
     passed: bool
     reason: str
@@ -513,6 +522,8 @@ class VerifierResult(Frozen):
     conflicts: tuple[ValueConflict, ...] = ()
     #: Admitted evidence merged as copies of one original (counted once).
     copies: tuple[CopyGroup, ...] = ()
+    #: Parts of a question asked in parts that no admitted evidence covers, as written.
+    missing_parts: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

@@ -46,7 +46,9 @@ from decimal import Decimal
 from ..models import Evidence, ExternalQueryPlan, ValueConflict
 from ..net._sites import registrable_domain, url_host
 from ..text._dates import date_spans, find_dates
+from ..text._parts import covers, question_parts
 from ..text._quantities import Quantity, find_quantities
+from ..text._tokens import terms
 from ._values import Reading, agree, slot_readings
 
 __all__ = ["QUANTITY_SPREAD", "RATE_SPREAD", "TEMPERATURE_SPREAD", "value_conflicts"]
@@ -117,6 +119,13 @@ def _slot_groups(
     """Where no evidence states a value the plan names: what each passage gives where
     passages of other sites word the statement alike (``_values``), per slot."""
     covered = {evidence.evidence_id: targets for evidence, targets in ranked}
+    # A question asked in parts: a passage is about the parts it covers, as a comparison's
+    # evidence is about its targets (two parts' values are not one value).
+    parts = () if plan.compare_targets else question_parts(plan.question)
+    if parts:
+        for evidence, _targets in ranked:
+            held = frozenset(terms(f"{evidence.title}\n{evidence.snippet}"))
+            covered[evidence.evidence_id] = tuple(part.text for part in parts if covers(part, held))
     for readings in slot_readings(plan.question, [evidence for evidence, _ in ranked]):
         for reading in readings:
             evidence = reading.evidence

@@ -9,7 +9,9 @@ within ``MAX_VALUE_WORDS`` words on each side: a diff of the two, read locally, 
 the slot in a near-copy and in two passages written apart that word the statement alike
 (``共有…个座位``). The shared words before and after say what the value is *of*; the words
 between are the value each passage gives. A value cut inside a number or a date is widened
-to the whole of it (``1.2万`` and ``1.5万`` differ in one digit).
+to the whole of it (``1.2万`` and ``1.5万`` differ in one digit); a number or date with
+other words beside it between the shared words is no value (the passages differ in more
+than the value: they make another statement).
 
 The two values of a slot are compared only when they are of one type:
 
@@ -191,8 +193,8 @@ def _read(passage: _Passage, start: int, end: int, slot: str) -> Reading | None:
     for day_start, day_end, day in date_spans(text, reference=reference):
         if day_start < high and low < day_end:
             outside = text[low:day_start] + text[day_end:high]
-            if _has_digit(outside):
-                return None  # a date and another number: not one value
+            if _has_digit(outside) or _has_letter(outside):
+                return None  # the passages differ in more than the date: another statement
             if day == reference:
                 return None  # the page's own dateline: when it was written, not a value
             return Reading(
@@ -201,6 +203,8 @@ def _read(passage: _Passage, start: int, end: int, slot: str) -> Reading | None:
     numbers = [q for q in find_quantities(text) if q.start < high and low < q.end]
     if len(numbers) == 1:
         (number,) = numbers
+        if _has_letter(text[low : number.start] + text[number.end : high]):
+            return None  # the passages differ in more than the number: another statement
         written = text[min(low, number.start) : max(high, number.end)]
         return Reading(
             passage.evidence,
@@ -221,7 +225,7 @@ def _read(passage: _Passage, start: int, end: int, slot: str) -> Reading | None:
     return Reading(passage.evidence, slot, "name", name, key=_fold(name))
 
 
-_ARABIC = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_ARABIC = re.compile(r"\d[\d,]{0,30}(?:\.\d{1,12})?")
 
 
 def _place(written: str, value: Decimal) -> Decimal:
@@ -240,6 +244,10 @@ def _place(written: str, value: Decimal) -> Decimal:
 
 def _has_digit(text: str) -> bool:
     return any(char.isdigit() for char in text)
+
+
+def _has_letter(text: str) -> bool:
+    return any(char.isalpha() for char in text)
 
 
 def _is_mark(char: str) -> bool:

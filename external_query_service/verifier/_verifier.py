@@ -82,7 +82,9 @@ from ..net._sites import check_origin, registrable_domain, url_host
 from ..settings import Settings
 from ..text._currencies import currency_aliases, currency_code, currency_pair, iso_codes
 from ..text._language import AnswerLanguage, answer_language
+from ..text._parts import covers, question_parts
 from ..text._targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
+from ..text._tokens import terms
 from ._conflicts import value_conflicts
 from ._copies import copy_groups
 from ._needs import SourcesNeeded, sources_needed
@@ -161,6 +163,7 @@ class EvidenceVerifier:
             plan,
             [(item.evidence, item.matched_compare_targets) for item in _ranked_judged(counted)],
         )
+        parts_check, missing_parts = _parts_check(plan, admitted)
         undecided = plan.answer_contract == "direct_fact" and any(
             not conflict.majority for conflict in conflicts
         )
@@ -184,6 +187,7 @@ class EvidenceVerifier:
         checks += [slot_check, *candidate_checks, *sources.checks]
         checks += [_copy_check(group) for group in copies]
         checks += [_conflict_check(conflict, decisive=undecided) for conflict in conflicts]
+        checks += [parts_check] if parts_check is not None else []
         decisions = [item.decision() for item in judged]
         result = VerifierResult(
             status=status,
@@ -196,6 +200,7 @@ class EvidenceVerifier:
             clarify_options=clarify_options,
             conflicts=conflicts,
             copies=copies,
+            missing_parts=missing_parts,
         )
         language = answer_language(plan.language, self._language)
         notes = _uncertainties(admitted, language)
@@ -526,6 +531,33 @@ def _ranked(evidence: Iterable[Evidence]) -> list[Evidence]:
 
 def _ranked_judged(judged: Iterable[_Judged]) -> list[_Judged]:
     return sorted(judged, key=lambda item: -item.evidence.score)
+
+
+def _parts_check(
+    plan: ExternalQueryPlan, admitted: Sequence[_Judged]
+) -> tuple[CheckResult | None, tuple[str, ...]]:
+    """For a question asked in parts (``text._parts``; a comparison names its parts as
+    compare targets instead): the parts no admitted evidence covers. Informational: the
+    answer quotes a passage for each part covered and says which part is missing."""
+    parts = () if plan.compare_targets else question_parts(plan.question)
+    if not parts:
+        return None, ()
+    held = [
+        frozenset(terms(f"{item.evidence.title}\n{item.evidence.snippet}")) for item in admitted
+    ]
+    missing = tuple(part.text for part in parts if not any(covers(part, t) for t in held))
+    check = CheckResult(
+        check="parts",
+        passed=not missing,
+        reason="missing_parts" if missing else "ok",
+        detail=f"{len(parts) - len(missing)} of {len(parts)} parts covered"
+        + (f"; missing: {', '.join(missing)}" if missing else ""),
+    )
+    return check, missing
+
+
+def _terms(evidence: Evidence) -> frozenset[str]:
+    return frozenset(terms(f"{evidence.title}\n{evidence.snippet}"))
 
 
 def _copy_check(group: CopyGroup) -> CheckResult:
