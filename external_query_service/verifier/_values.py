@@ -5,7 +5,9 @@ Each passage is read as words: each CJK character a word, each run of other lett
 digits a word, and each other character but a space a word of its own (punctuation is where
 a statement ends). For two passages of different sites, a *slot* is where they run alike for
 ``CONTEXT_WORDS`` words, then differ, then run alike again for ``CONTEXT_WORDS`` words
-within ``MAX_VALUE_WORDS`` words on each side: a diff of the two, read locally, so it finds
+within ``MAX_VALUE_WORDS`` words on each side, the shared words being ones each passage
+writes once (anchors, as a patience diff takes them): a diff of the two, read locally, so it
+finds
 the slot in a near-copy and in two passages written apart that word the statement alike
 (``共有…个座位``). The shared words before and after say what the value is *of*; the words
 between are the value each passage gives. A value cut inside a number or a date is widened
@@ -20,13 +22,14 @@ The two values of a slot are compared only when they are of one type:
 - a **number** each (``text._quantities``, in the same unit, a unit written two ways being
   one unit): they agree when they differ by at most half the last place the coarser one is
   written to (``2.3亿`` and ``230,400,000`` agree; ``1949`` and ``1950`` do not);
-- a **name** each (no digit, no punctuation, at most ``MAX_NAME_CHARS`` characters): two
-  names disagree unless equal after NFKC and case folding.
+- a **name** each (no digit, nothing that ends a clause, at most ``MAX_NAME_CHARS``
+  characters): two names disagree unless equal after NFKC and case folding.
 
-Only a slot about what is asked counts: the shared words on each side hold a word of
-letters (not digits and marks alone), the words within ``WINDOW_WORDS`` of it (in the
-passage it was found in) hold at least ``ASKED_PAIRS`` of the question's pairs of
-consecutive words, and neither value is written in the question (what is asked is not in
+Only a slot about what is asked counts: the shared words hold a word of letters on each
+side (not digits and marks alone), the words within ``WINDOW_WORDS`` of it (in the
+passage it was found in) hold at least ``ASKED_TERMS`` of the question's index terms
+(``text._tokens.query_terms``: its words less those that only carry its grammar), and
+neither value is written in the question (what is asked is not in
 the question). A slot elsewhere, say two copies of an article differing in a figure the
 question is not about, is left alone. Nothing here reads the plan's kind or a list of words.
 
@@ -40,16 +43,16 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from itertools import pairwise
 from typing import Literal
 
 from ..models import Evidence
 from ..net._sites import registrable_domain, url_host
 from ..text._dates import date_spans
 from ..text._quantities import find_quantities
+from ..text._tokens import query_terms, terms
 
 __all__ = [
-    "ASKED_PAIRS",
+    "ASKED_TERMS",
     "CONTEXT_WORDS",
     "MAX_NAME_CHARS",
     "MAX_VALUE_WORDS",
@@ -61,21 +64,21 @@ __all__ = [
 ]
 
 #: Words two passages must share on each side of a slot.
-CONTEXT_WORDS = 3
+CONTEXT_WORDS = 4
 #: At most this many words of each passage between the shared words.
-MAX_VALUE_WORDS = 8
+MAX_VALUE_WORDS = 16
 #: A name longer than this many characters is a phrase, not a value.
 MAX_NAME_CHARS = 24
-#: How far from the slot the question's word pairs are looked for, in words each side.
-WINDOW_WORDS = 24
-#: How many of the question's distinct word pairs must be that near the slot.
-ASKED_PAIRS = 2
+#: How far from the slot the question's terms are looked for, in words each side.
+WINDOW_WORDS = 12
+#: How many of the question's distinct terms must be that near the slot.
+ASKED_TERMS = 1
 
 _CJK_CLASS = "\u3400-\u9fff\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+|[^\\s\\w]|_")
-#: Characters a name may hold besides letters, marks and digits' absence: the separators
-#: written inside names (``J. R. R. Tolkien``, ``让-保罗``, ``O'Brien``, ``马克·吐温``).
-_NAME_JOINERS = frozenset(" .'-·・")
+#: Where a clause ends: a name holds none of these (brackets, quotation marks, the
+#: enumeration comma and the separators inside names, ``马克·吐温``, may be in one).
+_CLAUSE_ENDS = frozenset("。！？；，,;!?\n")
 
 Kind = Literal["number", "date", "name"]
 
@@ -117,13 +120,8 @@ def _passage(evidence: Evidence) -> _Passage:
     return passage
 
 
-def _question_pairs(question: str) -> frozenset[tuple[str, str]]:
-    words = [
-        word.casefold()
-        for word in _WORD.findall(unicodedata.normalize("NFKC", question))
-        if word[0].isalnum()
-    ]
-    return frozenset(pairwise(words))
+def _question_terms(question: str) -> frozenset[str]:
+    return frozenset(query_terms(question))
 
 
 def _fold(text: str) -> str:
@@ -143,43 +141,55 @@ def _slots(left: _Passage, right: _Passage) -> Iterator[tuple[SlotKey, int, int]
     a, b = left.words, right.words
     for i in range(CONTEXT_WORDS, len(a)):
         before = tuple(a[i - CONTEXT_WORDS : i])
-        for j in right.grams.get(before, ()):
-            if j < len(b) and a[i] == b[j]:
-                continue  # still running alike
-            found = _after(a, i, right, j)
-            if found is not None:
-                k, after = found
-                yield (before, after), i, i + k
+        ends = right.grams.get(before, ())
+        if len(ends) != 1 or len(left.grams[before]) != 1:
+            continue  # anchors are words each passage writes once, as a patience diff's
+        (j,) = ends
+        if j < len(b) and a[i] == b[j]:
+            continue  # still running alike
+        found = _after(a, i, left, right, j)
+        if found is not None:
+            k, after = found
+            yield (before, after), i, i + k
 
 
-def _after(a: list[str], i: int, right: _Passage, j: int) -> tuple[int, tuple[str, ...]] | None:
-    """The nearest place past ``a[i]`` and ``b[j]`` where both run alike again: the words
-    of ``a`` skipped and the shared words."""
+def _after(
+    a: list[str], i: int, left: _Passage, right: _Passage, j: int
+) -> tuple[int, tuple[str, ...]] | None:
+    """The nearest place past ``a[i]`` and ``b[j]`` where both run alike again (on words
+    each writes once): the words of ``a`` skipped and the shared words."""
     best: tuple[int, int, tuple[str, ...]] | None = None
     for k in range(MAX_VALUE_WORDS + 1):
         if i + k + CONTEXT_WORDS > len(a):
             break
         gram = tuple(a[i + k : i + k + CONTEXT_WORDS])
-        for end in right.grams.get(gram, ()):
-            skipped = end - CONTEXT_WORDS - j
-            if 0 <= skipped <= MAX_VALUE_WORDS and (k or skipped):
-                if best is None or k + skipped < best[0]:
-                    best = (k + skipped, k, gram)
-                break
+        ends = right.grams.get(gram, ())
+        if len(ends) != 1 or len(left.grams[gram]) != 1:
+            continue
+        skipped = ends[0] - CONTEXT_WORDS - j
+        if (
+            0 <= skipped <= MAX_VALUE_WORDS
+            and (k or skipped)
+            and (best is None or k + skipped < best[0])
+        ):
+            best = (k + skipped, k, gram)
     return None if best is None else (best[1], best[2])
 
 
 def _value_at(passage: _Passage, key: SlotKey) -> tuple[int, int] | None:
-    """Where the passage's value for the slot ``key`` starts and ends (word indexes): the
-    first place its words before the slot are followed, within ``MAX_VALUE_WORDS``, by its
-    words after."""
+    """Where the passage's value for the slot ``key`` starts and ends (word indexes): where
+    its words before the slot are followed, within ``MAX_VALUE_WORDS``, by its words after,
+    each written once in it."""
     before, after = key
     words = passage.words
-    for start in passage.grams.get(before, ()):
-        for k in range(MAX_VALUE_WORDS + 1):
-            end = start + k
-            if tuple(words[end : end + CONTEXT_WORDS]) == after:
-                return start, end
+    starts = passage.grams.get(before, ())
+    if len(starts) != 1 or len(passage.grams.get(after, ())) != 1:
+        return None  # an anchor written twice: which place is meant is not known
+    (start,) = starts
+    for k in range(MAX_VALUE_WORDS + 1):
+        end = start + k
+        if tuple(words[end : end + CONTEXT_WORDS]) == after:
+            return start, end
     return None
 
 
@@ -220,8 +230,8 @@ def _read(passage: _Passage, start: int, end: int, slot: str) -> Reading | None:
     name = text[low:high].strip()
     if not name or len(name) > MAX_NAME_CHARS:
         return None
-    if not all(char.isalpha() or char in _NAME_JOINERS or _is_mark(char) for char in name):
-        return None
+    if any(char in _CLAUSE_ENDS for char in name):
+        return None  # a clause or more: a statement, not a name
     return Reading(passage.evidence, slot, "name", name, key=_fold(name))
 
 
@@ -250,10 +260,6 @@ def _has_letter(text: str) -> bool:
     return any(char.isalpha() for char in text)
 
 
-def _is_mark(char: str) -> bool:
-    return unicodedata.category(char).startswith("M")
-
-
 def agree(left: Reading, right: Reading) -> bool:
     """Whether two readings of one slot say the same (the rules in the module docstring);
     readings of different types, or numbers in different units, are never compared, and
@@ -269,16 +275,18 @@ def agree(left: Reading, right: Reading) -> bool:
     return abs(left.value - right.value) <= max(left.place, right.place) / 2
 
 
-def _asked(passage: _Passage, start: int, end: int, pairs: frozenset[tuple[str, str]]) -> bool:
-    words = passage.words
-    near = [*words[max(0, start - WINDOW_WORDS) : start], "", *words[end : end + WINDOW_WORDS]]
-    found = set(pairwise(near)) & pairs
-    return len(found) >= ASKED_PAIRS
+def _asked(passage: _Passage, start: int, end: int, asked: frozenset[str]) -> bool:
+    spans = passage.spans
+    before = passage.text[spans[max(0, start - WINDOW_WORDS)][0] : spans[start][0]]
+    last = min(len(spans), end + WINDOW_WORDS) - 1
+    after = passage.text[spans[end][0] : spans[last][1]] if end < len(spans) else ""
+    found = (set(terms(before)) | set(terms(after))) & asked
+    return len(found) >= ASKED_TERMS
 
 
 def _worded(key: SlotKey) -> bool:
-    """Whether the shared words on each side hold a word of letters: digits and marks
-    alone (a date's ``-11-``) say nothing of what the value is of."""
+    """Whether the shared words hold a word of letters on each side: digits and marks
+    alone (a dateline's ``-11-20``) say nothing of what the value is of."""
     return all(any(word[0].isalpha() for word in side) for side in key)
 
 
@@ -301,7 +309,7 @@ def slot_readings(question: str, ranked: Sequence[Evidence]) -> tuple[tuple[Read
     the reading of every passage that has it (first ranked first), where two or more of
     them disagree."""
     passages = [_passage(item) for item in ranked]
-    pairs = _question_pairs(question)
+    asked = _question_terms(question)
     folded_question = _fold(question)
     keys: dict[SlotKey, None] = {}
     for index, left in enumerate(passages):
@@ -309,7 +317,7 @@ def slot_readings(question: str, ranked: Sequence[Evidence]) -> tuple[tuple[Read
             if _site(left.evidence) == _site(right.evidence):
                 continue
             for key, start, end in _slots(left, right):
-                if key not in keys and _worded(key) and _asked(left, start, end, pairs):
+                if key not in keys and _worded(key) and _asked(left, start, end, asked):
                     keys[key] = None
     found: list[tuple[Reading, ...]] = []
     for key in keys:
@@ -329,10 +337,10 @@ def differ_in_value(question: str, left: Evidence, right: Evidence) -> bool:
     """Whether the two passages give different values at a slot about what is asked: two
     texts alike but for the value asked are two sources that disagree, not one copied."""
     one, other = _passage(left), _passage(right)
-    pairs = _question_pairs(question)
+    asked = _question_terms(question)
     folded_question = _fold(question)
     for key, start, end in _slots(one, other):
-        if not _worded(key) or not _asked(one, start, end, pairs):
+        if not _worded(key) or not _asked(one, start, end, asked):
             continue
         at = _value_at(other, key)
         if at is None:
