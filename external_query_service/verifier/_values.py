@@ -6,7 +6,8 @@ digits a word, and each other character but a space a word of its own (punctuati
 a statement ends). For two passages of different sites, a *slot* is where they run alike for
 ``CONTEXT_WORDS`` words, then differ, then run alike again for ``CONTEXT_WORDS`` words
 within ``MAX_VALUE_WORDS`` words on each side, the shared words being ones each passage
-writes once (anchors, as a patience diff takes them): a diff of the two, read locally, so it
+writes once (anchors, as a patience diff takes them; a passage's start and end count as
+words, so two that run alike to their end share it): a diff of the two, read locally, so it
 finds
 the slot in a near-copy and in two passages written apart that word the statement alike
 (``共有…个座位``). The shared words before and after say what the value is *of*; the words
@@ -68,7 +69,7 @@ CONTEXT_WORDS = 4
 #: At most this many words of each passage between the shared words.
 MAX_VALUE_WORDS = 16
 #: A name longer than this many characters is a phrase, not a value.
-MAX_NAME_CHARS = 24
+MAX_NAME_CHARS = 40
 #: How far from the slot the question's terms are looked for, in words each side.
 WINDOW_WORDS = 12
 #: How many of the question's distinct terms must be that near the slot.
@@ -79,6 +80,10 @@ _WORD = re.compile(f"[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+|[^\\s\\w]|_")
 #: Where a clause ends: a name holds none of these (brackets, quotation marks, the
 #: enumeration comma and the separators inside names, ``马克·吐温``, may be in one).
 _CLAUSE_ENDS = frozenset("。！？；，,;!?\n")
+
+#: The passage's edges, as words: two passages that run alike to their end (or from their
+#: start) share that edge, so a value last (or first) in both still has words around it.
+_START, _END = "\x02", "\x03"
 
 Kind = Literal["number", "date", "name"]
 
@@ -110,10 +115,14 @@ class _Passage:
 
 def _passage(evidence: Evidence) -> _Passage:
     text = unicodedata.normalize("NFKC", evidence.snippet)
-    passage = _Passage(evidence, text)
+    # Each edge is as many words as an anchor holds, so a value one word from it still has
+    # a whole anchor on that side.
+    passage = _Passage(evidence, text, [_START] * CONTEXT_WORDS, [(0, 0)] * CONTEXT_WORDS)
     for match in _WORD.finditer(text):
         passage.words.append(match.group().casefold())
         passage.spans.append(match.span())
+    passage.words.extend([_END] * CONTEXT_WORDS)
+    passage.spans.extend([(len(text), len(text))] * CONTEXT_WORDS)
     words = passage.words
     for end in range(CONTEXT_WORDS, len(words) + 1):
         passage.grams.setdefault(tuple(words[end - CONTEXT_WORDS : end]), []).append(end)
@@ -285,9 +294,16 @@ def _asked(passage: _Passage, start: int, end: int, asked: frozenset[str]) -> bo
 
 
 def _worded(key: SlotKey) -> bool:
-    """Whether the shared words hold a word of letters on each side: digits and marks
-    alone (a dateline's ``-11-20``) say nothing of what the value is of."""
-    return all(any(word[0].isalpha() for word in side) for side in key)
+    """Whether the shared words hold a word of letters (or the passage's edge) on each
+    side, and a word of the text: digits and marks alone (a dateline's ``-11-20``) say
+    nothing of what the value is of, and an edge alone is where a passage was cut, maybe
+    inside a word."""
+    edges = (_START, _END)
+    return all(
+        any(word not in edges for word in side)
+        and any(word[0].isalpha() or word in edges for word in side)
+        for side in key
+    )
 
 
 def _slot_name(key: SlotKey) -> str:
@@ -298,6 +314,8 @@ def _slot_name(key: SlotKey) -> str:
 def _joined(words: Sequence[str]) -> str:
     text = ""
     for word in words:
+        if word in (_START, _END):
+            continue
         if text and text[-1].isascii() and text[-1].isalnum() and word[0].isascii():
             text += " "
         text += word

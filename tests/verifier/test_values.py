@@ -200,3 +200,22 @@ def test_a_copy_that_differs_in_the_value_is_quoted_and_reported_not_merged(
     assert set(conflict.values) == {"70", "170"}
     assert "共有70个座位" in answer.text
     assert "共有170个座位" in answer.text
+
+
+def test_a_value_last_in_both_passages_has_their_end_for_its_words_after() -> None:
+    last = "据新华社报道，2015赛季中超联赛于11月初落幕，最终获得中超联赛冠军的是广州恒大。"
+    (readings,) = slot_readings(
+        CHAMPION,
+        [
+            make_evidence(1, snippet=last),
+            make_evidence(2, snippet=last.replace("广州恒大", "上海上港")),
+        ],
+    )
+    assert [r.text for r in readings] == ["广州恒大", "上海上港"]
+    # Two passages cut at different places inside their last word share no words after it:
+    # where a passage was cut says nothing of a value.
+    cut = "The city council said on Monday that the new concert hall will open to the public"
+    assert (
+        slot_readings(HALL, [make_evidence(1, snippet=cut), make_evidence(2, snippet=cut[:-2])])
+        == ()
+    )
