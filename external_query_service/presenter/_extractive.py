@@ -47,7 +47,7 @@ from ..models import (
     Presentation,
 )
 from ..text._language import ANSWER_LANGUAGES, AnswerLanguage, LanguageSetting, answer_language
-from ..text._parts import Part, covers, question_parts
+from ..text._parts import Part, covers, question_parts, share
 from ..text._tokens import terms
 from ..text._visible import strip_invisible
 
@@ -365,10 +365,10 @@ def _safe_url(url: str) -> str:
 
 
 def _summary_quotes(ranked: list[Evidence], parts: tuple[Part, ...] = ()) -> list[Evidence]:
-    """For a question asked in parts, the best snippet covering each part first (so every
-    part the passages answer is quoted); then the best snippet of each site (independent
-    voices), then — when fewer sites than quotes allowed — the best snippet of each further
-    page (one local folder is one site but many documents)."""
+    """For a question asked in parts, the snippet holding most of each part's own terms
+    first (so every part the passages answer is quoted); then the best snippet of each
+    site (independent voices), then — when fewer sites than quotes allowed — the best
+    snippet of each further page (one local folder is one site but many documents)."""
     per_site: dict[str, Evidence] = {}
     per_page: dict[str, Evidence] = {}
     for item in ranked:
@@ -378,9 +378,11 @@ def _summary_quotes(ranked: list[Evidence], parts: tuple[Part, ...] = ()) -> lis
     if parts:
         held = [(item, frozenset(terms(f"{item.title}\n{item.snippet}"))) for item in ranked]
         for part in parts:
-            best = next((item for item, found in held if covers(part, found)), None)
-            if best is not None and best not in chosen:
-                chosen.append(best)
+            # The passage holding most of the part's own terms (the best ranked among equals).
+            shares = [(share(part, found), -index) for index, (_item, found) in enumerate(held)]
+            best, at = max(shares, default=(0.0, 0))
+            if best and covers(part, held[-at][1]) and held[-at][0] not in chosen:
+                chosen.append(held[-at][0])
     allowed = max(_SUMMARY_QUOTES, len(chosen))
     for item in (*per_site.values(), *per_page.values()):
         if len(chosen) >= allowed:
