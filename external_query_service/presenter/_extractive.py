@@ -731,6 +731,15 @@ class ExternalAnswerPresenter:
         views = _dispute_views(packet, _hosts(packet.verified_evidence), language)
         return str(self._macros(language).disputes_list(views))
 
+    def render_missing_parts(self, packet: ExternalContextPacket) -> str:
+        """The lines naming each part of a question asked in parts that no admitted
+        evidence covers (``VerifierResult.missing_parts``); ``""`` when none."""
+        language = self.language(packet)
+        parts = tuple(
+            text for part in packet.verifier.missing_parts if (text := _answer_line(part, language))
+        )
+        return str(self._macros(language).missing_list(parts))
+
     def _macros(self, language: AnswerLanguage) -> Any:
         # The module jinja builds from the macros file: its macros are attributes the type
         # stubs cannot know.

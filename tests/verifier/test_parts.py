@@ -5,11 +5,12 @@ sentences), never from a list of words. Against loopback worlds (a SearXNG and p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.testing import LoopbackServer
-from external_query_service.text._parts import part_question, question_parts
+from external_query_service.testing import LoopbackServer, Reply
+from tests.support.llm_chat import ChatServer, answer_json
 from tests.support.world import NOW, World, article, hit
 
 NETWORK = {"deadline_s": 60.0, "timeout_s": 20.0}
@@ -40,19 +41,6 @@ def ask(world: World, question: str = SALES) -> Any:
     settings = world.settings(world.searxng(), network=NETWORK)
     with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
         return service.answer(question)
-
-
-def test_the_parts_of_a_question_come_from_its_coordination_or_its_sentences() -> None:
-    parts = question_parts(SALES)
-    assert [(part.text, part.by) for part in parts] == [
-        ("比亚迪", "coordination"),
-        ("特斯拉", "coordination"),
-    ]
-    assert part_question(SALES, parts, parts[1]) == "2025年特斯拉的销量分别是多少？"
-    two = question_parts("新体育馆有多少个座位？2015年中超冠军是谁？")
-    assert [part.by for part in two] == ["sentence", "sentence"]
-    assert part_question("", two, two[1]) == "2015年中超冠军是谁？"
-    assert question_parts("湛江明天天气怎么样？") == ()
 
 
 def test_a_question_in_parts_quotes_a_passage_for_each_part(loopback: LoopbackServer) -> None:
@@ -97,3 +85,26 @@ def test_a_part_still_missing_after_the_second_round_is_named(loopback: Loopback
     assert answer.verifier.missing_parts == ("特斯拉",)
     assert "未找到回答「特斯拉」的来源。" in answer.text
     assert "427万辆" in answer.text
+
+
+def test_a_model_written_summary_names_the_missing_part_too(
+    loopback: LoopbackServer, chat: ChatServer
+) -> None:
+    world = World(loopback)
+    serve(world, SALES, BYD)
+
+    def writes(body: dict[str, Any]) -> Reply:
+        prompt = "\n".join(message["content"] for message in body["messages"])
+        cited = re.findall(r"ev-[0-9a-f]{12}", prompt)[:1]
+        return answer_json({"text": f"比亚迪2025年销量427万辆 [{cited[0]}]。", "citations": cited})
+
+    chat.then(writes, writes)
+    settings = world.settings(world.searxng(), network=NETWORK)
+    settings = settings.model_copy(update={"llm": chat.settings()})
+    with ExternalQueryService(settings, clock=fixed_clock(NOW)) as service:
+        answer = service.answer(SALES)
+
+    render = answer.audit.named("render")[-1].detail
+    assert render["renderer"] == "llm", render["fallback_reason"]
+    assert "比亚迪2025年销量427万辆" in answer.text
+    assert "未找到回答「特斯拉」的来源。" in answer.text
