@@ -153,6 +153,24 @@ def test_readings_of_one_slot_follow_the_value_rules() -> None:
         slot_readings(question, [make_evidence(1, snippet=big), make_evidence(2, snippet=precise)])
         == ()
     )
+    # A unit written two ways is one unit: 5公里 and 5 km are one length.
+    road = "这条新建公路全长5公里，连接市区与机场，预计明年通车。"
+    road_q = "这条新建公路全长多少？"
+    assert (
+        slot_readings(
+            road_q,
+            [
+                make_evidence(1, snippet=road),
+                make_evidence(2, snippet=road.replace("5公里", "5 km")),
+            ],
+        )
+        == ()
+    )
+    (roads,) = slot_readings(
+        road_q,
+        [make_evidence(1, snippet=road), make_evidence(2, snippet=road.replace("5公里", "8 km"))],
+    )
+    assert [(r.value, r.unit) for r in roads] == [(5, "km"), (8, "km")]
     year = "这座桥始建于1949年，全长一千二百米，是当地最早的一座铁路桥。"
     (years,) = slot_readings(
         "这座桥始建于哪一年？",
