@@ -22,9 +22,10 @@ says which are absent):
 
 Each question becomes the pages a search would return: its own documents (DuReader), or its
 paragraph's page plus distractors — the other paragraphs of its article, then the paragraphs
-of other articles closest to the question by BM25, ``PAGES`` in all, listed as a lexical
-search engine would list them: by BM25 of the question over all the set's paragraphs (CMRC,
-DRCD; ``--sample`` questions of each, chosen by a hash of their ids). Every page
+of other articles closest to the question by BM25, ``PAGES`` in all, in an order shuffled by
+a hash (CMRC, DRCD; ``--sample`` questions of each, chosen by a hash of their ids): an
+engine's order is a hint to weigh, not an answer key, while DuReader's pages keep the order
+its search engine gave them. Every page
 is rendered as a real HTML article with navigation, a cookie banner, a sidebar and a footer
 around the text (``testing.article``) and goes through the page chain: ``analyse_page``
 (decode, extract, chunk, score; the page keeps its best snippets at ``PAGE_MIN_SCORE``), then
@@ -208,11 +209,11 @@ def squad(path: Path, name: str, sample: int) -> list[Question]:
                     chosen.append(i)
                 if len(chosen) == PAGES:
                     break
-        # In the order a lexical search engine would list them: by BM25 of the question over
-        # the set's paragraphs (the hash breaks ties). Never the gold page first by
-        # construction.
-        scores = index.scores(terms(question))
-        chosen.sort(key=lambda i: (-scores[i], _digest(f"{qid}:{i}")))
+        # Shuffled (by a hash of the question and paragraph): a search engine's order is a
+        # hint, and listing the pages by BM25 taught the ranker to follow the engine, so
+        # that a related passage listed first beat the answer listed fourth. DuReader's
+        # pages keep the order its engine gave them.
+        chosen.sort(key=lambda i: _digest(f"{qid}:{i}"))
         pages = tuple((paragraphs[i][1], (paragraphs[i][2],)) for i in chosen)
         golds = [fold(answer) for answer in answers]
         questions.append(Question(name, qid, question, pages, _contains_any(golds)))

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._audit import AuditEvent, AuditTrace
     from ._version import __version__
     from .adapters._base import Adapter, AdapterOutcome, AdapterRuntime
+    from .bundle import verify_bundle
     from .errors import (
         AdapterError,
         AnswerRejected,
@@ -137,6 +138,7 @@ _EXPORTS = {
     "UnsupportedContent": ".errors",
     "UpstreamStatus": ".errors",
     "VerifierResult": ".models",
+    "verify_bundle": ".bundle",
     "fixed_clock": ".runtime._clock",
     "register_adapter": ".gateway._registry",
     "system_clock": ".runtime._clock",
@@ -209,6 +211,7 @@ __all__ = [
     "register_adapter",
     "system_clock",
     "tune_collector",
+    "verify_bundle",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,7 +14,9 @@ from typing import Any, Literal
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from ._audit import AuditTrace
+from ._bundle import bundle_secret, make_bundle
 from ._frozen import Frozen
+from .settings import Settings
 from .text._language import is_language_tag
 
 __all__ = [
@@ -375,6 +377,9 @@ class Evidence(Frozen):
     #: ``"browser"`` when the text is the page as a headless browser showed it (its scripts
     #: ran), not the body as fetched; None otherwise.
     rendered_by: Literal["browser"] | None = None
+    #: The URL the page was asked for (a search result's), when redirects led elsewhere:
+    #: ``url`` is where the body came from. None when they are the same.
+    requested_url: str | None = Field(default=None, description=_RAW_OUTSIDE_TEXT)
 
 
 class PlaceCandidate(Frozen):
@@ -680,3 +685,10 @@ class ExternalAnswer(Frozen):
         if (self.status, self.reason, self.retryable) != verdict:
             raise ValueError("status, reason and retryable must be the verifier's")
         return self
+
+    def bundle(self, *, settings: Settings | None = None) -> str:
+        """This answer as a portable bundle (JSON text that ``verify_bundle`` and
+        ``external-query verify`` read unchanged; ``docs/architecture/bundles.md``), signed
+        when ``settings`` name a ``[bundle] signing_key_env``."""
+        key = bundle_secret(settings.bundle.signing_key_env) if settings is not None else None
+        return make_bundle(self.model_dump(mode="json"), signing_key=key)

@@ -233,6 +233,13 @@ class ExternalQueryService(Closing):
             with self.store.question():  # its captures stay readable while it is answered
                 return await self._run(question, planned, follows=follows)
 
+    def check_question(self, question: str, query_semantics: SemanticsInput = None) -> None:
+        """Raise the ``InvalidQuery`` that ``aanswer`` would for this question and these
+        semantics, without answering: a server refuses a bad request before it starts a
+        stream of events."""
+        _check_question(question)
+        self._semantics(query_semantics)
+
     def _semantics(self, value: SemanticsInput) -> QuerySemantics | None:
         semantics = coerce_semantics(value)
         kind = semantics.query_kind if semantics else None

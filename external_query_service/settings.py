@@ -104,6 +104,7 @@ __all__ = [
     "AnalysisSettings",
     "BrowserMode",
     "BrowserSettings",
+    "BundleSettings",
     "CacheSettings",
     "GatewaySettings",
     "GitHubSettings",
@@ -522,6 +523,9 @@ class ServerSettings(Frozen):
     api_key_hashes: tuple[str, ...] = ()
     #: ``/metrics`` without a key even when keys are configured.
     metrics_public: bool = False
+    #: Serve ``/openapi.json``, ``/docs`` and ``/redoc`` to anyone, outside every limit (they
+    #: hold no secret); false serves none of them.
+    docs: bool = True
     #: Requests per minute per key (a token bucket, burst equal to the rate); 0: no limit.
     requests_per_minute: int = Field(default=0, ge=0)
     #: Requests one key may have in flight at once; 0: no limit.
@@ -560,6 +564,16 @@ class ServerSettings(Frozen):
         return tuple(item.lower() for item in hashes)
 
 
+class BundleSettings(Frozen):
+    """Answer bundles (``[bundle]``): ``answer.bundle()``, ``ask --format bundle``, and
+    ``external-query verify`` (``docs/architecture/bundles.md``)."""
+
+    #: The environment variable holding the secret that signs bundles (HMAC-SHA256 with a
+    #: key derived from it, over the bundle's canonical bytes) and checks their signatures.
+    #: None: bundles are unsigned, and a signed one is verified without its signature.
+    signing_key_env: str | None = Field(default=None, min_length=1)
+
+
 class Settings(Frozen):
     """Everything a service is configured with, loaded from TOML or a mapping; any problem is
     a ``SettingsError`` naming the origin."""
@@ -577,6 +591,7 @@ class Settings(Frozen):
     analysis: AnalysisSettings = AnalysisSettings()
     server: ServerSettings = ServerSettings()
     browser: BrowserSettings = BrowserSettings()
+    bundle: BundleSettings = BundleSettings()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Settings:

@@ -75,6 +75,7 @@ EXPECTED = [
     "register_adapter",
     "system_clock",
     "tune_collector",
+    "verify_bundle",
 ]
 
 

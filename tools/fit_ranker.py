@@ -73,7 +73,7 @@ from external_query_service.text._ranker import (
 
 ROOT = Path(__file__).resolve().parents[1]
 
-VERSION = 3
+VERSION = 4
 PENALTIES = (0.01, 0.03, 0.1, 0.3, 1.0)
 FOLDS = 4
 NEWTON_STEPS = 30

@@ -322,10 +322,11 @@ def _best_first(
     evidence: list[Evidence], ranks: list[int], plan: ExternalQueryPlan, stats: TermStats
 ) -> list[Evidence]:
     """The second pass: every snippet ranked over ``stats`` (all the pages' chunks) by the
-    fitted ranker (``ranks``: each snippet's hit's place in the walk, the search engine's
-    order), best first; equal scores keep the hits' order. None at all when no snippet
-    reaches the ranker's threshold: quotes that do not answer are no evidence (the outcome is
-    then ``insufficient_evidence / no_matching_evidence``)."""
+    answerability judgment and the fitted ranker (``ranks``: each snippet's hit's place in the
+    walk, the search engine's order, a hint the ranker weighs), best first; equal scores keep
+    the hits' order. None at all when the answerability judgment finds no snippet that
+    answers: quotes that only mention the question are no evidence (the outcome is then
+    ``insufficient_evidence / no_matching_evidence``)."""
     passages = [
         Candidate(
             item.snippet,
@@ -336,7 +337,15 @@ def _best_first(
         )
         for item, rank in zip(evidence, ranks, strict=True)
     ]
-    ranked = rerank(passages, stats, plan.targets)
+    # A news question asks for reports about its target in its time range: any such report
+    # answers it, and the verifier's target and time checks judge that.
+    ranked = rerank(
+        passages,
+        stats,
+        plan.targets,
+        parts=plan.compare_targets,
+        judged=plan.query_kind != "news",
+    )
     if not any(item.reaches for item in ranked):
         return []
     return [evidence[item.index].model_copy(update={"score": item.score}) for item in ranked]
@@ -675,6 +684,7 @@ def _body_evidence(
             length=scored.chunk.length,
             gathered_for=hit.query or None,
             rendered_by=rendered_by,
+            requested_url=hit.url if hit.url != page.final_url else None,
         )
         for scored in analysis.snippets
     )

@@ -21,6 +21,7 @@ from .._version import __version__
 from ..errors import InputError
 
 __all__ = [
+    "COMPLETING",
     "PROG",
     "ArgumentParser",
     "build_parser",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 PROG = "external-query"
+#: Set by the shell function ``completion`` prints while it asks for completions.
+COMPLETING = "_ARGCOMPLETE"
 
 
 def _command_modules() -> list[str]:
@@ -65,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return its exit code: 2 for bad input (one line on stderr),
     130 when interrupted, 1 for an internal failure (a traceback only with
     ``EXTERNAL_QUERY_DEBUG`` set)."""
+    if argv is None and COMPLETING in os.environ:
+        _complete()  # a shell asking for completions: answered, then the process ends
     try:
         given = list(sys.argv[1:] if argv is None else argv)
         first = given[0] if given and not given[0].startswith("-") else None
@@ -87,6 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"{PROG}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+def _complete() -> None:
+    """Answer a shell's completion request (argcomplete's protocol) from the full parser."""
+    import argcomplete  # only while a shell asks: it costs every other run nothing
+
+    argcomplete.autocomplete(build_parser())
 
 
 def _ledger_error() -> type[Exception]:

@@ -17,8 +17,11 @@ from ..runtime._clock import fixed_clock, parse_now
 from ..runtime._progress import describe, progress_event
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import Settings
+from . import PROG
 from ._help import Subparsers, add_command
 from ._model import add_model_flags, with_model
+from ._plain import plain_text
+from ._sources import EXIT_UNREACHABLE, script_page_hint, unreachable_sources
 
 if TYPE_CHECKING:
     from ..adapters._page_walk import RecordedWalks
@@ -44,6 +47,12 @@ def register(commands: Subparsers) -> None:
         exit_codes=[
             (0, "an outcome: answered, insufficient_evidence or clarify (see the footer)"),
             (2, "bad input: a flag, file, question or settings problem (one line on stderr)"),
+            (
+                3,
+                "no source could be reached: every one tried refused the connection or\n"
+                "answered 404 (a wrong base_url or port); the answer is printed, and one\n"
+                "line on stderr names each URL",
+            ),
             (1, "an internal failure"),
         ],
         examples=[
@@ -104,9 +113,11 @@ def register(commands: Subparsers) -> None:
     add_model_flags(ask)
     ask.add_argument(
         "--format",
-        choices=["markdown", "json"],
-        default="markdown",
-        help="markdown: the answer and a status footer (default); json: the whole answer model",
+        choices=["text", "markdown", "json", "bundle"],
+        default="text",
+        help="text: the answer as a terminal shows it, and a status footer (default); "
+        "markdown: the same as Markdown (outside text escaped); json: the whole answer model; "
+        "bundle: the answer bundle that `external-query verify` checks",
     )
     ask.add_argument(
         "--progress",
@@ -202,7 +213,7 @@ def _settings(args: argparse.Namespace, base: Settings | None = None) -> Setting
     return with_model(args, settings)
 
 
-def _markdown(answer: ExternalAnswer) -> str:
+def _markdown(answer: ExternalAnswer, *, plain: bool = False) -> str:
     planner: str = answer.plan.planner_source
     render = answer.audit.named("render")
     renderer = render[-1].detail.get("renderer") if render else "?"
@@ -218,7 +229,8 @@ def _markdown(answer: ExternalAnswer) -> str:
         f"> status: {status} · contract: {answer.answer_contract} · "
         f"planner: {planner} · presenter: {renderer}"
     )
-    return f"{answer.text.rstrip()}\n\n{footer}\n"
+    text = plain_text(answer.text) if plain else answer.text
+    return f"{text.rstrip()}\n\n{footer}\n"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -289,6 +301,13 @@ def _answer(
         answer = service.answer(question, semantics)
     if args.format == "json":
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+    elif args.format == "bundle":
+        sys.stdout.write(answer.bundle(settings=settings) + "\n")
     else:
-        sys.stdout.write(_markdown(answer))
-    return 0
+        sys.stdout.write(_markdown(answer, plain=args.format == "text"))
+    for line in script_page_hint(answer, settings):
+        print(f"{PROG}: hint: {line}", file=sys.stderr)
+    unreached = unreachable_sources(answer, settings)
+    for line in unreached:
+        print(f"{PROG}: error: {line}", file=sys.stderr)
+    return EXIT_UNREACHABLE if unreached else 0

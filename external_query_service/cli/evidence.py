@@ -76,6 +76,7 @@ from ..storage import (
 )
 from . import PROG
 from ._help import Subparsers, add_command
+from ._ledger_show import add_show_step
 
 __all__ = [
     "CALLER_ENVELOPE",
@@ -620,6 +621,7 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
         help="the ledger to copy into: a postgresql:// URL or a SQLite file (migrated first)",
     )
     copy.set_defaults(handler=_guarded(_run_ledger_copy))
+    add_show_step(ledger_steps, common, guarded=_guarded, target=_ledger)
 
 
 def _guarded(handler: Handler) -> Handler:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import InputError
+from ..runtime._clock import fixed_clock
 from ._help import Subparsers, add_command
 from ._model import add_model_flags
 from .ask import _settings as settings_from_flags
@@ -28,7 +30,8 @@ Serve the answer chain over HTTP: one long-lived service for many callers at onc
   POST /v1/answer                         {"question": ..., "semantics": {...}?, "stream": bool?}
   POST /v1/sessions/{session_id}/follow-up
   GET  /v1/evidence/{ref}?offset=&limit=  GET /healthz  GET /readyz  GET /metrics
-  GET  /openapi.json
+  POST /v1/chat/completions  GET /v1/models   (OpenAI's format, for chat front-ends)
+  GET  /openapi.json  GET /docs  GET /redoc   (no key, no limit; [server] docs = false: none)
 
 Limits come from --config: [network] max_concurrent_questions and queue_timeout_s,
 [server] request_deadline_s, max_request_bytes, max_sessions, session_idle_s,
@@ -36,7 +39,8 @@ shutdown_grace_s, requests_per_minute and max_concurrent_per_key. Requests need 
 (Authorization: Bearer, or X-API-Key) when [server] api_keys_env or api_key_hashes names
 one; a non-loopback --host without keys is refused unless --insecure-no-auth. --workers N
 runs N processes on one socket; they share the ledger, the cache and the rate limits, and
-need [cache] url (Redis) so that follow-up sessions reach every worker.
+need [cache] url (Redis) so that follow-up sessions reach every worker. Every log line goes
+to stderr (--log-format text or json, --log-level); the access line names the request id.
 Needs the extra: pip install 'external_query_service[server]'."""
 
 
@@ -59,12 +63,19 @@ def register(commands: Subparsers) -> None:
         ],
         examples=[
             "external-query serve --docs docs/architecture --port 8080",
+            "external-query serve --world examples/cases/worlds/zhanjiang-weather",
             "external-query serve --config external-query.toml --host 0.0.0.0 --port 9000",
             "external-query serve --config external-query.toml --workers 4 --port 9000",
         ],
     )
     serve.add_argument("--config", metavar="FILE", type=Path, help="settings file (TOML)")
     serve.add_argument("--docs", metavar="DIR", type=Path, help="add a local_docs adapter over DIR")
+    serve.add_argument(
+        "--world",
+        type=Path,
+        metavar="DIR",
+        help="serve a recorded world folder replayed on loopback (its settings and clock)",
+    )
     serve.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -82,6 +93,19 @@ def register(commands: Subparsers) -> None:
         default=1,
         metavar="N",
         help="worker processes accepting on the one socket (default 1; above 1 needs [cache] url)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="every log line on stderr as text (default) or as one JSON object each "
+        "(uvicorn's lines, the access line with its request_id, the answer line)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        default="info",
+        help="the least severe line logged (default info: the access and answer lines)",
     )
     serve.add_argument(
         "--insecure-no-auth",
@@ -112,6 +136,8 @@ def _run(args: argparse.Namespace) -> int:
     require_server_extra()
     from ..server._run import serve
 
+    if args.world is not None:
+        return _serve_world(args)
     settings = settings_from_flags(args)
     if not any(adapter.enabled for adapter in settings.adapters):
         raise no_data_source()
@@ -121,5 +147,32 @@ def _run(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         insecure_no_auth=args.insecure_no_auth,
+        log_format=args.log_format,
+        log_level=args.log_level,
     )
+    return 0
+
+
+def _serve_world(args: argparse.Namespace) -> int:
+    """``--world``: the world served on loopback for as long as the service runs, which
+    answers on the world's settings and clock (one process: the world lives in this one)."""
+    from ..server._run import serve
+    from ..testing.world import open_world  # only a replay needs the world server
+
+    if args.config is not None:
+        raise InputError("--world brings its own settings; drop --config")
+    if args.workers > 1:
+        raise InputError("--world serves from one process; drop --workers")
+    with open_world(args.world) as world:
+        settings = settings_from_flags(args, world.settings())
+        serve(
+            settings,
+            host=args.host,
+            port=args.port,
+            insecure_no_auth=args.insecure_no_auth,
+            clock=fixed_clock(world.now) if world.now is not None else None,
+            recorded_walks=world.recorded_walks(),
+            log_format=args.log_format,
+            log_level=args.log_level,
+        )
     return 0

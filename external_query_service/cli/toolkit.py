@@ -157,19 +157,26 @@ def register(commands: Subparsers) -> None:
         commands,
         "mcp",
         summary="serve the toolkit and the answer chain over MCP stdio",
-        description="Serve the answer chain (and, with --task, the evidence toolkit) to one MCP "
-        "client\nover stdio. Needs the extra: pip install 'external_query_service[mcp]'.",
+        description="Serve the answer chain to one MCP client over stdio: answer and "
+        "read_evidence,\nand observe, arguments and operate over the evidence tools (reading "
+        "the captures\nanswers make); with --task, that task's tools as well, and run_task "
+        "where a model\nis configured. Needs the extra: pip install "
+        "'external_query_service[mcp]'.",
         exit_codes=[
             (0, "the client closed the session"),
             (2, "bad input, or the MCP extra is not installed: one line on stderr"),
         ],
         examples=[
             "external-query mcp --config /path/to/external-query.toml",
+            "external-query mcp --docs /path/to/docs",
             "external-query mcp --config /path/to/external-query.toml \\\n"
             "--task /path/to/task.toml --inputs-json /path/to/inputs.json --direct-only",
         ],
     )
     mcp.add_argument("--config", type=Path, metavar="FILE", help="settings file (TOML)")
+    mcp.add_argument(
+        "--docs", type=Path, metavar="DIR", help="add a local_docs adapter over DIR (as ask does)"
+    )
     mcp.add_argument(
         "--task", type=Path, metavar="FILE", help="task file or script for the toolkit tools"
     )
@@ -401,6 +408,10 @@ def _serve_mcp(args: argparse.Namespace) -> int:
     if (args.task is None) == has_inputs:
         raise InputError("--task and its inputs (--inputs or --inputs-json) go together")
     settings = with_model(args, Settings.load(args.config) if args.config else Settings())
+    if args.docs is not None:
+        if not args.docs.is_dir():
+            raise InputError(f"--docs: not a folder: {args.docs}")
+        settings = settings.with_docs(args.docs)
     session = (
         _session(_prepare(args, settings), direct_only=args.direct_only)
         if args.task is not None

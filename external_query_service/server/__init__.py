@@ -3,8 +3,10 @@
 ``external-query serve`` runs ``create_app`` under uvicorn (``run.serve``). Routes:
 ``POST /v1/answer`` and ``POST /v1/sessions/{session_id}/follow-up`` (the ``ask --format
 json`` answer plus a ``session_id``), ``GET /v1/evidence/{ref}`` (bounded reads of stored
-captures), ``GET /healthz``, ``GET /readyz`` (the adapters' probes; 503 when none is ready),
-``GET /metrics`` (Prometheus text) and ``GET /openapi.json``. Bad input of any shape is a 4xx
+captures), ``POST /v1/chat/completions`` and ``GET /v1/models`` (OpenAI's chat-completions
+format, for chat front-ends: ``_chat``), ``GET /healthz``, ``GET /readyz`` (the adapters'
+probes; 503 when none is ready), ``GET /metrics`` (Prometheus text) and ``GET
+/openapi.json``. Bad input of any shape is a 4xx
 with ``{"error": {"reason": ..., "message": ...}}``.
 
 FastAPI, uvicorn and prometheus_client are the optional ``[server]`` extra: they are imported

@@ -9,14 +9,18 @@ digest in constant time (``hmac.compare_digest``), so neither the time taken nor
 metric or answer reveals a key. With no keys configured every route is open.
 
 ``/healthz`` and ``/readyz`` are always open, ``/metrics`` too when ``metrics_public`` is set
-(or no keys are configured), and so is any ``OPTIONS`` request (a CORS preflight carries no
-key). Limits, per key (per client address when no keys are configured):
+(or no keys are configured), ``/openapi.json``, ``/docs`` and ``/redoc`` while ``[server]
+docs`` is on (they hold no secret), and so is any ``OPTIONS`` request (a CORS preflight
+carries no key) and any path no route serves (it is 404 ``not_found``, key or not). Limits,
+per key (per client address when no keys are configured):
 ``requests_per_minute`` is a token bucket with a burst equal to the rate, kept in Redis when
 ``[cache] url`` is set so that every worker spends from the same bucket; and
 ``max_concurrent_per_key`` requests in flight at once, counted in this process. Over either
-is 429 (``rate_limited``, ``too_many_concurrent``) with ``Retry-After``. When Redis cannot
-be reached the bucket falls back to this process's memory: a limit kept per worker beats
-refusing every caller.
+is 429 (``rate_limited``, ``too_many_concurrent``) with ``Retry-After``. With a rate set,
+every limited response carries ``X-RateLimit-Limit`` (the rate per minute, which is also the
+burst), ``X-RateLimit-Remaining`` (whole requests left now) and ``X-RateLimit-Reset`` (whole
+seconds until the bucket is full again). When Redis cannot be reached the bucket falls back
+to this process's memory: a limit kept per worker beats refusing every caller.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import hmac
 import math
 import os
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import MutableHeaders
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._digests import sha256_digest
 from ..settings import ServerSettings
@@ -40,11 +46,13 @@ if TYPE_CHECKING:
     from ..storage._redis_cache import RedisLink
 
 __all__ = [
+    "DOCS_PATHS",
     "OPEN_PATHS",
     "AccessRules",
     "Guard",
     "KeyRing",
     "RedisBuckets",
+    "Spent",
     "TokenBuckets",
     "document_access",
     "presented_key",
@@ -52,6 +60,8 @@ __all__ = [
 
 #: Routes anyone may call, keys or not.
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+#: The OpenAPI document and its pages, open while ``[server] docs`` is on.
+DOCS_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 _METRICS = "/metrics"
 
 
@@ -90,6 +100,15 @@ class KeyRing:
         return found
 
 
+class Spent(NamedTuple):
+    """What one ``take`` left: the wait before the next request (0: this one may go), the
+    whole requests left, and the seconds until the bucket is full again."""
+
+    wait_s: float
+    remaining: int
+    reset_s: float
+
+
 class TokenBuckets:
     """``rate`` requests per minute per client, bursts up to ``rate``, in this process."""
 
@@ -98,26 +117,33 @@ class TokenBuckets:
         self._clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # client: (tokens, when)
 
-    def take(self, client: str) -> float:
-        """Spend one token of ``client``'s bucket: 0 when there was one, else the seconds
-        until the next one."""
+    def take(self, client: str) -> Spent:
+        """Spend one token of ``client``'s bucket (``wait_s`` 0), or say how long until the
+        next one when there is none."""
         now = self._clock()
         per_s = self.rate / 60.0
         tokens, then = self._buckets.get(client, (float(self.rate), now))
         tokens = min(float(self.rate), tokens + (now - then) * per_s)
+        wait_s = 0.0
         if tokens >= 1.0:
-            self._buckets[client] = (tokens - 1.0, now)
-            return 0.0
+            tokens -= 1.0
+        else:
+            wait_s = (1.0 - tokens) / per_s
         self._buckets[client] = (tokens, now)
         if len(self._buckets) > 100_000:  # clients that went quiet are full again: forget them
             self._buckets = {
                 k: v for k, v in self._buckets.items() if v[0] + (now - v[1]) * per_s < self.rate
             }
-        return (1.0 - tokens) / per_s
+        return _spent(wait_s, tokens, self.rate)
+
+
+def _spent(wait_s: float, tokens: float, rate: int) -> Spent:
+    return Spent(wait_s, math.floor(tokens), (rate - tokens) * 60.0 / rate)
 
 
 #: One token bucket in a Redis hash (``t`` tokens, ``w`` when, in ms of Redis' own clock,
-#: so workers on different machines agree). Returns 0 or the ms until the next token.
+#: so workers on different machines agree). Returns 0 or the ms until the next token, and
+#: the tokens left in thousandths.
 _TAKE = """
 local rate = tonumber(ARGV[1])
 local now = redis.call('TIME')
@@ -130,7 +156,7 @@ local wait = 0
 if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 60000 / rate) end
 redis.call('HSET', KEYS[1], 't', tostring(tokens), 'w', ms)
 redis.call('PEXPIRE', KEYS[1], 120000)
-return wait
+return {wait, math.floor(tokens * 1000)}
 """
 
 
@@ -145,15 +171,16 @@ class RedisBuckets:
         self._prefix = f"{link.prefix}rate:"
         self.fallback = TokenBuckets(rate)
 
-    def take(self, client: str) -> float:
+    def take(self, client: str) -> Spent:
         """As ``TokenBuckets.take``, from the shared bucket (blocking: call off the loop)."""
         key = self._prefix + client
-        waited = self._link.call(
+        taken = self._link.call(
             "rate limit", lambda _client: self._take(keys=[key], args=[self.rate]), None
         )
-        if waited is None:
+        if taken is None:
             return self.fallback.take(client)
-        return int(waited) / 1000.0
+        waited, tokens = taken
+        return _spent(int(waited) / 1000.0, int(tokens) / 1000.0, self.rate)
 
 
 class AccessRules:
@@ -168,6 +195,7 @@ class AccessRules:
     ) -> None:
         self.keys = keys if keys is not None else KeyRing.from_settings(settings)
         self.metrics_public = settings.metrics_public or not self.keys.configured
+        self.docs = settings.docs
         rate = settings.requests_per_minute
         self.buckets: TokenBuckets | RedisBuckets | None = None
         if rate:
@@ -183,16 +211,18 @@ class AccessRules:
     @property
     def open_paths(self) -> frozenset[str]:
         """The routes that need no key and count against no limit."""
-        return OPEN_PATHS | {_METRICS} if self.metrics_public else OPEN_PATHS
+        paths = OPEN_PATHS | DOCS_PATHS if self.docs else OPEN_PATHS
+        return paths | {_METRICS} if self.metrics_public else paths
 
     def open(self, method: str, path: str) -> bool:
         """Whether a request needs no key and counts against no limit (a preflight, say)."""
         return method == "OPTIONS" or path in self.open_paths
 
-    async def wait_for_token(self, client: str) -> float:
-        """0 when ``client`` may make a request now, else the seconds until it may."""
+    async def spend(self, client: str) -> Spent | None:
+        """Spend one of ``client``'s requests (``wait_s`` 0), or say how long until it may
+        make one; None when no rate is set."""
         if self.buckets is None:
-            return 0.0
+            return None
         if isinstance(self.buckets, RedisBuckets):
             return await asyncio.to_thread(self.buckets.take, client)
         return self.buckets.take(client)
@@ -270,15 +300,28 @@ def presented_key(headers: dict[bytes, bytes]) -> str | None:
 
 class Guard:
     """ASGI middleware: a key for every route but the open ones, then the limits.
-    ``count(reason)`` sees every refusal (the metrics count them by reason, never by key)."""
+    ``count(reason)`` sees every refusal (the metrics count them by reason, never by key).
+    A path none of ``routes`` serves passes unguarded, to be the app's 404."""
 
-    def __init__(self, app: ASGIApp, *, rules: AccessRules, count: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        rules: AccessRules,
+        count: Callable[[str], None],
+        routes: Sequence[BaseRoute] = (),
+    ) -> None:
         self.app = app
         self.rules = rules
         self.count = count
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.rules.open(scope["method"], scope["path"]):
+        if (
+            scope["type"] != "http"
+            or self.rules.open(scope["method"], scope["path"])
+            or not self._routed(scope)
+        ):
             await self.app(scope, receive, send)
             return
         rules = self.rules
@@ -294,8 +337,9 @@ class Guard:
                 {"WWW-Authenticate": "Bearer"},
             )
             return
-        wait_s = await rules.wait_for_token(client)
-        if wait_s > 0:
+        spent = await rules.spend(client)
+        headers = _rate_headers(rules, spent)
+        if spent is not None and spent.wait_s > 0:
             await self._refuse(
                 scope,
                 receive,
@@ -303,7 +347,7 @@ class Guard:
                 429,
                 "rate_limited",
                 "over the request rate for this key; retry later",
-                {"Retry-After": str(max(1, math.ceil(wait_s)))},
+                {"Retry-After": str(max(1, math.ceil(spent.wait_s))), **headers},
             )
             return
         if not rules.enter(client):
@@ -314,13 +358,25 @@ class Guard:
                 429,
                 "too_many_concurrent",
                 f"this key already has {rules.max_concurrent} requests in flight",
-                {"Retry-After": "1"},
+                {"Retry-After": "1", **headers},
             )
             return
+
+        async def counted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).update(headers)
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, counted)
         finally:
             rules.leave(client)
+
+    def _routed(self, scope: Scope) -> bool:
+        """Whether a route serves the path (with this method or another)."""
+        if not self.routes:
+            return True
+        return any(route.matches(scope)[0] is not Match.NONE for route in self.routes)
 
     def _client(self, scope: Scope) -> str | None:
         """Whom the limits count: the key's digest; with no keys, the client address;
@@ -344,3 +400,14 @@ class Guard:
         refusal = error_response(status, reason, message)
         refusal.headers.update(headers)
         await refusal(scope, receive, send)
+
+
+def _rate_headers(rules: AccessRules, spent: Spent | None) -> dict[str, str]:
+    """``X-RateLimit-*`` for what ``spent`` left (none without a rate)."""
+    if spent is None or rules.buckets is None:
+        return {}
+    return {
+        "X-RateLimit-Limit": str(rules.buckets.rate),
+        "X-RateLimit-Remaining": str(spent.remaining),
+        "X-RateLimit-Reset": str(math.ceil(spent.reset_s)),
+    }

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import json
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +19,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Query, Request
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
@@ -27,15 +29,25 @@ from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..runtime._tracing import span
 from ..service import ExternalQueryService
 from ._access import AccessRules, Guard, document_access
+from ._chat import add_chat_routes
 from ._connections import limit_accept_errors
 from ._correlation import RequestIds, log_answer
+from ._cors import JsonCors
 from ._errors import ApiError, install_error_handlers
 from ._hosts import HostAllowList
 from ._limits import BodyLimit
+from ._logs import AccessLog
 from ._metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from ._schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedAnswer
 from ._sessions import SessionTable, SharedSessionTable
 from ._streaming import EVENT_STREAM, SSE_EVENT_SCHEMA, stream_answer, wants_stream
+from ._verify_route import add_verify_route
+
+# httpcore asks anyio for the running loop's backend on a request, and anyio imports it on
+# the first ask. Imported here, before any loop serves, so that the service's warm-up thread
+# and a first request never import it at once: two threads importing one module together can
+# each find it half made ("Exception in thread eqs-warm-up", a traceback in the server log).
+importlib.import_module("anyio._backends._asyncio")
 
 __all__ = ["create_app"]
 
@@ -45,7 +57,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         400: "The body is not JSON, or the Host or X-Request-ID header is not accepted.",
         413: "The body is too large.",
         422: "The question, the semantics or a field is not acceptable (see reason).",
-        503: "The service is shutting down.",
+        503: "The service is overloaded (see Retry-After), or shutting down.",
         504: "The question ran past the request deadline.",
     }.items()
 }
@@ -140,18 +152,22 @@ def create_app(
         version=__version__,
         summary="Answers questions only from external evidence.",
         lifespan=lifespan,
-        # The contract is /openapi.json; the HTML pages would load their scripts from a CDN.
-        docs_url=None,
-        redoc_url=None,
+        # The contract is /openapi.json; its pages (which load their scripts from a CDN) are
+        # how a newcomer reads it. [server] docs = false serves none of the three.
+        openapi_url="/openapi.json" if limits.docs else None,
+        docs_url="/docs" if limits.docs else None,
+        redoc_url="/redoc" if limits.docs else None,
     )
-    # The first added runs innermost: ids, then Host, CORS, keys and limits, body size.
+    # The first added runs innermost: the access line, ids, then Host, CORS, keys and
+    # limits, body size.
     app.add_middleware(
         BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
     )
-    app.add_middleware(Guard, rules=access, count=metrics.error)
+    app.add_middleware(Guard, rules=access, count=metrics.error, routes=app.router.routes)
     if limits.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
+            JsonCors,
+            count=metrics.error,
             allow_origins=list(limits.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=[
@@ -161,10 +177,17 @@ def create_app(
                 "X-Request-ID",
                 "traceparent",
             ],
-            expose_headers=["X-Request-ID", "Retry-After"],
+            expose_headers=[
+                "X-Request-ID",
+                "Retry-After",
+                "X-RateLimit-Limit",
+                "X-RateLimit-Remaining",
+                "X-RateLimit-Reset",
+            ],
         )
     app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
     app.add_middleware(RequestIds)
+    app.add_middleware(AccessLog)  # outermost: it logs every answer, refusals included
     install_error_handlers(app, metrics.error)
     document_access(
         app,
@@ -208,6 +231,8 @@ def create_app(
         log_answer(
             found, route=route, seconds=seconds, question=question if limits.log_questions else None
         )
+        if found.reason == "overloaded":
+            raise _overloaded(service)
         return found
 
     async def reply(
@@ -217,11 +242,16 @@ def create_app(
         ask: Callable[[], Awaitable[ExternalAnswer]],
         keep: Callable[[], Awaitable[str]],
     ) -> Response:
-        """The answer with its session id (``keep()`` keeps the session), or its events."""
+        """The answer with its session id (``keep()`` keeps the session), or its events.
+        A question the service would refuse is refused here, before any event is sent."""
+        service.check_question(request.question, request.semantics)
 
         async def body() -> dict[str, Any]:
             found = await answered(route, request.question, ask)
-            return _served(found, await keep())
+            served = _served(found, await keep())
+            if request.bundle:
+                served["bundle"] = json.loads(found.bundle(settings=service.settings))
+            return served
 
         if wants_stream(http, request.stream):
             return stream_answer(
@@ -275,6 +305,14 @@ def create_app(
             keep,
         )
 
+    add_chat_routes(
+        app,
+        service,
+        answered=answered,
+        heartbeat_s=limits.stream_heartbeat_s,
+        count_error=metrics.error,
+    )
+
     @app.get(
         "/v1/evidence/{ref}",
         response_model=ReadWindow,
@@ -292,6 +330,8 @@ def create_app(
             return service.store.window(ref, offset, limit)
         except KeyError:
             raise ApiError(404, "unknown_ref", f"unknown evidence reference: {ref}") from None
+
+    add_verify_route(app, service, errors=_ERRORS)
 
     @app.get("/healthz", response_model=Health, summary="The process answers")
     async def healthz() -> Health:
@@ -343,6 +383,17 @@ async def _warm_up(service: ExternalQueryService, *, owns_process: bool = False)
         if owns_process:
             limits = service.settings.server
             tune_collector(limits.gc_threshold, freeze=limits.gc_freeze)
+
+
+def _overloaded(service: ExternalQueryService) -> ApiError:
+    """503 ``overloaded``: no slot freed within ``queue_timeout_s``; try again after it."""
+    wait_s = max(1, math.ceil(service.settings.network.queue_timeout_s))
+    return ApiError(
+        503,
+        "overloaded",
+        f"every question slot is busy; retry after {wait_s} s",
+        headers={"Retry-After": str(wait_s)},
+    )
 
 
 def _served(found: ExternalAnswer, session_id: str) -> dict[str, Any]:

@@ -105,4 +105,5 @@ def log_answer(found: ExternalAnswer, *, route: str, seconds: float, question: s
     }
     if question is not None:
         line["question"] = question
-    ANSWER_LOG.info(json.dumps(line, ensure_ascii=False, sort_keys=True))
+    # The fields too, so a JSON log format writes them as the line's own (server/_logs.py).
+    ANSWER_LOG.info(json.dumps(line, ensure_ascii=False, sort_keys=True), extra={"fields": line})

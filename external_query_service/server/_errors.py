@@ -7,9 +7,12 @@ a stable reason, never a 5xx; only a fault of the service itself is a 500.
 - a method the route does not take: 405 ``method_not_allowed``
 - a body over ``[server] max_request_bytes``: 413 ``request_too_large``
 - body fields of the wrong shape: 422 ``invalid_question``, ``invalid_semantics``,
-  ``invalid_request``
+  ``invalid_request``; the message names every field at fault, unknown ones included
+  (``question: Field required; q: unknown field``)
 - query or path parameters out of range: 422 ``invalid_parameter``
 - the service's ``InvalidQuery``: 422 with its reason (``question_too_long`` ...)
+- every question slot stayed busy for ``[network] queue_timeout_s``: 503 ``overloaded``
+  with ``Retry-After``
 - the service is shutting down: 503 ``shutting_down``
 - over ``[server] request_deadline_s``: 504 ``deadline_exceeded``
 """
@@ -41,8 +44,10 @@ class ApiError(ExternalQueryError, HTTPException):
     """An error answer with its reason. An ``HTTPException``, so raising it while the
     framework reads a body (the size limit does) still reaches the handlers."""
 
-    def __init__(self, status_code: int, reason: str, message: str) -> None:
-        super().__init__(status_code=status_code, detail=message)
+    def __init__(
+        self, status_code: int, reason: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(status_code=status_code, detail=message, headers=headers)
         self.reason = reason
 
 
@@ -64,9 +69,22 @@ def _validation(errors: Sequence[Any]) -> tuple[int, str, str]:
         )
     else:
         reason = "invalid_parameter"
-    shown = ".".join(location[1:]) or where or "(request)"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return 422, reason, f"{shown}: {first.get('msg', 'invalid')}{more}"
+    named = [_named(error) for error in errors[:_NAMED]]
+    more = f" (and {len(errors) - _NAMED} more)" if len(errors) > _NAMED else ""
+    return 422, reason, "; ".join(named) + more
+
+
+#: The most faults one message names.
+_NAMED = 5
+
+
+def _named(error: Any) -> str:
+    """One fault: where, and what is wrong there."""
+    location = [str(part) for part in error.get("loc", ())]
+    shown = ".".join(location[1:]) or (location[0] if location else "") or "(request)"
+    if error.get("type") == "extra_forbidden":
+        return f"{shown}: unknown field"
+    return f"{shown}: {error.get('msg', 'invalid')}"
 
 
 def install_error_handlers(app: FastAPI, count: Callable[[str], None]) -> None:
@@ -88,7 +106,9 @@ def install_error_handlers(app: FastAPI, count: Callable[[str], None]) -> None:
         message = str(exc.detail) if exc.detail else reason
         if reason == "malformed_json" and not isinstance(exc, ApiError):
             message = "the request body is not valid JSON"  # the framework's words are vaguer
-        return answer(exc.status_code, reason, message)
+        refusal = answer(exc.status_code, reason, message)
+        refusal.headers.update(exc.headers or {})
+        return refusal
 
     async def on_invalid_query(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, InvalidQuery)

@@ -15,7 +15,6 @@ and ``/metrics`` adds them up.
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import ipaddress
 import logging
@@ -28,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Self
 
 import uvicorn
 from fastapi import FastAPI
@@ -42,8 +41,12 @@ from ..settings import Settings
 from ._access import KeyRing
 from ._app import create_app
 from ._connections import configure_connections
-from ._correlation import ANSWER_LOG
+from ._logs import LogFormat, logging_config
 from ._metrics import MULTIPROC_ENV
+
+if TYPE_CHECKING:
+    from ..adapters._page_walk import RecordedWalks
+    from ..runtime._clock import Clock
 
 __all__ = [
     "QUIET_LOGGERS",
@@ -86,7 +89,15 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def _config(app: object, settings: Settings, *, quiet: bool, workers: int = 1) -> uvicorn.Config:
+def _config(
+    app: object,
+    settings: Settings,
+    *,
+    quiet: bool,
+    workers: int = 1,
+    log_format: LogFormat = "text",
+    log_level: str = "info",
+) -> uvicorn.Config:
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         factory=not isinstance(app, FastAPI),
@@ -96,31 +107,14 @@ def _config(app: object, settings: Settings, *, quiet: bool, workers: int = 1) -
         # uvicorn types it as int; asyncio.wait_for takes the float as it is.
         timeout_graceful_shutdown=settings.server.shutdown_grace_s,  # type: ignore[arg-type]
         server_header=False,
-        log_config=None if quiet else _logging_config(),
-        log_level="warning" if quiet else "info",
-        access_log=not quiet,
+        log_config=None if quiet else logging_config(log_format, log_level),
+        log_level="warning" if quiet else log_level,
+        access_log=False,  # the access line is _logs.AccessLog's, with the request id
         limit_concurrency=settings.server.limit_concurrency,
         # uvicorn types it as int; the event loop's call_later takes the float as it is.
         timeout_keep_alive=settings.server.keep_alive_timeout_s,  # type: ignore[arg-type]
     )
     configure_connections(config, header_timeout_s=settings.server.header_timeout_s)
-    return config
-
-
-def _logging_config() -> dict[str, Any]:
-    """uvicorn's logging, plus the one JSON line per answer on stderr, as it is."""
-    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    config["formatters"]["answer"] = {"format": "%(message)s"}
-    config["handlers"]["answer"] = {
-        "formatter": "answer",
-        "class": "logging.StreamHandler",
-        "stream": "ext://sys.stderr",
-    }
-    config["loggers"][ANSWER_LOG.name] = {
-        "handlers": ["answer"],
-        "level": "INFO",
-        "propagate": False,
-    }
     return config
 
 
@@ -159,13 +153,20 @@ def serve(
     port: int,
     workers: int = 1,
     insecure_no_auth: bool = False,
+    clock: Clock | None = None,
+    recorded_walks: RecordedWalks | None = None,
+    log_format: LogFormat = "text",
+    log_level: str = "info",
 ) -> None:
     """Serve a service on ``settings`` until SIGINT or SIGTERM; then in-flight questions get
     ``[server] shutdown_grace_s`` to finish, the rest are cancelled, and the service is
     closed. The address is bound before the service is built. ``workers`` > 1: that many
     worker processes (see the module docstring); it needs ``[cache] url``. A ``host`` other
     than a loopback address with no API key configured is refused unless
-    ``insecure_no_auth``: anyone reaching the port would spend the service's provider keys."""
+    ``insecure_no_auth``: anyone reaching the port would spend the service's provider keys.
+    ``clock`` and ``recorded_walks`` go to the one service (a recorded world's replay); with
+    ``workers`` > 1 they are refused. Every log line goes to stderr, in ``log_format``
+    (``text`` or ``json``) at ``log_level`` (``server/_logs.py``)."""
     if (
         not insecure_no_auth
         and not _loopback(host)
@@ -177,6 +178,8 @@ def serve(
         )
     if workers < 1:
         raise InputError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and (clock is not None or recorded_walks is not None):
+        raise InputError("a replayed world is served from one process, not --workers")
     if workers > 1 and settings.cache.url is None:
         raise InputError(
             "--workers above 1 needs [cache] url (Redis): follow-up sessions must reach "
@@ -185,19 +188,27 @@ def serve(
     sock = listen(host, port)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    service = ExternalQueryService(settings)
+    service = ExternalQueryService(settings, clock=clock, recorded_walks=recorded_walks)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     log = logging.getLogger("uvicorn.error")
     if workers == 1:
-        server = _uvicorn(create_app(service, owns_process=True), service, quiet=False)
+        app = create_app(service, owns_process=True)
+        server = _Server(
+            _config(app, settings, quiet=False, log_format=log_format, log_level=log_level)
+        )
         log.info("Serving on http://%s:%d (SIGINT or SIGTERM stops)", shown, bound_port)
         server.run(sockets=[sock])
         return
     # Built once here only to fail fast, with one line, on what every worker would meet.
     service.close()
     config = _config(
-        functools.partial(worker_app, settings), settings, quiet=False, workers=workers
+        functools.partial(worker_app, settings),
+        settings,
+        quiet=False,
+        workers=workers,
+        log_format=log_format,
+        log_level=log_level,
     )
     with tempfile.TemporaryDirectory(prefix="external-query-metrics-") as folder:
         previous = os.environ.get(MULTIPROC_ENV)

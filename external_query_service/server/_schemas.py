@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from .._frozen import Frozen
 from ..models import ExternalAnswer, QuerySemantics, Readiness
@@ -38,6 +38,11 @@ class AnswerRequest(Frozen):
         description="Answer with Server-Sent Events as the chain works (plan, attempt, "
         "verified, then answer or error); the same as Accept: text/event-stream.",
     )
+    bundle: bool = Field(
+        default=False,
+        description="Also return the answer's bundle (`bundle`): the portable, "
+        "content-addressed record that POST /v1/verify and `external-query verify` check.",
+    )
 
 
 class ServedAnswer(ExternalAnswer):
@@ -46,6 +51,13 @@ class ServedAnswer(ExternalAnswer):
 
     session_id: str = Field(
         description="Pass to POST /v1/sessions/{session_id}/follow-up to continue."
+    )
+    # Named "bundle" on the wire; the attribute keeps ExternalAnswer.bundle() its method.
+    served_bundle: dict[str, JsonValue] | None = Field(
+        default=None,
+        alias="bundle",
+        description='The answer bundle, when the request asked for it ("bundle": true); '
+        "see docs/architecture/bundles.md.",
     )
 
 

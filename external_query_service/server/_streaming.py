@@ -1,11 +1,13 @@
 """Server-Sent Events for a question in progress.
 
 ``POST /v1/answer`` (and the follow-up route) with ``Accept: text/event-stream`` or
-``"stream": true`` in the body answers 200 ``text/event-stream`` at once, then: ``plan``,
-one ``attempt`` per adapter attempt, ``verified``, and finally ``answer`` (the same JSON
-the route answers without streaming) or ``error`` (``{"error": {"reason", "message"}}``,
-what the route would have answered with a 4xx or 5xx). Each event's ``data`` is one line
-of JSON. The events come from the question's audit as each is recorded
+``"stream": true`` in the body refuses an invalid request (its body, the question, the
+semantics, the session) with its 4xx and the JSON error body before any event. An
+acceptable one is answered 200 ``text/event-stream`` at once, then: ``plan``, one
+``attempt`` per adapter attempt, ``verified``, and finally ``answer`` (the same JSON the
+route answers without streaming) or ``error`` (``{"error": {"reason", "message"}}``: what
+went wrong once the question ran, a deadline or a shutdown). Each event's ``data`` is one
+line of JSON. The events come from the question's audit as each is recorded
 (``audit.listening``), so the first arrives before any page is read. A comment line
 (``: heartbeat``) goes out whenever nothing else did for ``[server] stream_heartbeat_s``,
 so proxies do not close a quiet stream. A client that disconnects cancels its question:
@@ -18,7 +20,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import Request
 from fastapi.responses import StreamingResponse
@@ -29,9 +31,11 @@ from ..runtime._progress import ProgressEvent, progress_event
 from ._errors import ApiError
 
 __all__ = [
+    "ANSWER_EVENTS",
     "EVENT_NAMES",
     "EVENT_STREAM",
     "SSE_EVENT_SCHEMA",
+    "Framing",
     "sse",
     "stream_answer",
     "wants_stream",
@@ -63,15 +67,58 @@ def sse(name: str, data: object) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
+class Framing(Protocol):
+    """How a route writes its stream: its opening, each progress event, the answer, or the
+    error."""
+
+    def opening(self) -> str:
+        """The wire text sent at once, before anything is known ("" for none)."""
+        ...
+
+    def progress(self, name: str, data: dict[str, Any]) -> str:
+        """The wire text of one progress event (``plan``, ``attempt``, ``verified``)."""
+        ...
+
+    def answer(self, body: dict[str, Any]) -> str:
+        """The wire text of the answer (the route's JSON body), up to the stream's end."""
+        ...
+
+    def error(self, reason: str, message: str) -> str:
+        """The wire text of what the route would have answered with a 4xx or 5xx."""
+        ...
+
+
+class _AnswerEvents:
+    """``/v1/answer``'s framing: named events, each with one line of JSON."""
+
+    def opening(self) -> str:
+        return ""
+
+    def progress(self, name: str, data: dict[str, Any]) -> str:
+        return sse(name, data)
+
+    def answer(self, body: dict[str, Any]) -> str:
+        return sse("answer", body)
+
+    def error(self, reason: str, message: str) -> str:
+        return sse("error", {"error": {"reason": reason, "message": message}})
+
+
+#: The answer routes' events (see the module docstring).
+ANSWER_EVENTS: Framing = _AnswerEvents()
+
+
 def stream_answer(
     run: Callable[[], Awaitable[dict[str, Any]]],
     *,
     heartbeat_s: float,
     count_error: Callable[[str], None],
+    framing: Framing = ANSWER_EVENTS,
 ) -> StreamingResponse:
-    """The events of ``run()`` (which answers with the route's JSON body) as they happen."""
+    """The events of ``run()`` (which answers with the route's JSON body) as they happen,
+    written by ``framing``."""
     return StreamingResponse(
-        _events(run, heartbeat_s, count_error),
+        _events(run, heartbeat_s, count_error, framing),
         media_type=EVENT_STREAM,
         # No proxy may buffer the stream or keep a copy of it.
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
@@ -82,6 +129,7 @@ async def _events(
     run: Callable[[], Awaitable[dict[str, Any]]],
     heartbeat_s: float,
     count_error: Callable[[str], None],
+    framing: Framing,
 ) -> AsyncIterator[str]:
     queue: asyncio.Queue[ProgressEvent | None] = asyncio.Queue()  # None: the question ended
     loop = asyncio.get_running_loop()
@@ -96,6 +144,9 @@ async def _events(
     # Queued after every event the question recorded, so the end comes last.
     question.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
     try:
+        opening = framing.opening()
+        if opening:
+            yield opening
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), heartbeat_s)
@@ -103,19 +154,23 @@ async def _events(
                 yield ": heartbeat\n\n"
                 continue
             if item is None:
-                yield _last(question, count_error)
+                yield _last(question, count_error, framing)
                 return
-            yield sse(*item)
+            yield framing.progress(*item)
     finally:
         # The client went away (or the server stops): nothing more is fetched for it.
         question.cancel()
         question.add_done_callback(_retrieve)
 
 
-def _last(question: asyncio.Future[dict[str, Any]], count_error: Callable[[str], None]) -> str:
-    """The ``answer`` event, or the ``error`` event the route would have answered."""
+def _last(
+    question: asyncio.Future[dict[str, Any]],
+    count_error: Callable[[str], None],
+    framing: Framing,
+) -> str:
+    """The answer, or the error the route would have answered."""
     try:
-        return sse("answer", question.result())
+        return framing.answer(question.result())
     except ApiError as exc:
         reason, message = exc.reason, str(exc.detail)
     except InvalidQuery as exc:
@@ -127,7 +182,7 @@ def _last(question: asyncio.Future[dict[str, Any]], count_error: Callable[[str],
     except Exception as exc:  # a fault of the service: never its text (it may hold a URL)
         reason, message = "internal_error", f"internal error ({type(exc).__name__})"
     count_error(reason)
-    return sse("error", {"error": {"reason": reason, "message": message}})
+    return framing.error(reason, message)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -108,8 +108,9 @@ _DESCRIPTIONS = {
         "Hand this session's evidence task to the configured model: it chooses each step "
         "from the options on offer until the checks pass and the report is saved, it says it "
         "is done, or the budget (steps, seconds, tokens) runs out. Returns the terminal "
-        "state: status, steps, report path and receipt, why it stopped and the cost. Refused "
-        "once the session has operated directly; a session delegates once."
+        "state: status, steps, report path and artifact (its receipt, also as receipt), why "
+        "it stopped and the cost. Refused once the session has operated directly; a session "
+        "delegates once."
     ),
     "delegate": "The older name of run_task; same arguments and result.",
     "answer": (

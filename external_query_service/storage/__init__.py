@@ -26,6 +26,8 @@ from ._models import (
     LedgerHead,
     LedgerMigration,
     LedgerProject,
+    LedgerRun,
+    LedgerRunRecord,
     LedgerVerification,
     UnsoundLedger,
 )
@@ -42,6 +44,8 @@ __all__ = [
     "LedgerHead",
     "LedgerMigration",
     "LedgerProject",
+    "LedgerRun",
+    "LedgerRunRecord",
     "LedgerTarget",
     "LedgerVerification",
     "RecordKind",

@@ -40,6 +40,8 @@ from ._models import (
     LedgerHead,
     LedgerMigration,
     LedgerProject,
+    LedgerRun,
+    LedgerRunRecord,
     LedgerVerification,
     UnsoundLedger,
 )
@@ -326,6 +328,55 @@ class BaseLedger(ABC):
         """True when a record with ``digest`` is stored."""
         with self._read() as tx:
             return tx.one("SELECT 1 FROM records WHERE digest = ?", (digest,)) is not None
+
+    def run_of(self, plan_id: str) -> LedgerRun | None:
+        """The plan ``plan_id`` as stored and every answer run (``chain`` record) that
+        bound it, oldest first; None when the ledger does not hold the plan."""
+        with self._read() as tx:
+            plan = tx.one(
+                "SELECT seq, body, recorded_at FROM records WHERE kind = 'plan' AND digest = ?",
+                (plan_id,),
+            )
+            if plan is None:
+                return None
+            # A chain record's body lists its plan ids as JSON strings: the quoted id is a
+            # literal that no LIKE wildcard can occur in (hex digits and a colon).
+            rows = tx.all(
+                "SELECT digest, seq, body, recorded_at FROM records "
+                "WHERE kind = 'chain' AND body LIKE ? ORDER BY seq",
+                (f'%"{plan_id}"%',),
+            )
+            runs = [self._run_record(tx, row) for row in rows]
+        body = json.loads(plan[1])
+        return LedgerRun(
+            plan_id=plan_id,
+            seq=int(plan[0]),
+            recorded_at=str(plan[2]),
+            provider_id=str(body["selected_provider"]["provider_id"]),
+            objective=str(body["request"]["objective"]),
+            runs=tuple(run for run in runs if plan_id in run.plan_ids),
+        )
+
+    def _run_record(self, tx: Tx, row: tuple[Any, ...]) -> LedgerRunRecord:
+        body = json.loads(row[2])
+
+        def held(digests: Sequence[str]) -> int:
+            return sum(
+                tx.one("SELECT 1 FROM records WHERE digest = ?", (digest,)) is not None
+                for digest in digests
+            )
+
+        return LedgerRunRecord(
+            digest=str(row[0]),
+            seq=int(row[1]),
+            recorded_at=str(row[3]),
+            request_id=str(body["request_id"]),
+            plan_ids=tuple(body["plan_ids"]),
+            receipt_digests=tuple(body["receipt_digests"]),
+            admission_ids=tuple(body["admission_ids"]),
+            receipts_held=held(body["receipt_digests"]),
+            admissions_held=held(body["admission_ids"]),
+        )
 
     def count(self, kind: RecordKind | None = None) -> int:
         """How many records the ledger holds."""

@@ -26,6 +26,7 @@ from ._models import (
     LedgerHead,
     LedgerMigration,
     LedgerProject,
+    LedgerRun,
     LedgerTarget,
     LedgerVerification,
     show_target,
@@ -92,6 +93,10 @@ class Ledger(Protocol):
 
     def has_record(self, digest: str) -> bool:
         """True when a record with ``digest`` is stored."""
+        ...
+
+    def run_of(self, plan_id: str) -> LedgerRun | None:
+        """The plan ``plan_id`` and the answer runs that bound it; None when not held."""
         ...
 
     def count(self, kind: RecordKind | None = None) -> int:

@@ -20,6 +20,8 @@ __all__ = [
     "LedgerHead",
     "LedgerMigration",
     "LedgerProject",
+    "LedgerRun",
+    "LedgerRunRecord",
     "LedgerTarget",
     "LedgerVerification",
     "UnsoundLedger",
@@ -167,3 +169,32 @@ class LedgerCopy(Frozen):
     projects: int
     project_sources: int
     verification: LedgerVerification
+
+
+class LedgerRunRecord(Frozen):
+    """One answer run that bound a plan (a ``chain`` record): its ids, where and when it
+    was stored, and which of its receipts and admissions the ledger holds."""
+
+    digest: str
+    seq: int
+    recorded_at: str
+    request_id: str
+    plan_ids: tuple[str, ...]
+    receipt_digests: tuple[str, ...]
+    admission_ids: tuple[str, ...]
+    receipts_held: int
+    admissions_held: int
+
+
+class LedgerRun(Frozen):
+    """``ledger show PLAN_ID``: the plan as stored (seq, time, provider, objective) and
+    every answer run that bound it."""
+
+    markdown_title: ClassVar[str] = "Ledger run"
+
+    plan_id: str
+    seq: int
+    recorded_at: str
+    provider_id: str
+    objective: str
+    runs: tuple[LedgerRunRecord, ...]

@@ -2,8 +2,10 @@
 
 Opt-in, so no run picks up a folder by surprise:
 
-- ``--external-query-cases DIR`` (repeatable) collects the case files under ``DIR`` in
-  this run, in addition to whatever else is collected;
+- ``--external-query-cases DIR`` (repeatable) collects the case files under ``DIR``, and
+  only them: the run's default paths (``testpaths``, or the current folder) are left out,
+  so ``pytest --external-query-cases examples/cases`` runs the cases alone. Paths named on
+  the command line as well are still collected beside them;
 - the ini option ``external_query_cases`` (paths) marks folders whose case files are
   collected when pytest walks them (name the folder, or list it in ``testpaths``).
 
@@ -50,12 +52,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the case marker and collect the folders named on the command line."""
+    """Register the case marker and collect the folders named on the command line (those
+    alone, unless paths were named too)."""
     config.addinivalue_line("markers", f"{MARKER}: a regression case run against its world")
-    given = [Path(item) for item in config.getoption(OPTION)]
-    # Named on the command line: collect those folders in this run, like a path argument.
-    for folder in given:
-        text = str(folder)
+    given = [str(Path(item)) for item in config.getoption(OPTION)]
+    if not given:
+        return
+    # The run's paths came from testpaths or the current folder, not from the caller: the
+    # case folders replace them. Paths the caller named stay, the folders added beside them.
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args[:] = []
+    for text in given:
         if text not in config.args:
             config.args.append(text)
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._answerability import AnswerabilityModel, answerability_features, load_answerability
 from ._chunk import Chunk
+from ._echo import fold
 from ._ranker import RankerModel, RankerPassage, load_model
 from ._ranker import features as ranker_features
 from ._score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, score_chunks
@@ -39,7 +41,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Reranked:
     """``passages[index]`` scores ``score`` basis points in the second pass; ``reaches`` when
-    its calibrated probability reaches the ranker's threshold."""
+    the answerability judgment says it answers (its probability reaches the judgment's
+    ``threshold``)."""
 
     index: int
     score: int
@@ -51,28 +54,79 @@ def rerank(
     stats: TermStats,
     targets: Sequence[str] = (),
     *,
+    parts: Sequence[str] = (),
+    judged: bool = True,
     model: RankerModel | None = None,
+    judge: AnswerabilityModel | None = None,
 ) -> list[Reranked]:
     """Every passage once, best first (by score, then by the ranker's fitted score); equal
-    scores keep the input order (deterministic). ``model`` defaults to the packaged one."""
+    scores keep the input order (deterministic). ``model`` and ``judge`` default to the
+    packaged ranker and answerability judgment.
+
+    ``parts`` are the things a question asks about one by one (a comparison's targets): a
+    passage that names some of them and not the others answers its part, so it is judged
+    against the question without the parts it does not name. With ``judged`` false, a
+    passage reaches when the ranker's own probability reaches the ranker's threshold (for
+    questions whose answer is any report about their target, which the verifier judges)."""
     model = model or load_model()
+    judge = judge or load_answerability()
     ranked: dict[int, tuple[int, float, bool]] = {}
     by_query: dict[str, list[int]] = {}
     for index, passage in enumerate(passages):
         by_query.setdefault(passage.query, []).append(index)
     for query, indexes in by_query.items():
         chosen = [passages[i] for i in indexes]
-        rows = ranker_features(
-            query, [RankerPassage(c.text, c.title, c.page, c.offset) for c in chosen], stats
+        described = [RankerPassage(c.text, c.title, c.page, c.offset) for c in chosen]
+        rows = ranker_features(query, described, stats)
+        answers = (
+            _answers(query, described, stats, rows, parts, judge)
+            if judged
+            else [model.probability(row) >= model.threshold for row in rows]
         )
         shares = _target_shares(chosen, indexes, query, targets, stats)
-        for i, row in zip(indexes, rows, strict=True):
+        for i, row, answering in zip(indexes, rows, answers, strict=True):
             probability = model.probability(row)
             scale = (QUERY_WEIGHT + TARGET_WEIGHT * shares[i]) / (QUERY_WEIGHT + TARGET_WEIGHT)
             score = max(0, min(10000, round(10000 * probability * scale)))
-            ranked[i] = (score, model.score(row), probability >= model.threshold)
+            ranked[i] = (score, model.score(row), answering)
     order = sorted(ranked, key=lambda i: (-ranked[i][0], -ranked[i][1], i))
     return [Reranked(i, ranked[i][0], ranked[i][2]) for i in order]
+
+
+def _answers(
+    query: str,
+    passages: Sequence[RankerPassage],
+    stats: TermStats,
+    rows: Sequence[Sequence[float]],
+    parts: Sequence[str],
+    judge: AnswerabilityModel,
+) -> list[bool]:
+    """Whether each passage answers ``query`` (or, naming only some of ``parts``, its part)."""
+    asked = [_part_of(query, p.text, parts) for p in passages]
+    out = [False] * len(passages)
+    for part in dict.fromkeys(asked):
+        picked = [i for i, q in enumerate(asked) if q == part]
+        facts = answerability_features(
+            part, [passages[i] for i in picked], stats, [rows[i] for i in picked]
+        )
+        for i, values in zip(picked, facts, strict=True):
+            out[i] = judge.probability(values) >= judge.threshold
+    return out
+
+
+def _part_of(query: str, text: str, parts: Sequence[str]) -> str:
+    """``query`` without the ``parts`` that ``text`` does not name, when it names some."""
+    if len(parts) < 2:
+        return query
+    folded = fold(text)
+    named = [part for part in parts if fold(part) in folded]
+    if not named or len(named) == len(parts):
+        return query
+    part_query = query
+    for part in parts:
+        if part not in named:
+            part_query = part_query.replace(part, " ")
+    return part_query
 
 
 def _target_shares(

@@ -10,9 +10,9 @@ makes it; the saved report and its receipt in ``reports.py``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, model_validator
 
 from .._frozen import Frozen
 from ._confidence import Selection
@@ -264,7 +264,20 @@ class DelegationResult(Frozen):
     #: This run saved the report (``receipt.matches`` says whether it still matches).
     report_saved: bool
     report_path: str
+    #: The saved report's receipt, under the name the toolkit's design gives it.
+    artifact: ArtifactReceipt
+    #: The same receipt, under its first name (kept for callers that read it).
     receipt: ArtifactReceipt
     budget: DelegationBudget
     cost: DelegationCost
     model: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_receipt(cls, data: Any) -> Any:
+        """``artifact`` and ``receipt`` are one receipt: given either, both hold it."""
+        if isinstance(data, dict):
+            given = data.get("artifact", data.get("receipt"))
+            if given is not None:
+                data = {**data, "artifact": given, "receipt": data.get("receipt", given)}
+        return data

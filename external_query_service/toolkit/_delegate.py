@@ -788,6 +788,7 @@ class Delegation:
             failing_checks=failing,
             report_saved=task.saved_digest is not None,
             report_path=receipt.path,
+            artifact=receipt,
             receipt=receipt,
             budget=self.budget,
             cost=DelegationCost(

@@ -154,7 +154,9 @@ class TaskSpec(Frozen):
 
 
 class TaskInputs(Frozen):
-    """Runtime inputs. Exactly one source: ``url`` + ``allowed_origins``, or ``root``."""
+    """Runtime inputs. Exactly one source: ``url`` + ``allowed_origins``, or ``root``. A
+    browser task may name the caller's browser ``session`` and ``tab`` (the tab needs its
+    session): pages are rendered there, and a named tab is reused and never closed."""
 
     markers: dict[str, str] = Field(min_length=1)
     output: str = Field(min_length=1)
@@ -162,6 +164,8 @@ class TaskInputs(Frozen):
     allowed_origins: tuple[str, ...] = ()
     root: str | None = None
     queries: tuple[str, ...] = ()
+    session: str | None = Field(default=None, min_length=1)
+    tab: str | None = Field(default=None, min_length=1)
 
     @field_validator("markers")
     @classmethod
@@ -182,8 +186,14 @@ class TaskInputs(Frozen):
 
     @property
     def digest(self) -> str:
-        """``sha256:`` of the inputs' canonical JSON."""
-        return sha256_digest(rfc8785.dumps(self.model_dump(mode="json")))
+        """``sha256:`` of the inputs' canonical JSON. Where pages are rendered (``session``,
+        ``tab``) is not what the task is, so it is left out: the same task in another tab
+        has the same digest."""
+        return sha256_digest(rfc8785.dumps(self.model_dump(mode="json", exclude=set(_PLACEMENT))))
+
+
+#: The inputs that say where a browser task's pages are rendered, not what the task is.
+_PLACEMENT = frozenset({"session", "tab"})
 
 
 class RuntimeInputs(Mapping[str, Any]):
@@ -288,6 +298,10 @@ def resolve_inputs(
     if unknown:
         raise InputError(f"inputs: required categories without a marker: {', '.join(unknown)}")
     update: dict[str, Any] = {"output": _output(inputs.output)}
+    if (inputs.session is not None or inputs.tab is not None) and spec.source != "browser":
+        raise InputError("inputs: session and tab are for a browser task only")
+    if inputs.tab is not None and inputs.session is None:
+        raise InputError("inputs: a tab needs its session")
     if spec.source in ("web", "browser"):
         if inputs.root is not None or inputs.queries:
             raise InputError("inputs: a web task takes url and allowed_origins, not root/queries")

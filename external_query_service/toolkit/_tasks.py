@@ -158,7 +158,8 @@ class EvidenceTask:
             (*split_relpath(spec.reports_dir), *split_relpath(resolved.output))
         )
         self.network = network or NetworkSettings()
-        self._browser = (browser, browser_session, browser_tab)
+        # The caller's session and tab: named here, or in the inputs (run-task, mcp --task).
+        self._browser = (browser, browser_session or resolved.session, browser_tab or resolved.tab)
         self.verifier: Verifier = verifier or MarkerVerifier(resolved.markers)
         self._check_verifier()
         self._records: list[EvidenceRecord] = []

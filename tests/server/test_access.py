@@ -155,8 +155,62 @@ def test_without_cors_origins_a_browser_gets_no_grant(tmp_path: Path) -> None:
         assert "access-control-allow-origin" not in reply.headers
 
 
+def test_a_refused_cors_preflight_is_a_json_error(keyed: ServerThread) -> None:
+    reply = httpx.options(
+        f"{keyed.url}/v1/answer",
+        headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert reply.status_code == 400
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json() == {
+        "error": {
+            "reason": "cors_not_allowed",
+            "message": "this CORS preflight is not allowed: origin",
+        }
+    }
+    assert "access-control-allow-origin" not in reply.headers
+    assert reply.headers["X-Request-ID"]
+
+
+@pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/redoc"])
+def test_the_openapi_document_and_its_pages_need_no_key_and_spend_no_limit(
+    tmp_path: Path, path: str
+) -> None:
+    service = docs_service(tmp_path, api_key_hashes=[digest(KEY)], requests_per_minute=1)
+    with ServerThread(service) as server:
+        replies = [httpx.get(f"{server.url}{path}") for _ in range(3)]
+        answered = post_answer(server.url, **{"X-API-Key": KEY})  # its one request is unspent
+    assert [reply.status_code for reply in replies] == [200, 200, 200]
+    assert "X-RateLimit-Remaining" not in replies[0].headers
+    assert answered.status_code == 200
+    if path == "/openapi.json":
+        assert "/v1/chat/completions" in replies[0].json()["paths"]
+    else:
+        assert "/openapi.json" in replies[0].text
+
+
+def test_docs_off_serves_neither_the_document_nor_its_pages(tmp_path: Path) -> None:
+    service = docs_service(tmp_path, api_key_hashes=[digest(KEY)], docs=False)
+    with ServerThread(service) as server:
+        for path in ("/openapi.json", "/docs", "/redoc"):
+            reply = httpx.get(f"{server.url}{path}", headers={"X-API-Key": KEY})
+            assert reply.status_code == 404, path
+            assert reply.json()["error"]["reason"] == "not_found"
+
+
+def test_an_unknown_route_is_404_without_a_key_and_a_known_one_still_401(
+    keyed: ServerThread,
+) -> None:
+    unknown = httpx.get(f"{keyed.url}/v2/answer")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["reason"] == "not_found"
+    wrong_method = httpx.get(f"{keyed.url}/v1/answer")  # the route exists: the key comes first
+    assert wrong_method.status_code == 401
+    assert httpx.get(f"{keyed.url}/v1/sessions/x/follow-up").status_code == 401
+
+
 def test_the_openapi_document_declares_both_ways_to_send_a_key(keyed: ServerThread) -> None:
-    document = httpx.get(f"{keyed.url}/openapi.json", headers={"X-API-Key": KEY}).json()
+    document = httpx.get(f"{keyed.url}/openapi.json").json()
     schemes = document["components"]["securitySchemes"]
     assert schemes["bearer"] == {"type": "http", "scheme": "bearer"}
     assert schemes["apiKey"] == {"type": "apiKey", "in": "header", "name": "X-API-Key"}
@@ -221,13 +275,50 @@ def test_over_the_rate_is_429_with_retry_after_per_key(tmp_path: Path) -> None:
 def test_a_token_bucket_refills_at_the_rate_with_a_burst_of_the_rate() -> None:
     now = [0.0]
     buckets = TokenBuckets(60, clock=lambda: now[0])
-    assert [buckets.take("a") for _ in range(60)] == [0.0] * 60
-    assert buckets.take("a") == pytest.approx(1.0)
+    spent = [buckets.take("a") for _ in range(60)]
+    assert [item.wait_s for item in spent] == [0.0] * 60
+    assert [item.remaining for item in spent] == list(range(59, -1, -1))
+    assert spent[-1].reset_s == pytest.approx(60.0)  # one token a second, 60 to refill
+    assert buckets.take("a").wait_s == pytest.approx(1.0)
     now[0] += 0.5
-    assert buckets.take("a") == pytest.approx(0.5)
+    assert buckets.take("a").wait_s == pytest.approx(0.5)
     now[0] += 0.5
-    assert buckets.take("a") == 0.0
-    assert buckets.take("b") == 0.0
+    assert buckets.take("a") == (0.0, 0, pytest.approx(60.0))
+    assert buckets.take("b") == (0.0, 59, pytest.approx(1.0))
+
+
+def rate_headers(reply: httpx.Response) -> tuple[int, int, int]:
+    names = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+    limit, remaining, reset = (int(reply.headers[name]) for name in names)
+    return limit, remaining, reset
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["in-memory", "redis"])
+def test_a_limited_answer_says_its_rate_what_is_left_and_when_it_is_full(
+    tmp_path: Path, request: pytest.FixtureRequest, shared: bool
+) -> None:
+    cache = {}
+    if shared:
+        cache = {"url": request.getfixturevalue("redis_url")}
+        cache["key_prefix"] = request.getfixturevalue("prefix")
+    settings = Settings.from_mapping(
+        {
+            "server": {"api_key_hashes": [digest(KEY)], "requests_per_minute": 3},
+            "analysis": {"processes": 0},
+            **({"cache": cache} if cache else {}),
+        }
+    ).with_docs(write_docs(tmp_path))
+    with ServerThread(ExternalQueryService(settings)) as server:
+        replies = [post_answer(server.url, **{"X-API-Key": KEY}) for _ in range(4)]
+        health = httpx.get(f"{server.url}/healthz")
+    assert [reply.status_code for reply in replies] == [200, 200, 200, 429]
+    seen = [rate_headers(reply) for reply in replies]
+    assert [(limit, left) for limit, left, _ in seen] == [(3, 2), (3, 1), (3, 0), (3, 0)]
+    # One token each 20 s: full again in 20, 40, 60 s (a little less as they refill).
+    assert 19 <= seen[0][2] <= 20
+    assert 39 <= seen[1][2] <= 40
+    assert 59 <= seen[2][2] <= 60
+    assert "X-RateLimit-Limit" not in health.headers  # an open route counts against nothing
 
 
 def test_more_concurrent_requests_than_a_key_may_have_are_429(world: World) -> None:
@@ -410,3 +501,20 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) 
         raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line: unfinished
         assert raw.recv(4096) == b""  # closed by the server
         assert 0.4 < time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "logged"),
+    [
+        ("/healthz", b"", "/healthz"),
+        ("/v1/evidence/ev:1", b"offset=10&limit=50", "/v1/evidence/ev:1?offset=10&limit=50"),
+        ("/v1/answer", b"api_key=s3cret&token=t", "/v1/answer?api_key=[redacted]&token=[redacted]"),
+        ("/x", b"key=a%20b&offset=1", "/x?key=[redacted]&offset=1"),
+    ],
+)
+def test_the_access_line_never_logs_a_query_value_but_the_routes_own(
+    path: str, query: bytes, logged: str
+) -> None:
+    from external_query_service.server._logs import logged_target
+
+    assert logged_target(path, query) == logged

@@ -244,6 +244,9 @@ def test_the_openapi_document_names_every_route(client: httpx.Client) -> None:
         "/v1/answer",
         "/v1/sessions/{session_id}/follow-up",
         "/v1/evidence/{ref}",
+        "/v1/chat/completions",
+        "/v1/models",
+        "/v1/verify",
         "/healthz",
         "/readyz",
         "/metrics",
@@ -389,6 +392,15 @@ def test_bad_input_is_a_4xx_json_error_with_a_reason(
     assert reply.json()["error"]["message"]
 
 
+def test_an_unknown_body_field_is_named_in_the_error(client: httpx.Client) -> None:
+    reply = client.post("/v1/answer", json={"q": "What does the verifier check?"})
+    assert reply.status_code == 422
+    assert reply.json()["error"] == {
+        "reason": "invalid_question",
+        "message": "question: Field required; q: unknown field",
+    }
+
+
 def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives(client: httpx.Client) -> None:
     def chunks() -> Iterator[bytes]:
         yield b'{"question": "'
@@ -445,7 +457,7 @@ def world() -> Iterator[World]:
         yield opened
 
 
-def test_a_second_concurrent_question_ends_overloaded_quickly(world: World) -> None:
+def test_a_second_concurrent_question_is_a_quick_503_with_retry_after(world: World) -> None:
     settings = slow_world_settings(world, 1500, max_concurrent_questions=1, queue_timeout_s=0.2)
     with (
         ServerThread(ExternalQueryService(settings)) as server,
@@ -465,8 +477,9 @@ def test_a_second_concurrent_question_ends_overloaded_quickly(world: World) -> N
             status="insufficient_evidence",
             reason="overloaded",
         )
-    assert second.status_code == 200
-    assert (second.json()["reason"], second.json()["retryable"]) == ("overloaded", True)
+    assert second.status_code == 503
+    assert second.json()["error"]["reason"] == "overloaded"
+    assert second.headers["Retry-After"] == "1"  # queue_timeout_s 0.2, in whole seconds
     assert took < 1.0
     assert overloaded == 1
 

@@ -226,3 +226,38 @@ def test_read_evidence_pages_through_a_capture_and_names_what_it_refuses() -> No
             assert "query_kind" in error_text(bad)
 
     asyncio.run(run())
+
+
+def test_mcp_docs_answers_from_the_folder(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "verifier.md").write_text(
+        "# Verifier\n\nThe verifier checks the origin of every source and the time range.\n",
+        encoding="utf-8",
+    )
+    params = server_params("--docs", str(docs))
+
+    async def session() -> dict[str, Any]:
+        async with Client(params) as client:
+            return structured(
+                await client.call_tool(
+                    "answer",
+                    {
+                        "question": "What does the verifier check?",
+                        "semantics": {"query_kind": "documentation"},
+                    },
+                )
+            )
+
+    answer = asyncio.run(session())
+    assert answer["status"] == "answered"
+    assert answer["sources"][0]["url"] == "docs://docs/verifier.md"
+
+
+def test_mcp_docs_naming_no_folder_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["mcp", "--docs", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err == (
+        f"external-query: error: --docs: not a folder: {tmp_path / 'missing'}\n"
+    )

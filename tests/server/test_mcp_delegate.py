@@ -82,6 +82,7 @@ def test_the_sdk_client_drives_run_task_over_stdio_to_a_saved_report(
     assert result["status"] == "completed", result["stopped_because"]
     assert result["budget"]["max_steps"] == 10
     assert result["receipt"]["matches"] is True
+    assert result["artifact"] == result["receipt"]  # the design's name; receipt kept
     assert result["cost"]["steps"] == 6
     assert after["delegation"]["route"] == "delegated"
     assert after["delegation"]["goal"] == GOAL

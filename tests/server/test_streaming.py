@@ -207,13 +207,30 @@ def test_stream_true_and_the_follow_up_route_stream_the_same_way(docs_server: Se
     assert follow[-1][1]["session_id"] == session_id
 
 
-def test_a_question_that_cannot_be_asked_ends_the_stream_with_an_error_event(
-    docs_server: ServerThread,
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"question": "   "}, "empty_question"),
+        ({"question": "q", "semantics": {"query_kind": "horoscope"}}, "unknown_query_kind"),
+        ({"question": "x" * 20_001}, "question_too_long"),
+    ],
+    ids=["blank", "unknown-kind", "too-long"],
+)
+@pytest.mark.parametrize("route", ["answer", "follow-up"])
+@pytest.mark.parametrize("asked", ["stream-true", "accept-header"])
+def test_a_question_that_cannot_be_asked_is_refused_with_its_4xx_before_any_event(
+    docs_server: ServerThread, body: dict[str, Any], reason: str, route: str, asked: str
 ) -> None:
-    found = stream(f"{docs_server.url}/v1/answer", {"question": "   "}, **STREAM)
-    assert found == [
-        ("error", {"error": {"reason": "empty_question", "message": "the question is empty"}})
-    ]
+    url = f"{docs_server.url}/v1/answer"
+    if route == "follow-up":
+        first = stream(url, {"question": DOCS_QUESTION, "semantics": DOCS, "stream": True})
+        url = f"{docs_server.url}/v1/sessions/{first[-1][1]['session_id']}/follow-up"
+    headers = STREAM if asked == "accept-header" else {}
+    sent = {**body, "stream": True} if asked == "stream-true" else body
+    reply = httpx.post(url, json=sent, headers=headers, timeout=30)
+    assert reply.status_code == 422
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json()["error"]["reason"] == reason
 
 
 def test_the_deadline_ends_a_stream_with_deadline_exceeded(world: World, tmp_path: Path) -> None:

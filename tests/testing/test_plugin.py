@@ -66,6 +66,19 @@ def test_command_line_option_collects_the_folder_and_k_selects(
     result.assert_outcomes(passed=1)
 
 
+def test_the_option_alone_collects_only_the_cases_not_the_testpaths(
+    pytester: pytest.Pytester, cases: Path
+) -> None:
+    pytester.makeini("[pytest]\ntestpaths = suite\n")
+    suite = pytester.mkdir("suite")
+    (suite / "test_other.py").write_text("def test_other():\n    pass\n", encoding="utf-8")
+    alone = pytester.runpytest("--external-query-cases", "cases", "-k", "usd or other")
+    alone.assert_outcomes(passed=1)
+    alone.stdout.no_fnmatch_line("*test_other*")
+    beside = pytester.runpytest("suite", "--external-query-cases", "cases", "-k", "usd or other")
+    beside.assert_outcomes(passed=2)  # a path named as well is still collected
+
+
 def test_case_markers_select_with_m(pytester: pytest.Pytester, cases: Path) -> None:
     english = pytester.runpytest("--external-query-cases", "cases", "-m", "en")
     english.assert_outcomes(passed=ENGLISH_CASES)

@@ -42,7 +42,7 @@ def stats_of(*texts: str) -> object:
 
 def test_the_packaged_model_is_versioned_small_and_calibrated() -> None:
     model = load_model()
-    assert model.version == 3
+    assert model.version == 4
     assert len(model.weights) == len(FEATURES)
     assert 0 < model.threshold < 1
     assert model.scale > 0  # a higher fitted score is a higher probability
@@ -206,14 +206,20 @@ def test_scores_are_the_calibrated_probability_in_basis_points() -> None:
     assert [item.score for item in ranked] == [round(10000 * p) for p in expected]
 
 
-def test_passages_below_the_threshold_do_not_reach_it() -> None:
+def test_unjudged_passages_reach_by_the_rankers_own_threshold() -> None:
     stats = stats_of(ANSWER, ASIDE)
     passages = [Candidate(ANSWER, QUESTION), Candidate(ASIDE, QUESTION)]
     model = load_model()
     strict = dataclasses.replace(model, threshold=0.9999)
     lenient = dataclasses.replace(model, threshold=0.0)
-    assert not any(item.reaches for item in rerank(passages, stats, model=strict))  # type: ignore[arg-type]
-    assert all(item.reaches for item in rerank(passages, stats, model=lenient))  # type: ignore[arg-type]
+    assert not any(
+        item.reaches
+        for item in rerank(passages, stats, judged=False, model=strict)  # type: ignore[arg-type]
+    )
+    assert all(
+        item.reaches
+        for item in rerank(passages, stats, judged=False, model=lenient)  # type: ignore[arg-type]
+    )
 
 
 # -- end to end: nothing that answers is said so -------------------------------------------

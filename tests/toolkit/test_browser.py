@@ -126,6 +126,51 @@ def test_the_callers_named_tab_survives_close_and_the_toolkits_own_do_not(
     assert again == ("mine",)
 
 
+def test_the_inputs_session_and_tab_render_in_the_callers_tab_and_leave_it_open(
+    tmp_path: Path, loopback: LoopbackServer, chromium: str
+) -> None:
+    origin = serve(loopback)
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), network())
+    (tmp_path / "task.toml").write_text(
+        'name = "docs-browser"\nsource = "browser"\nreports_dir = "reports"\n'
+        "[budget]\nmax_pages = 3\nmax_depth = 0\n",
+        encoding="utf-8",
+    )
+    spec, task_dir = load_task(tmp_path / "task.toml")
+    inputs = {
+        "url": f"{origin}/",
+        "allowed_origins": [origin],
+        "markers": {"requirements": REQUIREMENT},
+        "output": "run.json",
+        "session": "research",
+        "tab": "mine",
+    }
+    plain = {key: value for key, value in inputs.items() if key not in ("session", "tab")}
+
+    async def go() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+        session = await provider.session("research")
+        await session.open_tab("mine")
+        task = EvidenceTask(spec, inputs, task_dir=task_dir, network=network(), browser=provider)
+        try:
+            await task.collect()
+            during = session.tab_names
+        finally:
+            await task.aclose()
+        return during, session.tab_names, task.inputs_digest
+
+    try:
+        during, after, digest = asyncio.run(go())
+    finally:
+        provider.close()
+
+    assert during == ("mine",)  # every page in the caller's tab: no tab of the toolkit's
+    assert after == ("mine",)  # and it is left open
+    # Where pages are rendered is not what the task is: the digest is the plain inputs'.
+    from external_query_service.toolkit._taskfile import validate_inputs
+
+    assert digest == validate_inputs(plain).digest
+
+
 def test_a_redirect_off_the_origins_is_refused_before_it_is_requested(
     tmp_path: Path, loopback: LoopbackServer, chromium: str
 ) -> None:
@@ -143,3 +188,46 @@ def test_a_redirect_off_the_origins_is_refused_before_it_is_requested(
 
     assert refused.value.reason == "origin_not_allowed"
     assert not loopback.requests_to("/x", host="other.test")
+
+
+def test_run_task_takes_session_and_tab_as_inputs(
+    tmp_path: Path, loopback: LoopbackServer, chromium: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from external_query_service.cli import main
+
+    origin = serve(loopback)
+    (tmp_path / "task.toml").write_text(
+        'name = "docs-browser"\nsource = "browser"\nreports_dir = "reports"\n'
+        "[budget]\nmax_pages = 3\nmax_depth = 0\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "settings.toml").write_text(
+        '[network]\nallowed_networks = ["127.0.0.1/32"]\ntimeout_s = 5.0\n'
+        '[network.resolve]\n"docs.test" = "127.0.0.1"\n"other.test" = "127.0.0.1"\n'
+        f'[browser]\nexecutable = "{chromium}"\n',
+        encoding="utf-8",
+    )
+    inputs = {
+        "url": f"{origin}/",
+        "allowed_origins": [origin],
+        "markers": {"requirements": REQUIREMENT},
+        "output": "run.json",
+        "session": "research",
+        "tab": "mine",
+    }
+    code = main(
+        [
+            "run-task",
+            str(tmp_path / "task.toml"),
+            "--inputs",
+            json.dumps(inputs),
+            "--config",
+            str(tmp_path / "settings.toml"),
+            "--policy",
+            "walk",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["receipt"]["exists"] is True
+    assert (tmp_path / "reports" / "run.json").is_file()

@@ -89,6 +89,8 @@ def test_check_task_accepts_a_valid_task_and_inputs(
         ({"allowed_origins": []}, "needs url and allowed_origins"),
         ({"root": "."}, "not root/queries"),
         ({"extra": 1}, "unknown key"),
+        ({"session": "research"}, "session and tab are for a browser task only"),
+        ({"session": "research", "tab": "mine"}, "session and tab are for a browser task only"),
     ],
 )
 def test_check_task_rejects_bad_inputs_with_one_line(
@@ -103,6 +105,33 @@ def test_check_task_rejects_bad_inputs_with_one_line(
     assert out == ""
     assert message in err
     assert err.count("\n") == 1
+
+
+def browser_task_file(folder: Path) -> Path:
+    return write(
+        folder / "browser.toml", 'name = "b"\nsource = "browser"\nreports_dir = "reports"\n'
+    )
+
+
+def test_a_browser_task_takes_the_callers_session_and_tab_as_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = browser_task_file(tmp_path)
+    placed = web_inputs_static() | {"session": "research", "tab": "mine"}
+    digests = []
+    for data, name in ((placed, "placed.json"), (web_inputs_static(), "plain.json")):
+        code, out, err = run_cli(
+            ["check-task", str(task), "--inputs-json", str(inputs(tmp_path, data, name))], capsys
+        )
+        assert code == 0, err
+        digests.append(json.loads(out)["inputs_digest"])
+    assert digests[0] == digests[1]  # where pages render is not what the task is
+    lone_tab = web_inputs_static() | {"tab": "mine"}
+    code, _out, err = run_cli(
+        ["check-task", str(task), "--inputs-json", str(inputs(tmp_path, lone_tab, "t.json"))],
+        capsys,
+    )
+    assert (code, err) == (2, "external-query: error: inputs: a tab needs its session\n")
 
 
 @pytest.mark.parametrize(

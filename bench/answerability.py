@@ -1,0 +1,467 @@
+"""Does it answer only when a passage answers? An answerability benchmark over public QA sets.
+
+    python bench/answerability.py [--dureader DIR] [--cmrc FILE ...] [--drcd FILE ...]
+                                  [--squad FILE ...] [--sample N] [--cache FILE]
+                                  [--weights FILE] [--answerability FILE]
+
+Sets (none is part of the repository; each is measured only when present):
+
+- CMRC 2018 dev and trial (``ymcui/cmrc2018``, ``squad-style-data/``, simplified Chinese):
+  ``--cmrc`` (repeatable) or ``$EQS_CMRC2018`` (files joined by ``os.pathsep``; the ranking
+  bench's ``$EQS_CMRC2018_DEV`` is read too);
+- DRCD dev and test (``DRCKnowledgeTeam/DRCD``, traditional Chinese): ``--drcd`` or
+  ``$EQS_DRCD`` (and ``$EQS_DRCD_DEV``);
+- SQuAD 1.1 (English; any public copy of ``dev-v1.1.json``, whole or a part of its
+  articles): ``--squad`` or ``$EQS_SQUAD``;
+- DuReader 2.0 demo *trainset* (``--dureader`` or ``$EQS_DUREADER_TRAIN``, else
+  ``$EQS_CORPUS/qa/dureader_train``). The demo devset is never read.
+
+Each question is asked the way a RAG benchmark asks it: its *answering* passages (the
+paragraph that holds a gold answer; for DuReader, every document whose text the judge finds
+an answer in) and *same-topic passages without the answer* (the other paragraphs of the same
+article, then the paragraphs of other articles closest to the question by BM25, none holding
+a gold answer; for DuReader, the documents of the same search that hold none), combined under
+four conditions of five passages (fewer when a set has fewer answering passages for a
+question: CMRC and DRCD have one):
+
+========== ================================================================
+condition  passages
+========== ================================================================
+negatives  five passages, none answers: the question must be declined
+one        one answering passage among four that do not (noise ratio 0.8)
+three      three answering passages and two that do not (noise ratio 0.4)
+all        every passage answers (noise ratio 0)
+========== ================================================================
+
+Every passage is its own page, rendered as a real HTML article (``testing.article``), the
+order shuffled by a hash of the question and condition: the answer is as often last as first.
+Each page goes through the page chain (``analyse_page``), and the pages' snippets through the
+second pass the service runs (``text._rerank.rerank``, with its refusal rule). Printed per
+set, half and condition: *declined* (no snippet is judged to answer), *answered with the
+answer* (one of the first three snippets, the ones quoted, holds a gold answer), *top-1* (the
+first snippet holds one), *answered with it nowhere* (answered, no kept snippet holds
+one), *refused although a kept snippet answered*, and plain BM25's top-1 over the same
+snippets beside.
+
+Every set is split into a *fitting* and a *checking* half by a hash of the question id (the
+ranking bench's split): ``tools/fit_answerability.py`` fits on the fitting halves only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import random
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ranking import _contains_any, _Okapi, fold, half
+from snippet_quality import make_judge
+
+from external_query_service.adapters._pages import PAGE_MIN_SCORE
+from external_query_service.errors import ExtractionFailed
+from external_query_service.testing.content import article
+from external_query_service.text._analyse import analyse_page
+from external_query_service.text._answerability import AnswerabilityModel
+from external_query_service.text._answerability import model_from_json as judge_from_json
+from external_query_service.text._ranker import RankerModel, load_model, model_from_json
+from external_query_service.text._rerank import Candidate, rerank
+from external_query_service.text._score import TermStats
+from external_query_service.text._tokens import terms
+
+CONDITIONS = {"negatives": 0, "one": 1, "three": 3, "all": 5}
+PASSAGES = 5
+SAMPLE = 600
+QUOTED = 3
+HALVES = ("fitting", "checking")
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A question with the passages it can be asked with: (title, text) each."""
+
+    set: str
+    qid: str
+    question: str
+    answering: tuple[tuple[str, str], ...]
+    other: tuple[tuple[str, str], ...]
+    hit: Callable[[str], bool]
+
+
+@dataclass
+class Snippet:
+    """A snippet the page chain kept: its text, page title, offset and pool index."""
+
+    text: str
+    title: str
+    offset: int
+    pool: int
+    holds: bool
+
+
+@dataclass
+class Analysed:
+    """What the page chain made of every pooled passage of a question (by pool index:
+    answering ones first), ready to be combined into conditions."""
+
+    set: str
+    qid: str
+    question: str
+    answering: int
+    pool: int
+    snippets: dict[int, list[Snippet]] = field(default_factory=dict)
+    stats: dict[int, TermStats] = field(default_factory=dict)
+
+    @property
+    def half(self) -> str:
+        return half(self.set, self.qid)
+
+
+# -- sets --------------------------------------------------------------------------------
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def squad(paths: Sequence[Path], name: str, sample: int) -> list[Pooled]:
+    """``sample`` questions of SQuAD-style files (the module docstring's passages)."""
+    paragraphs: list[tuple[str, str, str]] = []  # (article key, title, context)
+    asked: list[tuple[str, str, list[str], int]] = []
+    for path in paths:
+        for number, entry in enumerate(json.loads(path.read_text(encoding="utf-8"))["data"]):
+            key = f"{path.name}:{number}"
+            for paragraph in entry["paragraphs"]:
+                index = len(paragraphs)
+                paragraphs.append((key, entry.get("title", ""), paragraph["context"]))
+                for qa in paragraph["qas"]:
+                    answers = [a["text"] for a in qa["answers"] if a["text"].strip()]
+                    if answers:
+                        asked.append((str(qa["id"]), qa["question"], answers, index))
+    asked.sort(key=lambda item: _digest(item[0]))
+    okapi = _Okapi([terms(context) for _, _, context in paragraphs])
+    pooled = []
+    for qid, question, answers, own in asked[:sample]:
+        golds = [fold(answer) for answer in answers]
+        hit = _contains_any(golds)
+        key = paragraphs[own][0]
+        same = [i for i, p in enumerate(paragraphs) if p[0] == key and i != own and not hit(p[2])]
+        scores = okapi.scores(terms(question))
+        same.sort(key=lambda i: (-scores[i], i))
+        others = same[:PASSAGES]
+        if len(others) < PASSAGES:
+            for i in okapi.best(terms(question)):
+                if paragraphs[i][0] != key and not hit(paragraphs[i][2]):
+                    others.append(i)
+                if len(others) == PASSAGES:
+                    break
+        pooled.append(
+            Pooled(
+                name,
+                qid,
+                question,
+                ((paragraphs[own][1], paragraphs[own][2]),),
+                tuple((paragraphs[i][1], paragraphs[i][2]) for i in others),
+                hit,
+            )
+        )
+    return pooled
+
+
+def dureader(folder: Path) -> list[Pooled]:
+    """The DuReader trainset: documents the judge finds an answer in answer, the others do
+    not; each document's paragraphs, joined, are one page."""
+    pooled = []
+    for path in sorted(folder.glob("t*.json")):
+        item = json.loads(path.read_text(encoding="utf-8"))
+        hit, _ = make_judge(item)
+        answering, other = [], []
+        for document in item["documents"]:
+            text = "\n".join(p for p in document["paragraphs"] if p.strip())
+            if text:
+                (answering if hit(text) else other).append((document["title"], text))
+        pooled.append(
+            Pooled(
+                "dureader",
+                str(item["question_id"]),
+                item["question"],
+                tuple(answering),
+                tuple(other),
+                hit,
+            )
+        )
+    return pooled
+
+
+def _files(given: Sequence[str] | None, *names: str) -> list[Path]:
+    listed = list(given or [])
+    for name in names:
+        listed += [part for part in os.environ.get(name, "").split(os.pathsep) if part]
+    return [Path(p) for p in dict.fromkeys(listed) if Path(p).is_file()]
+
+
+def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Pooled]]]:
+    for name, given, env in (
+        ("cmrc", args.cmrc, ("EQS_CMRC2018", "EQS_CMRC2018_DEV")),
+        ("drcd", args.drcd, ("EQS_DRCD", "EQS_DRCD_DEV")),
+        ("squad", args.squad, ("EQS_SQUAD",)),
+    ):
+        files = _files(given, *env)
+        if files:
+            yield name, squad(files, name, args.sample)
+        else:
+            print(f"{name} absent (--{name} or ${env[0]}): not measured")
+    corpus = os.environ.get("EQS_CORPUS")
+    folder = args.dureader or os.environ.get("EQS_DUREADER_TRAIN")
+    if not folder and corpus:
+        folder = str(Path(corpus) / "qa" / "dureader_train")
+    if folder and any(Path(folder).glob("t*.json")):
+        yield "dureader", dureader(Path(folder))
+    else:
+        print("DuReader trainset absent (--dureader or $EQS_CORPUS): not measured")
+
+
+# -- the page chain ----------------------------------------------------------------------
+
+
+def analyse(pooled: Pooled) -> Analysed:
+    """Every pooled passage through the page chain once (its snippets and term statistics);
+    conditions are combined from them."""
+    done = Analysed(
+        pooled.set,
+        pooled.qid,
+        pooled.question,
+        len(pooled.answering),
+        len(pooled.answering) + len(pooled.other),
+    )
+    for index, (title, text) in enumerate((*pooled.answering, *pooled.other)):
+        body = article(title, text.split("\n"), site_name=f"站点{index}").encode("utf-8")
+        try:
+            analysis = analyse_page(
+                body,
+                url=f"https://site{index}.test/page",
+                declared_charset="utf-8",
+                content_type="text/html",
+                query=pooled.question,
+                min_score=PAGE_MIN_SCORE,
+            )
+        except ExtractionFailed:
+            continue
+        done.stats[index] = analysis.stats
+        done.snippets[index] = [
+            Snippet(
+                item.chunk.text,
+                analysis.title,
+                item.chunk.offset,
+                index,
+                pooled.hit(item.chunk.text),
+            )
+            for item in analysis.snippets
+        ]
+    return done
+
+
+def condition(item: Analysed, name: str) -> list[int] | None:
+    """The pool indexes asked under condition ``name``, in page order; None when the
+    question has too few passages for it."""
+    wanted = CONDITIONS[name]
+    answering = list(range(item.answering))
+    other = list(range(item.answering, item.pool))
+    if wanted and not answering:
+        return None
+    chosen = answering[:wanted] + other[: PASSAGES - wanted]
+    if name == "negatives" and len(chosen) < PASSAGES:
+        return None
+    if name != "negatives" and len(other) < PASSAGES - wanted:
+        return None
+    random.Random(_digest(f"{item.set}:{item.qid}:{name}")).shuffle(chosen)
+    return chosen
+
+
+@dataclass
+class Outcome:
+    """One question under one condition."""
+
+    declined: bool
+    quoted_holds: bool
+    top1: bool
+    nowhere: bool
+    refused_answering: bool
+    bm25_top1: bool
+
+
+Decide = Callable[[str, list[Candidate], TermStats], list[tuple[int, bool]]]
+
+
+def service_decision(
+    model: RankerModel | None = None, judge: AnswerabilityModel | None = None
+) -> Decide:
+    """The second pass as the service runs it: snippets best first, each with whether it
+    reaches the refusal rule."""
+
+    def decide(
+        question: str, candidates: list[Candidate], stats: TermStats
+    ) -> list[tuple[int, bool]]:
+        ranked = rerank(candidates, stats, model=model, judge=judge)
+        return [(r.index, r.reaches) for r in ranked]
+
+    return decide
+
+
+def ask(item: Analysed, pages: list[int], decide: Decide) -> Outcome:
+    stats = TermStats()
+    kept: list[Snippet] = []
+    candidates: list[Candidate] = []
+    for rank, index in enumerate(pages):
+        if index not in item.snippets:
+            continue
+        stats += item.stats[index]
+        for snippet in item.snippets[index]:
+            kept.append(snippet)
+            candidates.append(
+                Candidate(snippet.text, item.question, snippet.title, rank, snippet.offset)
+            )
+    order = decide(item.question, candidates, stats)
+    # As the service keeps them: every snippet, best first, once one answers; none else.
+    answered = any(reaches for _, reaches in order)
+    evidence = [kept[i] for i, _ in order] if answered else []
+    holds = any(s.holds for s in kept)
+    okapi = _Okapi([terms(s.text) for s in kept])
+    best = okapi.best(terms(item.question)) if kept else []
+    return Outcome(
+        declined=not answered,
+        quoted_holds=any(s.holds for s in evidence[:QUOTED]),
+        top1=bool(evidence) and evidence[0].holds,
+        nowhere=answered and not holds,
+        refused_answering=not answered and holds,
+        bm25_top1=bool(best) and kept[best[0]].holds,
+    )
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+def report(name: str, analysed: list[Analysed], decide: Decide) -> dict[str, dict[str, Any]]:
+    figures: dict[str, dict[str, Any]] = {}
+    for which in HALVES:
+        part = [a for a in analysed if a.half == which]
+        print(f"{name} {which} half ({len(part)} questions):")
+        for cond in CONDITIONS:
+            outcomes = []
+            for item in part:
+                pages = condition(item, cond)
+                if pages is not None:
+                    outcomes.append(ask(item, pages, decide))
+            n = len(outcomes)
+            if not n:
+                print(f"  {cond:<9} no question has the passages for it")
+                continue
+            counts = {
+                key: sum(getattr(o, key) for o in outcomes)
+                for key in (
+                    "declined",
+                    "quoted_holds",
+                    "top1",
+                    "nowhere",
+                    "refused_answering",
+                    "bm25_top1",
+                )
+            }
+            figures[f"{which}:{cond}"] = {"n": n, **counts}
+            print(
+                f"  {cond:<9} n {n:>4}  declined {_pc(counts['declined'], n)}  "
+                f"answered with it {_pc(counts['quoted_holds'], n)}  "
+                f"top-1 {_pc(counts['top1'], n)} (BM25 {_pc(counts['bm25_top1'], n)})  "
+                f"nowhere {_pc(counts['nowhere'], n)}  "
+                f"refused answerable {_pc(counts['refused_answering'], n)}"
+            )
+    return figures
+
+
+def _pc(count: int, n: int) -> str:
+    return f"{count:>4} ({count / n:6.1%})"
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--dureader", help="folder of the DuReader trainset questions")
+    parser.add_argument("--cmrc", action="append", help="a CMRC 2018 file (repeatable)")
+    parser.add_argument("--drcd", action="append", help="a DRCD file (repeatable)")
+    parser.add_argument("--squad", action="append", help="a SQuAD 1.1 file (repeatable)")
+    parser.add_argument("--sample", type=int, default=SAMPLE, help="questions per CMRC/DRCD")
+    parser.add_argument(
+        "--cache", help="pickle of what the page chain kept: read if present, else written"
+    )
+    parser.add_argument("--weights", help="a ranker model file instead of the packaged one")
+    parser.add_argument(
+        "--answerability", help="an answerability model file instead of the packaged one"
+    )
+    return parser.parse_args(argv)
+
+
+def analysed_sets(args: argparse.Namespace) -> list[tuple[str, list[Analysed]]]:
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None and cache.is_file():
+        stored: list[tuple[str, list[dict[str, Any]]]] = pickle.loads(cache.read_bytes())
+        return [(name, [_unpacked(fields) for fields in items]) for name, items in stored]
+    sets = [(name, [analyse(p) for p in pooled]) for name, pooled in load_sets(args)]
+    if cache is not None:
+        plain = [(name, [_packed(item) for item in items]) for name, items in sets]
+        cache.write_bytes(pickle.dumps(plain))
+    return sets
+
+
+# The cache holds builtins only: the script may run as ``__main__`` or imported.
+
+
+def _packed(item: Analysed) -> dict[str, Any]:
+    return {
+        **vars(item),
+        "snippets": {k: [tuple(vars(s).values()) for s in v] for k, v in item.snippets.items()},
+        "stats": {
+            k: (s.chunks, dict(s.frequencies.items()), s.term_total) for k, s in item.stats.items()
+        },
+    }
+
+
+def _unpacked(fields: dict[str, Any]) -> Analysed:
+    return Analysed(
+        **{
+            **fields,
+            "snippets": {k: [Snippet(*s) for s in v] for k, v in fields["snippets"].items()},
+            "stats": {
+                k: TermStats(chunks=c, frequencies=f, term_total=t)
+                for k, (c, f, t) in fields["stats"].items()
+            },
+        }
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    model = (
+        model_from_json(Path(args.weights).read_text(encoding="utf-8"))
+        if args.weights
+        else load_model()
+    )
+    judge = (
+        judge_from_json(Path(args.answerability).read_text(encoding="utf-8"))
+        if args.answerability
+        else None
+    )
+    for name, analysed in analysed_sets(args):
+        report(name, analysed, service_decision(model, judge))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

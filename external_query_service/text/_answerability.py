@@ -1,0 +1,233 @@
+"""Does a passage answer the question, or only mention it? A fitted, calibrated judgment.
+
+The ranker (``_ranker``) orders a question's passages against one another; half of its
+features say how a passage compares with the others gathered for the same question, so the
+best of five passages that only share the question's topic looks as good as the best of five
+that answer it. This judgment reads each passage on its own: what of the question it states,
+and how close together, never how it compares with its neighbours or where the search engine
+listed it. Its features (``FEATURES``, each a number in 0..1):
+
+- ``coverage``, ``answering``, ``bm25``, ``proximity``, ``title``, ``length``,
+  ``question_share``, ``link_share``, ``agreement``, ``title_lines``, ``told_length``: the
+  ranker's features of the same names (``_ranker``'s docstring), its absolute ones only;
+- ``gram_coverage``: the rarity-weighted share of the question's character bigrams the
+  passage holds. Segmentation cuts a name or a compound one way in the question and another
+  way in a passage (``BX700Pro`` and ``BX 700 Pro``), and a colloquial word meets its written
+  form in one character of two: bigrams survive both. Rarity is counted over the question's
+  own passages, so a bigram every passage holds (the topic) weighs little and one only some
+  hold (what is asked about it) much;
+- ``gram_proximity``: the largest such share found within ``WINDOW`` characters: the
+  question's specifics stated together, as an answer states them;
+- ``gram_answering``: ``gram_coverage`` counting only bigrams outside spans that restate the
+  question (``echo``): a passage that asks the question again does not answer it;
+- ``terms_held``, ``terms_missing``, ``longest_missing``: the share of the question's terms
+  the passage holds (as folded text, so a term inside a longer word counts), how many it
+  misses and the longest it misses (each up to ``_MISSING_CAP``, over it);
+- ``held_nowhere``, ``longest_nowhere``: the same for the terms no passage of the question
+  holds (the same for every passage of a question).
+
+A passage's probability is ``1 / (1 + exp(-(w · x + bias)))``, a logistic regression fitted
+(``tools/fit_answerability.py``) on passages that hold a gold answer against passages of the
+same topic that do not, from public reading-comprehension and search sets under noise ratios
+0, 0.4, 0.8 and 1; its weights ship in ``ANSWERABILITY_FILE``. ``threshold`` is the
+probability a passage must reach to count as answering: a question none of whose passages
+reaches it is declined (``no_matching_evidence``). No list of question words or answer types
+is written here: whatever cue the model uses, it learnt from data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from itertools import pairwise
+from typing import Final
+
+from ._echo import fold, question_spans
+from ._ranker import FEATURES as RANKER_FEATURES
+from ._ranker import RankerPassage
+from ._ranker import features as ranker_features
+from ._score import MAX_QUERY_CHARS, TermStats
+from ._tokens import query_terms
+
+__all__ = [
+    "ANSWERABILITY_FILE",
+    "FEATURES",
+    "WINDOW",
+    "AnswerabilityModel",
+    "answerability_features",
+    "load_answerability",
+    "model_from_json",
+]
+
+#: The ranker's features this judgment reads: those that describe a passage on its own, not
+#: how it compares with the others gathered (``*_best``), where the engine listed its page or
+#: where on its page it sits (every passage of a reading-comprehension set opens its page).
+_SHARED: Final = tuple(
+    name
+    for name in RANKER_FEATURES
+    if name not in ("page_position", "offset_position") and not name.endswith("_best")
+)
+#: The features, in the order of the weights in ``ANSWERABILITY_FILE``.
+FEATURES: Final = (
+    *_SHARED,
+    "gram_coverage",
+    "gram_proximity",
+    "gram_answering",
+    "terms_held",
+    "terms_missing",
+    "longest_missing",
+    "held_nowhere",
+    "longest_nowhere",
+)
+#: The window within which the question's bigrams count as stated together.
+WINDOW: Final = 80
+#: The fitted weights, inside the package.
+ANSWERABILITY_FILE: Final = "answerability_weights.json"
+_MISSING_CAP: Final = 4
+_SHARED_INDEX: Final = tuple(RANKER_FEATURES.index(name) for name in _SHARED)
+
+
+@dataclass(frozen=True)
+class AnswerabilityModel:
+    """A weight per feature and a bias, and ``threshold``: the probability a question's best
+    passage must reach for the question to be answered."""
+
+    version: int
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    def probability(self, values: Sequence[float]) -> float:
+        """The calibrated probability that a passage with these feature values answers."""
+        z = self.bias + sum(w * x for w, x in zip(self.weights, values, strict=True))
+        return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
+
+
+def model_from_json(data: str) -> AnswerabilityModel:
+    """An ``AnswerabilityModel`` from the JSON ``tools/fit_answerability.py`` writes;
+    ``ValueError`` when it names other features than ``FEATURES``."""
+    document = json.loads(data)
+    if tuple(document["features"]) != FEATURES:
+        raise ValueError("answerability weights name other features than FEATURES")
+    return AnswerabilityModel(
+        version=int(document["version"]),
+        weights=tuple(float(document["weights"][name]) for name in FEATURES),
+        bias=float(document["bias"]),
+        threshold=float(document["threshold"]),
+    )
+
+
+@cache
+def load_answerability() -> AnswerabilityModel:
+    """The packaged model (read once)."""
+    text = resources.files(__package__).joinpath(ANSWERABILITY_FILE).read_text("utf-8")
+    return model_from_json(text)
+
+
+def answerability_features(
+    query: str,
+    passages: Sequence[RankerPassage],
+    stats: TermStats,
+    ranker_rows: Sequence[Sequence[float]] | None = None,
+) -> list[list[float]]:
+    """``FEATURES`` of each passage for ``query``; ``ranker_rows``, the ranker's features of
+    the same passages when already computed, are reused."""
+    rows = ranker_rows if ranker_rows is not None else ranker_features(query, passages, stats)
+    question = fold(query[:MAX_QUERY_CHARS])
+    named = tuple(dict.fromkeys(query_terms(query[:MAX_QUERY_CHARS])))
+    grams = _bigrams(question)
+    folded = [fold(p.text) for p in passages]
+    held = [{g for g in grams if g in text} for text in folded]
+    n = len(passages)
+    weight = {
+        g: math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for g in grams
+        for df in (sum(g in h for h in held),)
+    }
+    total = sum(weight.values())
+    out: list[list[float]] = []
+    for row, text, have in zip(rows, folded, held, strict=True):
+        asked = _asked(text, question)
+        told = {g for g in have if any(not asked[i] for i in _places(text, g))}
+        out.append(
+            [
+                *(row[i] for i in _SHARED_INDEX),
+                _share(have, weight, total),
+                _window(text, have, weight, total),
+                _share(told, weight, total),
+            ]
+        )
+    nowhere = [t for t in named if not any(t in text for text in folded)]
+    question_wide = [
+        len(nowhere) / len(named) if named else 0.0,
+        min(max((len(t) for t in nowhere), default=0), _MISSING_CAP) / _MISSING_CAP,
+    ]
+    for r, text in zip(out, folded, strict=True):
+        missing = [t for t in named if t not in text]
+        r += [
+            1 - len(missing) / len(named) if named else 0.0,
+            min(len(missing), _MISSING_CAP) / _MISSING_CAP,
+            min(max((len(t) for t in missing), default=0), _MISSING_CAP) / _MISSING_CAP,
+            *question_wide,
+        ]
+    return out
+
+
+def _bigrams(folded: str) -> tuple[str, ...]:
+    """The distinct character bigrams of ``folded``'s letters and digits (each run of
+    them on its own; a run of one character is its own gram)."""
+    grams: dict[str, None] = {}
+    run: list[str] = []
+    for char in (*folded, " "):
+        if char.isalnum():
+            run.append(char)
+            continue
+        if len(run) == 1:
+            grams[run[0]] = None
+        for a, b in pairwise(run):
+            grams[a + b] = None
+        run = []
+    return tuple(grams)
+
+
+def _share(have: set[str], weight: dict[str, float], total: float) -> float:
+    return sum(weight[g] for g in have) / total if total else 0.0
+
+
+def _places(text: str, gram: str) -> list[int]:
+    places = []
+    start = text.find(gram)
+    while start >= 0:
+        places.append(start)
+        start = text.find(gram, start + 1)
+    return places
+
+
+def _asked(text: str, question: str) -> list[bool]:
+    """Per character of ``text``, whether it sits inside a span that restates the question."""
+    inside = [False] * (len(text) + 1)
+    for start, end in question_spans(text, question):
+        for i in range(start, min(end, len(text))):
+            inside[i] = True
+    return inside
+
+
+def _window(text: str, have: set[str], weight: dict[str, float], total: float) -> float:
+    """The largest weight share of the question's bigrams found within ``WINDOW``."""
+    if not total or not have:
+        return 0.0
+    hits = sorted((i, g) for g in have for i in _places(text, g))
+    best = 0.0
+    inside: dict[str, int] = {}
+    right = 0
+    for start, gram in hits:
+        while right < len(hits) and hits[right][0] < start + WINDOW:
+            inside[hits[right][1]] = inside.get(hits[right][1], 0) + 1
+            right += 1
+        best = max(best, sum(weight[g] for g, count in inside.items() if count))
+        inside[gram] -= 1
+    return best / total

@@ -1,0 +1,123 @@
+"""The answerability judgment: its packaged weights and the features it reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from importlib.resources import files
+
+import pytest
+
+from external_query_service.text import _answerability as answerability_module
+from external_query_service.text._answerability import (
+    ANSWERABILITY_FILE,
+    FEATURES,
+    answerability_features,
+    load_answerability,
+    model_from_json,
+)
+from external_query_service.text._ranker import RankerPassage
+from external_query_service.text._rerank import Candidate, rerank
+from external_query_service.text._score import term_stats
+from external_query_service.text._tokens import terms
+
+QUESTION = "湛江港今年货物吞吐量是多少？"
+ANSWER = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
+ASIDE = "湛江港位于广东西南部，是天然深水良港，港区风景优美，吸引了很多游客前来参观。"
+
+
+def stats_of(*texts: str) -> object:
+    return term_stats(terms(text) for text in texts)
+
+
+def column(name: str, rows: list[list[float]]) -> list[float]:
+    return [row[FEATURES.index(name)] for row in rows]
+
+
+def test_the_packaged_judgment_is_versioned_and_names_its_features() -> None:
+    model = load_answerability()
+    document = json.loads(
+        files(answerability_module.__package__).joinpath(ANSWERABILITY_FILE).read_text("utf-8")
+    )
+    assert model.version == document["version"] >= 1
+    assert tuple(document["features"]) == FEATURES
+    assert len(model.weights) == len(FEATURES)
+    assert 0 < model.threshold < 1
+
+
+def test_weights_for_other_features_are_refused() -> None:
+    document = json.loads(
+        files(answerability_module.__package__).joinpath(ANSWERABILITY_FILE).read_text("utf-8")
+    )
+    document["features"] = [*document["features"], "page_position"]
+    with pytest.raises(ValueError, match="other features"):
+        model_from_json(json.dumps(document))
+
+
+def test_features_never_read_where_the_engine_listed_the_page() -> None:
+    stats = stats_of(ANSWER, ASIDE)
+    first = answerability_features(QUESTION, [RankerPassage(ANSWER, page=0)], stats)  # type: ignore[arg-type]
+    fifth = answerability_features(QUESTION, [RankerPassage(ANSWER, page=4)], stats)  # type: ignore[arg-type]
+    assert first == fifth
+    assert "page_position" not in FEATURES
+
+
+def test_features_lie_between_zero_and_one() -> None:
+    stats = stats_of(ANSWER, ASIDE)
+    rows = answerability_features(QUESTION, [RankerPassage(ANSWER), RankerPassage(ASIDE)], stats)  # type: ignore[arg-type]
+    assert all(0.0 <= value <= 1.0 for row in rows for value in row)
+
+
+def test_a_name_the_segmenter_cuts_apart_still_counts_by_its_characters() -> None:
+    # One run in the question, three words on the page: no term of the question matches the
+    # page's name of the yacht, its character bigrams do.
+    question = "BX700Pro型游艇的最大航速是多少节？"
+    spaced = "BX 700 Pro 型游艇的最大航速为38节。"
+    other = "今年新开的展厅展出多款家用游艇和帆船。"
+    assert "bx700pro" in terms(question)
+    assert "bx700pro" not in terms(spaced)
+    rows = answerability_features(
+        question,
+        [RankerPassage(spaced), RankerPassage(other)],
+        stats_of(spaced, other),  # type: ignore[arg-type]
+    )
+    spaced_grams, other_grams = column("gram_coverage", rows)
+    assert spaced_grams > 0.3
+    assert spaced_grams > 2 * other_grams
+
+
+def test_the_terms_a_passage_misses_are_counted() -> None:
+    rows = answerability_features(
+        QUESTION,
+        [RankerPassage(ANSWER), RankerPassage(ASIDE)],
+        stats_of(ANSWER, ASIDE),  # type: ignore[arg-type]
+    )
+    held = column("terms_held", rows)
+    assert held[0] > held[1]
+    assert column("terms_missing", rows)[0] < column("terms_missing", rows)[1]
+
+
+def test_the_judgment_not_the_ranker_decides_which_passages_answer() -> None:
+    stats = stats_of(ANSWER, ASIDE)
+    passages = [Candidate(ANSWER, QUESTION), Candidate(ASIDE, QUESTION)]
+    judge = load_answerability()
+    strict = dataclasses.replace(judge, threshold=0.9999)
+    lenient = dataclasses.replace(judge, threshold=0.0)
+    assert not any(item.reaches for item in rerank(passages, stats, judge=strict))  # type: ignore[arg-type]
+    assert all(item.reaches for item in rerank(passages, stats, judge=lenient))  # type: ignore[arg-type]
+
+
+def test_a_comparison_passage_is_judged_against_its_own_part() -> None:
+    question = "比亚迪和特斯拉11月销量对比"
+    byd = "比亚迪公布11月新能源汽车销量为50.6万辆，同比增长百分之十二，海外销量创新高。"
+    tesla = "特斯拉中国11月销量约为8.2万辆，其中出口约2.1万辆，Model Y仍是主力车型。"
+    stats = stats_of(byd, tesla)
+    passages = [Candidate(byd, question), Candidate(tesla, question)]
+    whole = rerank(passages, stats)  # type: ignore[arg-type]
+    parts = rerank(passages, stats, parts=("比亚迪", "特斯拉"))  # type: ignore[arg-type]
+    score_whole = {item.index: item for item in whole}
+    score_parts = {item.index: item for item in parts}
+    # Each passage names one company and misses the other: judged against its own part, it
+    # misses nothing of it.
+    assert all(score_parts[i].reaches for i in (0, 1))
+    assert [score_whole[i].score for i in (0, 1)] == [score_parts[i].score for i in (0, 1)]

@@ -1,0 +1,272 @@
+"""Fit the answerability judgment on the fitting halves of bench/answerability.py.
+
+    python tools/fit_answerability.py [bench/answerability.py's arguments] [--out FILE]
+
+A dev-only script (nothing in the package imports it; it needs numpy, in the ``fit``
+extra). The sets are found and served as ``bench/answerability.py`` finds and serves them
+(``--cache`` as there); only the questions of each set's *fitting* half are fitted on. Under
+each of the bench's four conditions (five passages, none, one, three or all answering) every
+snippet the page chain kept is a row of ``text._answerability.FEATURES`` computed over that
+condition's passages, labelled by whether it holds a gold answer. Three steps, deterministic:
+
+1. **Logistic regression** (Newton's method from zero weights, an L2 penalty on the weights,
+   not the bias): each condition of each question weighs the same, each set the same in all,
+   and within a condition the answering and the other snippets weigh half each, so the many
+   related snippets do not teach the model that nothing answers. A weight whose feature's
+   meaning settles its side (``SIGNS``) stays on that side: a fit on reading-comprehension
+   sets alone found, say, that terms no passage holds made a passage more likely to answer,
+   which no search result bears out; while a weight is on the wrong side, the worst such
+   feature is held at 0 and the rest fitted again.
+2. **The penalty by cross-validation** on the fitting halves: ``FOLDS`` folds by a hash of
+   the question id, the penalty of ``PENALTIES`` with the least held-out log loss.
+3. **The threshold** a question's best snippet must reach: among the fitted probabilities,
+   the one that maximises, on the fitting halves, the mean over the sets' conditions (each
+   asked of at least ``MERIT_MIN`` questions) of the share of negatives-only questions
+   declined and of one-answering and all-answering questions answered with an answer quoted.
+
+Writes the weights file (``--out``, by default the package's ``ANSWERABILITY_FILE``) and
+prints the bench's figures for both halves of every set with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from answerability import (
+    CONDITIONS,
+    QUOTED,
+    Analysed,
+    analysed_sets,
+    condition,
+    report,
+    service_decision,
+)
+from answerability import parse as bench_parse
+
+from external_query_service.text import _answerability
+from external_query_service.text._answerability import FEATURES, answerability_features
+from external_query_service.text._ranker import RankerPassage
+from external_query_service.text._score import TermStats
+
+PENALTIES = (0.00003, 0.0001, 0.0003, 0.001, 0.01)
+FOLDS = 4
+MERIT_MIN = 30
+#: The side a weight must be on, where the feature's meaning settles it: restating the
+#: question, navigation, title lines and the question's terms missing never count for a
+#: passage. The others are left to the data (the shares of the question a passage states
+#: overlap one another, so one of them may take a negative weight beside the rest).
+SIGNS: dict[str, int] = dict.fromkeys(
+    (
+        "question_share",
+        "link_share",
+        "title_lines",
+        "terms_missing",
+        "longest_missing",
+        "held_nowhere",
+        "longest_nowhere",
+    ),
+    -1,
+)
+VERSION = 1
+
+
+def rows_of(item: Analysed, pages: list[int]) -> tuple[list[list[float]], list[bool]]:
+    """Every kept snippet of ``item`` asked with ``pages``: its features and label."""
+    stats = TermStats()
+    passages: list[RankerPassage] = []
+    labels: list[bool] = []
+    for rank, index in enumerate(pages):
+        if index not in item.snippets:
+            continue
+        stats += item.stats[index]
+        for snippet in item.snippets[index]:
+            passages.append(RankerPassage(snippet.text, snippet.title, rank, snippet.offset))
+            labels.append(snippet.holds)
+    if not passages:
+        return [], []
+    return answerability_features(item.question, passages, stats), labels
+
+
+Block = tuple[str, str, str, np.ndarray, np.ndarray]  # set, qid, condition, X, y
+
+
+def blocks(sets: list[tuple[str, list[Analysed]]], which: str) -> list[Block]:
+    out: list[Block] = []
+    for name, analysed in sets:
+        for item in analysed:
+            if item.half != which:
+                continue
+            for cond in CONDITIONS:
+                pages = condition(item, cond)
+                if pages is None:
+                    continue
+                rows, labels = rows_of(item, pages)
+                if rows:
+                    out.append(
+                        (name, item.qid, cond, np.array(rows), np.array(labels, dtype=float))
+                    )
+    return out
+
+
+def sample_weights(data: list[Block]) -> np.ndarray:
+    """Each condition of each question the same, each set the same (module docstring)."""
+    per_set: dict[str, int] = {}
+    for name, *_ in data:
+        per_set[name] = per_set.get(name, 0) + 1
+    parts = []
+    for name, _, _, _, y in data:
+        positives = y.sum()
+        negatives = len(y) - positives
+        w = np.where(
+            y > 0,
+            0.5 / max(positives, 1) if negatives else 1 / max(positives, 1),
+            0.5 / max(negatives, 1) if positives else 1 / max(negatives, 1),
+        )
+        parts.append(w / per_set[name])
+    weights = np.concatenate(parts)
+    return weights / weights.sum() * len(weights)
+
+
+def fit(data: list[Block], penalty: float) -> np.ndarray:
+    """Weights then bias with every weight on the side ``SIGNS`` says (step 1): fitted, and
+    while a weight has the wrong sign, the worst such feature is held at 0 and the rest
+    fitted again."""
+    held: set[int] = set()
+    while True:
+        w = _fit(data, penalty, held)
+        wrong = {
+            i: -SIGNS[name] * w[i]
+            for i, name in enumerate(FEATURES)
+            if i not in held and SIGNS.get(name, 0) * w[i] < 0
+        }
+        if not wrong:
+            return w
+        held.add(max(wrong, key=lambda i: (wrong[i], -i)))
+
+
+def _fit(data: list[Block], penalty: float, held: set[int]) -> np.ndarray:
+    """Weights then bias, by Newton's method from zero; the features in ``held`` at 0."""
+    x = np.concatenate([b[3] for b in data])
+    x[:, sorted(held)] = 0.0
+    x = np.hstack([x, np.ones((len(x), 1))])
+    y = np.concatenate([b[4] for b in data])
+    s = sample_weights(data)
+    n = len(y)
+    w = np.zeros(x.shape[1])
+    ridge = np.eye(x.shape[1]) * penalty * n
+    ridge[-1, -1] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-(x @ w)))
+        gradient = x.T @ (s * (p - y)) + ridge @ w
+        hessian = (x * (s * p * (1 - p))[:, None]).T @ x + ridge + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return w
+
+
+def log_loss(data: list[Block], w: np.ndarray) -> float:
+    x = np.concatenate([b[3] for b in data])
+    x = np.hstack([x, np.ones((len(x), 1))])
+    y = np.concatenate([b[4] for b in data])
+    s = sample_weights(data)
+    p = np.clip(1 / (1 + np.exp(-(x @ w))), 1e-9, 1 - 1e-9)
+    return float(-(s * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum() / s.sum())
+
+
+def _fold(block: Block) -> int:
+    return hashlib.sha256(f"{block[0]}:{block[1]}".encode()).digest()[1] % FOLDS
+
+
+def choose_penalty(data: list[Block]) -> float:
+    losses = {}
+    for penalty in PENALTIES:
+        held = [
+            log_loss(
+                [b for b in data if _fold(b) == k],
+                fit([b for b in data if _fold(b) != k], penalty),
+            )
+            for k in range(FOLDS)
+        ]
+        losses[penalty] = sum(held) / FOLDS
+        print(f"  penalty {penalty:g}: held-out log loss {losses[penalty]:.4f}")
+    return min(losses, key=lambda p: (losses[p], p))
+
+
+def choose_threshold(data: list[Block], w: np.ndarray) -> float:
+    """The threshold of step 3 (module docstring)."""
+    per: dict[tuple[str, str], list[tuple[float, bool]]] = {}
+    for name, _, cond, x, y in data:
+        p = 1 / (1 + np.exp(-(x @ w[:-1] + w[-1])))
+        order = np.argsort(-p, kind="stable")
+        # The best probability, and whether an answer is quoted at that threshold: among the
+        # first QUOTED snippets that reach it (those at least as likely as the best hit).
+        quoted = [float(p[i]) for i in order[:QUOTED] if y[i] > 0]
+        per.setdefault((name, cond), []).append((float(p[order[0]]), max(quoted, default=-1.0)))
+    candidates = sorted({round(b, 4) for values in per.values() for b, _ in values})
+    # A condition of a set counts when at least MERIT_MIN questions were asked under it: a
+    # handful would move the threshold by chance.
+    counted = {
+        key: values
+        for key, values in per.items()
+        if key[1] in ("negatives", "one", "all") and len(values) >= MERIT_MIN
+    }
+
+    def merit(t: float) -> float:
+        rates = [
+            sum(best < t for best, _ in values) / len(values)
+            if cond == "negatives"
+            else sum(hit >= t for _, hit in values) / len(values)
+            for (_, cond), values in counted.items()
+        ]
+        return sum(rates) / max(len(rates), 1)
+
+    return max(candidates, key=lambda t: (merit(t), -t))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", help="where to write the weights file")
+    own, rest = parser.parse_known_args(argv)
+    args = bench_parse(rest)
+    sets = analysed_sets(args)
+    fitting = blocks(sets, "fitting")
+    print(f"fitting on {len(fitting)} question-conditions")
+    penalty = choose_penalty(fitting)
+    w = fit(fitting, penalty)
+    threshold = choose_threshold(fitting, w)
+    document = {
+        "version": VERSION,
+        "features": list(FEATURES),
+        "weights": {name: round(float(v), 6) for name, v in zip(FEATURES, w[:-1], strict=True)},
+        "bias": round(float(w[-1]), 6),
+        "threshold": threshold,
+        "fitted": {"penalty": penalty, "sets": [name for name, _ in sets]},
+    }
+    out = (
+        Path(own.out)
+        if own.out
+        else Path(_answerability.__file__).with_name(_answerability.ANSWERABILITY_FILE)
+    )
+    written = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    out.write_text(written, encoding="utf-8")
+    print(written)
+    judge = _answerability.model_from_json(written)
+    for name, analysed in sets:
+        report(name, analysed, service_decision(judge=judge))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
