@@ -42,14 +42,19 @@ The outcome, first rule that applies wins:
    ``no_matching_evidence`` (otherwise: target mismatches mixed with origin failures).
 4. ``insufficient_evidence / insufficient_sources`` — too few distinct sites among admitted
    evidence for the answer contract, or a compare target not covered by enough sites.
+   How many a plan needs is one rule the gateway reads too (``_needs.sources_needed``).
    Near-duplicate evidence (``copies``: one article on several sites) counts once: only
-   the original's site counts.
+   the original's site counts; two texts alike but for the value asked are not copies.
 5. ``insufficient_evidence / conflicting_evidence`` — a ``direct_fact`` plan whose admitted
    evidence disagree on the value asked (``conflicts``) with no value held by a clear
    majority of independent sources. Every disagreement is recorded (``conflicting_values``
    in ``VerifierResult.conflicts``, a ``values`` check, a note for the reader), whatever
    the contract: summaries and comparisons answer and show both sides.
 6. ``answered``.
+
+A question asked in parts (``text._parts``) also gets a ``parts`` check naming the parts no
+admitted evidence covers (``missing_parts``); it never changes the outcome: the parts
+covered are answered, and the answer says which part is missing.
 
 Pure: no I/O and no clock — ``now`` is passed in.
 """
