@@ -5,9 +5,11 @@ Two structures make parts, and nothing else (no list of words over the question)
 - **sentences**: a question of two or more sentences, each ending in a question mark
   (``？`` or ``?``), asks each one; each sentence is a part;
 - **a coordination**: where the segmenter (jieba's part-of-speech tags) gives a conjunction
-  (tag ``c``) or an enumeration comma (``、``) between two runs of nominal words (tags
-  ``n…``, ``eng``, ``j``), each run is a part: ``2020年甲公司和乙公司的销量分别是多少``
-  asks about ``甲公司`` and ``乙公司``. The first such coordination is read.
+  (tag ``c``) or an enumeration comma (``、``) between two runs of words of one class
+  (nominal words, tags ``n…``, ``eng``, ``j``; numerals, ``m``; time words, ``t``), each
+  run is a part: ``2020年甲公司和乙公司的销量分别是多少`` asks about ``甲公司`` and
+  ``乙公司``, ``2024年和2025年比亚迪的销量`` about ``2024年`` and ``2025年``. The first such
+  coordination is read.
 
 A part's *terms* are what tell it from the others: its index terms (``tokens.query_terms``)
 that no other part has. A passage *covers* a part when it holds at least ``COVERED_SHARE``
@@ -120,14 +122,20 @@ def _joins(word: str, tag: str) -> bool:
     return tag == "c" or word == _ENUMERATION
 
 
-def _nominal(tag: str) -> bool:
-    return tag.startswith(_NOMINAL_TAGS)
+def _class(tag: str) -> str | None:
+    """The word class a conjunct is a run of: nominal words, numerals (``2025年``) or time
+    words (``去年``); None for any other word."""
+    if tag.startswith(_NOMINAL_TAGS):
+        return "n"
+    return tag if tag in ("m", "t") else None
 
 
 def _run(tagged: list[tuple[str, str, int]], index: int, step: int) -> tuple[int, int] | None:
-    """The run of nominal words from ``index`` going ``step``: its start and end offsets."""
+    """The run of words of one class (that of the word at ``index``) from ``index`` going
+    ``step``: its start and end offsets."""
     first = index
-    while 0 <= index < len(tagged) and _nominal(tagged[index][1]):
+    kind = _class(tagged[index][1]) if 0 <= index < len(tagged) else None
+    while kind is not None and 0 <= index < len(tagged) and _class(tagged[index][1]) == kind:
         index += step
     last = index - step
     if (last - first) * step < 0:

@@ -27,3 +27,12 @@ def test_a_passage_covers_the_part_whose_own_terms_it_holds() -> None:
     assert covers(first, passage)
     assert not covers(second, passage)
     assert share(first, passage) > share(second, passage) == 0
+
+
+def test_a_coordination_of_numerals_or_time_words_makes_parts_of_one_class_each() -> None:
+    years = "2024年和2025年比亚迪的销量分别是多少"
+    parts = question_parts(years)
+    assert [part.text for part in parts] == ["2024年", "2025年"]
+    # The run stops where the word class changes: 比亚迪 stays in the frame of both.
+    assert part_question(years, parts, parts[1]) == "2025年比亚迪的销量分别是多少"
+    assert [p.text for p in question_parts("苹果和华为去年的出货量分别是多少")] == ["苹果", "华为"]
