@@ -71,6 +71,7 @@ def test_a_part_no_passage_covers_is_searched_again_and_then_quoted(
 
     (second,) = answer.audit.named("second_round")
     assert second.detail["queries"] == ["2025年特斯拉的销量分别是多少？"]
+    assert second.detail["after"]["missing_parts"] == ["特斯拉"]
     assert "164万辆" in answer.text.split("来源：", 1)[0]
     assert answer.verifier.missing_parts == ()
 
