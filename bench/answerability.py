@@ -64,7 +64,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranking import _contains_any, _Okapi, fold, half
+from ranking import _contains_any, _Okapi, fold, half, read_squad
 from snippet_quality import make_judge
 
 from external_query_service.adapters._pages import PAGE_MIN_SCORE
@@ -135,19 +135,7 @@ def _digest(text: str) -> str:
 
 def squad(paths: Sequence[Path], name: str, sample: int) -> list[Pooled]:
     """``sample`` questions of SQuAD-style files (the module docstring's passages)."""
-    paragraphs: list[tuple[str, str, str]] = []  # (article key, title, context)
-    asked: list[tuple[str, str, list[str], int]] = []
-    for path in paths:
-        for number, entry in enumerate(json.loads(path.read_text(encoding="utf-8"))["data"]):
-            key = f"{path.name}:{number}"
-            for paragraph in entry["paragraphs"]:
-                index = len(paragraphs)
-                paragraphs.append((key, entry.get("title", ""), paragraph["context"]))
-                for qa in paragraph["qas"]:
-                    answers = [a["text"] for a in qa["answers"] if a["text"].strip()]
-                    if answers:
-                        asked.append((str(qa["id"]), qa["question"], answers, index))
-    asked.sort(key=lambda item: _digest(item[0]))
+    paragraphs, asked = read_squad(paths)
     okapi = _Okapi([terms(context) for _, _, context in paragraphs])
     pooled = []
     for qid, question, answers, own in asked[:sample]:

@@ -183,20 +183,32 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+Paragraph = tuple[str, str, str]  # (article key, title, context)
+Asked = tuple[str, str, list[str], int]  # (qid, question, answers, paragraph index)
+
+
+def read_squad(paths: Sequence[Path]) -> tuple[list[Paragraph], list[Asked]]:
+    """Every paragraph of SQuAD-style files, and every question with an answer, in the order
+    of a hash of its id (a sample is its first ones)."""
+    paragraphs: list[Paragraph] = []
+    asked: list[Asked] = []
+    for path in paths:
+        for number, entry in enumerate(json.loads(path.read_text(encoding="utf-8"))["data"]):
+            key = f"{path.name}:{number}"
+            for paragraph in entry["paragraphs"]:
+                index = len(paragraphs)
+                paragraphs.append((key, entry.get("title", ""), paragraph["context"]))
+                for qa in paragraph["qas"]:
+                    answers = [a["text"] for a in qa["answers"] if a["text"].strip()]
+                    if answers:
+                        asked.append((str(qa["id"]), qa["question"], answers, index))
+    asked.sort(key=lambda item: _digest(item[0]))
+    return paragraphs, asked
+
+
 def squad(path: Path, name: str, sample: int) -> list[Question]:
     """``sample`` questions of a SQuAD-style file, each with ``PAGES`` pages (module doc)."""
-    data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    paragraphs: list[tuple[int, str, str]] = []  # (article, title, context)
-    asked: list[tuple[str, str, list[str], int]] = []  # (qid, question, answers, paragraph)
-    for number, entry in enumerate(data):
-        for paragraph in entry["paragraphs"]:
-            index = len(paragraphs)
-            paragraphs.append((number, entry.get("title", ""), paragraph["context"]))
-            for qa in paragraph["qas"]:
-                answers = [a["text"] for a in qa["answers"] if a["text"].strip()]
-                if answers:
-                    asked.append((str(qa["id"]), qa["question"], answers, index))
-    asked.sort(key=lambda item: _digest(item[0]))
+    paragraphs, asked = read_squad([path])
     index = _Okapi([terms(context) for _, _, context in paragraphs])
     questions = []
     for qid, question, answers, own in asked[:sample]:
