@@ -26,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _measure import spread
+
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.adapters import _page_walk as page_walk
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
@@ -64,13 +66,6 @@ def once(world: World, adapter: dict[str, str]) -> tuple[float, str, list[str]]:
         elapsed = time.perf_counter() - started
     failures: list[str] = answer.audit.named("attempt")[0].detail["page_failures"]
     return elapsed, answer.status, [line.split()[-1] for line in failures]
-
-
-def spread(values: list[float]) -> str:
-    return (
-        f"min {min(values) * 1000:.0f} ms, median {statistics.median(values) * 1000:.0f} ms, "
-        f"max {max(values) * 1000:.0f} ms"
-    )
 
 
 def main() -> None:

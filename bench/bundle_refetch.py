@@ -33,6 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _measure import spread
+
 from external_query_service import ExternalQueryService, Settings, fixed_clock, verify_bundle
 from external_query_service.net._fetch import SafeFetcher
 from external_query_service.testing import Reply, World, article, hit
@@ -66,13 +68,6 @@ async def fetch_once(settings: Settings, urls: list[str]) -> int:
     finally:
         await fetcher.aclose()
     return sum(len(item.body) for item in pages)
-
-
-def spread(values: list[float]) -> str:
-    return (
-        f"min {min(values) * 1000:.0f} ms, median {statistics.median(values) * 1000:.0f} ms, "
-        f"max {max(values) * 1000:.0f} ms"
-    )
 
 
 def main() -> None:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _measure import spread
+
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 
@@ -60,13 +62,6 @@ def once(world: World, adapter: dict[str, str]) -> tuple[float, float]:
     if answer.status != "answered":
         raise SystemExit(f"not answered: {answer.status} {answer.reason}")
     return answer.attempts[0].duration_ms / 1000, elapsed
-
-
-def spread(values: list[float]) -> str:
-    return (
-        f"min {min(values) * 1000:.0f} ms, median {statistics.median(values) * 1000:.0f} ms, "
-        f"max {max(values) * 1000:.0f} ms"
-    )
 
 
 def main() -> None:

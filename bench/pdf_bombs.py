@@ -28,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _measure import tree_rss
+
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from tests.support.pdfs import deflate_bomb, shared_stream_bomb
@@ -56,26 +58,6 @@ def serve(world: World, name: str, bombs: dict[str, bytes]) -> dict[str, str]:
     base = world.url(f"search-{name}.test", "/searx")
     world.route(f"{base}/search", json_reply(searx_body(QUESTION, hits)))
     return {"kind": "searxng", "id": name, "base_url": base}
-
-
-def tree_rss() -> int:
-    """Resident bytes of this process and every process below it."""
-    parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    tree, frontier = {os.getpid()}, {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - tree
-        tree |= frontier
-    return sum(rss.get(pid, 0) for pid in tree)
 
 
 class Peak:

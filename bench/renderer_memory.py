@@ -23,6 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _measure import tree_rss
+
 from external_query_service.browser import BrowserProvider
 from external_query_service.errors import RenderFailed
 from external_query_service.settings import BrowserSettings
@@ -37,34 +39,14 @@ HOG = (
 )
 
 
-def tree_rss() -> int:
-    """Resident bytes of every process below this one."""
-    parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    tree, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - tree
-        tree |= frontier
-    return sum(rss.get(pid, 0) for pid in tree)
-
-
 async def peak_of(provider: BrowserProvider, url: str) -> tuple[int, str]:
     """Chromium's peak resident bytes while ``url`` renders, and how the rendering ended."""
-    peak = [tree_rss()]
+    peak = [tree_rss(itself=False)]
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.wait(0.01):
-            peak[0] = max(peak[0], tree_rss())
+            peak[0] = max(peak[0], tree_rss(itself=False))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
