@@ -123,7 +123,7 @@ def test_the_prompt_sent_is_the_contract_template_and_its_digest_is_audited(
     assert "请用一两句话直接给出用户所问的事实" in user["content"]  # direct_fact.prompt.j2
     assert shown.prompt_digest == "sha256:" + hashlib.sha256(user["content"].encode()).hexdigest()
     schema = chat.bodies[0]["response_format"]["json_schema"]["schema"]
-    assert schema["required"] == ["text", "citations"]
+    assert schema["required"] == ["text", "citations", "answered_by"]
 
 
 def test_links_to_admitted_sites_are_allowed(chat: ChatServer) -> None:
