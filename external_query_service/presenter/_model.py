@@ -287,6 +287,12 @@ def check_answerability(
     return Answerability(verdict="answered", passages=claims)
 
 
+def _cites_a_proof(checked: CheckedAnswer, judged: Answerability) -> bool:
+    """Does the answer cite a passage the model proved answers the question?"""
+    proved = {claim.evidence_id for claim in judged.passages}
+    return not proved.isdisjoint(checked.cited)
+
+
 def _numbering(listed: tuple[ListedSource, ...]) -> dict[int, tuple[str, ...]]:
     """Source number → the evidence ids its entry of the source list stands for."""
     return {number: entry.evidence_ids for number, entry in enumerate(listed, start=1)}
@@ -355,6 +361,10 @@ class LLMAnswerPresenter:
             if judged is not None and judged.verdict == "none_answers":
                 return self._none_answers(packet, judged, digest)
             checked = check_answer(value, admitted, numbered=numbering)
+            if judged is not None and not _cites_a_proof(checked, judged):
+                raise AnswerRejected(
+                    "unproven_answer", "the answer cites none of the passages it says answer"
+                )
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             if repeats_credential((reason,), self._client.credential_values()):
