@@ -651,7 +651,8 @@ class Answerability(Frozen):
     in code (audited): ``answered`` (every passage it named holds its quote),
     ``none_answers`` (it named none: the answer becomes ``insufficient_evidence`` /
     ``no_matching_evidence``), or ``unproven`` (a passage it named is not admitted evidence
-    or does not hold its quote: the claim is ignored and the extractive answer stands)."""
+    or does not hold its quote, or the answer cites none of them: the claim is ignored and
+    the extractive answer stands)."""
 
     verdict: Literal["answered", "none_answers", "unproven"]
     passages: tuple[AnsweringQuote, ...] = ()

@@ -362,9 +362,9 @@ class LLMAnswerPresenter:
                 return self._none_answers(packet, judged, digest)
             checked = check_answer(value, admitted, numbered=numbering)
             if judged is not None and not _cites_a_proof(checked, judged):
-                raise AnswerRejected(
-                    "unproven_answer", "the answer cites none of the passages it says answer"
-                )
+                why = "the answer cites none of the passages it says answer"
+                judged = judged.model_copy(update={"verdict": "unproven", "detail": why})
+                raise AnswerRejected("unproven_answer", why)
         except Exception as exc:  # any failure keeps the extractive answer; reason audited
             reason = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             if repeats_credential((reason,), self._client.credential_values()):

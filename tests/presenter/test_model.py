@@ -536,6 +536,8 @@ def test_an_answer_that_cites_none_of_the_passages_it_proved_is_ignored(chat: Ch
     assert shown.fallback_reason == (
         "unproven_answer: the answer cites none of the passages it says answer"
     )
+    assert shown.answerability is not None
+    assert shown.answerability.verdict == "unproven"
 
 
 def test_none_answers_is_refused_in_the_questions_language(chat: ChatServer) -> None:
