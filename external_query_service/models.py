@@ -29,6 +29,8 @@ __all__ = [
     "AdmissionSummary",
     "AnswerContract",
     "AnswerStatus",
+    "Answerability",
+    "AnsweringQuote",
     "AskedValue",
     "AttemptCause",
     "AttemptStatus",
@@ -552,6 +554,17 @@ class VerifierResult(Frozen):
             raise ValueError(f"evidence both admitted and rejected: {sorted(both)[0]}")
         return self
 
+    def refused(self, reason: OutcomeReason) -> VerifierResult:
+        """This verdict turned into ``insufficient_evidence`` for ``reason``, its checks and
+        decisions kept (a model proved that no admitted evidence answers)."""
+        return self.model_copy(
+            update={
+                "status": "insufficient_evidence",
+                "reason": reason,
+                "retryable": REASONS.get(reason, False),
+            }
+        )
+
     @property
     def admitted_ids(self) -> frozenset[str]:
         """The ids of the evidence this verdict admitted."""
@@ -625,6 +638,28 @@ class SentenceCheck(Frozen):
     detail: str = ""
 
 
+class AnsweringQuote(Frozen):
+    """A passage a model says answers the question: its evidence id and the answering words,
+    quoted verbatim from its text."""
+
+    evidence_id: str = Field(max_length=200)
+    quote: str = Field(min_length=1, max_length=400)
+
+
+class Answerability(Frozen):
+    """A model's judgment of whether the admitted evidence answers the question, as checked
+    in code (audited): ``answered`` (every passage it named holds its quote),
+    ``none_answers`` (it named none: the answer becomes ``insufficient_evidence`` /
+    ``no_matching_evidence``), or ``unproven`` (a passage it named is not admitted evidence
+    or does not hold its quote, or the answer cites none of them: the claim is ignored and
+    the extractive answer stands)."""
+
+    verdict: Literal["answered", "none_answers", "unproven"]
+    passages: tuple[AnsweringQuote, ...] = ()
+    #: Why: the check that failed, or the model's own words when it says none answers.
+    detail: str = ""
+
+
 class Presentation(Frozen):
     """The presenter's stage result: the answer text and what produced it."""
 
@@ -640,6 +675,8 @@ class Presentation(Frozen):
     fallback_reason: str | None = None
     #: The model-written answer's sentences and their verdicts (empty when no model wrote).
     sentences: tuple[SentenceCheck, ...] = ()
+    #: A model's judgment of whether the evidence answers (None when it gave none).
+    answerability: Answerability | None = None
 
 
 class AdmissionSummary(Frozen):

@@ -282,6 +282,17 @@ class ExternalQueryService(Closing):
                 shown = await model.present(packet)
             else:
                 shown = self.presenter.present(packet)
+        judged = shown.answerability
+        if judged is not None and judged.verdict == "none_answers":
+            # The model said no admitted evidence answers the question: so does the answer.
+            outcome = outcome.model_copy(update={"result": result.refused("no_matching_evidence")})
+            audit.record(
+                "presenter",
+                "none_answers",
+                status=outcome.result.status,
+                reason=outcome.result.reason,
+                detail=judged.detail,
+            )
         return await self._conclude(question, gathered, outcome, shown, audit)
 
     @contextlib.asynccontextmanager
@@ -389,6 +400,9 @@ class ExternalQueryService(Closing):
             fallback_reason=shown.fallback_reason,
             sources=len(shown.sources),
             sentences=[sentence.model_dump(mode="json") for sentence in shown.sentences],
+            answerability=(
+                shown.answerability.model_dump(mode="json") if shown.answerability else None
+            ),
         )
         chain = bind_answer(
             question=question,

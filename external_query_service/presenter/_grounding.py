@@ -38,7 +38,7 @@ from ..models import Evidence, SentenceCheck, SentenceVerdict
 from ..text._dates import date_spans
 from ..text._quantities import Quantity, find_quantities, same_quantity
 
-__all__ = ["EVIDENCE_ID", "cited_numbers", "ground_sentences", "split_sentences"]
+__all__ = ["EVIDENCE_ID", "cited_numbers", "ground_sentences", "quoted_in", "split_sentences"]
 
 #: Ids minted by ``adapters._base.evidence_id``, as a model writes them in its text.
 EVIDENCE_ID = re.compile(r"(?<![A-Za-z0-9_-])ev-[0-9a-f]{6,64}(?![0-9A-Za-z])")
@@ -227,6 +227,13 @@ class _Grounds:
 
 def _fold(text: str) -> str:
     return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def quoted_in(quote: str, text: str) -> bool:
+    """Does ``text`` hold ``quote`` verbatim, both NFKC-folded, case-folded and runs of
+    spaces made one (as a quoted span is checked)? An empty quote is held by nothing."""
+    folded = _fold(quote)
+    return bool(folded) and folded in _fold(text)
 
 
 def _grounds(item: Evidence) -> _Grounds:

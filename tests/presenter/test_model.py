@@ -123,7 +123,7 @@ def test_the_prompt_sent_is_the_contract_template_and_its_digest_is_audited(
     assert "请用一两句话直接给出用户所问的事实" in user["content"]  # direct_fact.prompt.j2
     assert shown.prompt_digest == "sha256:" + hashlib.sha256(user["content"].encode()).hexdigest()
     schema = chat.bodies[0]["response_format"]["json_schema"]["schema"]
-    assert schema["required"] == ["text", "citations"]
+    assert schema["required"] == ["text", "citations", "answered_by"]
 
 
 def test_links_to_admitted_sites_are_allowed(chat: ChatServer) -> None:
@@ -493,3 +493,63 @@ def test_through_the_service_the_echoed_key_reaches_neither_the_answer_nor_the_a
     )
     assert "independent sources" in answer.text
     assert SECRET not in answer.model_dump_json()
+
+
+# --- answerability, only with proof --------------------------------------------------------------
+
+
+def test_a_quote_is_found_in_its_passage_after_the_grounding_folding(chat: ChatServer) -> None:
+    # Full-width digits, another case and doubled spaces: the passage still holds the words.
+    quote = "多云，最高  ２４.１ °c"
+    chat.then(
+        answer_json(
+            {
+                "text": f"湛江12月1日多云，最高 24.1 °C [{WEATHER_ID}]。",
+                "citations": [WEATHER_ID],
+                "answered_by": [{"evidence_id": WEATHER_ID, "quote": quote}],
+            }
+        )
+    )
+
+    shown = present(chat, direct_fact())
+
+    assert (shown.renderer, shown.fallback_reason) == ("llm", None)
+    assert shown.answerability is not None
+    assert shown.answerability.verdict == "answered"
+
+
+def test_an_answer_that_cites_none_of_the_passages_it_proved_is_ignored(chat: ChatServer) -> None:
+    packet = direct_fact()
+    chat.then(
+        answer_json(
+            {
+                "text": f"湛江12月1日多云，最高 24.1 °C [{WEATHER_ID}]。",
+                "citations": [WEATHER_ID],
+                "answered_by": [{"evidence_id": NEWS_ID, "quote": "12月1日多云转阴"}],
+            }
+        )
+    )
+
+    shown = present(chat, packet)
+
+    assert is_extractive(shown, packet)
+    assert shown.fallback_reason == (
+        "unproven_answer: the answer cites none of the passages it says answer"
+    )
+    assert shown.answerability is not None
+    assert shown.answerability.verdict == "unproven"
+
+
+def test_none_answers_is_refused_in_the_questions_language(chat: ChatServer) -> None:
+    packet = direct_fact()
+    packet = packet.model_copy(update={"plan": packet.plan.model_copy(update={"language": "en"})})
+    chat.then(answer_json({"text": "No passage states it.", "citations": [], "answered_by": []}))
+
+    shown = present(chat, packet)
+
+    assert shown.text.startswith("External live query: ")
+    assert "no evidence about what the question asks was found" in shown.text
+    assert shown.sources == ()
+    assert (shown.renderer, shown.fallback_reason) == ("llm", None)
+    assert shown.answerability is not None
+    assert shown.answerability.verdict == "none_answers"
