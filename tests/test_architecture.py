@@ -231,3 +231,33 @@ def test_only_storage_talks_to_a_database() -> None:
     clients = {"sqlite3", "psycopg", "psycopg_pool", "redis"}
     talking = {unit for unit in _graph() if _third_party(unit) & clients}
     assert talking <= {"storage"}
+
+
+#: The most lines one function of the entry points (``server/``, ``cli/``) may span, nested
+#: functions included: a route, a tool or a command is registered by a named function a
+#: reader can find, not by a closure inside a screen-long builder.
+MAX_ENTRY_POINT_FUNCTION_LINES = 80
+
+
+def _long_functions(folder: str, limit: int) -> list[str]:
+    """``path:line name (lines)`` for every function in ``folder`` longer than ``limit``."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > limit:
+                    where = path.relative_to(ROOT)
+                    found.append(f"{where}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_the_long_function_finder_counts_nested_functions() -> None:
+    assert _long_functions("server", 0)  # every function is longer than no line
+    assert any(" register (" in found for found in _long_functions("cli", 0))
+
+
+def test_no_function_in_the_server_or_the_cli_spans_more_than_80_lines() -> None:
+    limit = MAX_ENTRY_POINT_FUNCTION_LINES
+    assert _long_functions("server", limit) + _long_functions("cli", limit) == []
