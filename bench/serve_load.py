@@ -269,7 +269,12 @@ def _compare_workers(settings: Settings, args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for workers in (1, args.workers):
             cache = settings.cache.model_copy(
-                update={"url": args.redis, "key_prefix": f"{prefix}{workers}:"}
+                # Unsigned: the bench compares worker counts on a private Redis.
+                update={
+                    "url": args.redis,
+                    "key_prefix": f"{prefix}{workers}:",
+                    "allow_unsigned": True,
+                }
             )
             process, url = _serve_cli(settings.model_copy(update={"cache": cache}), workers, folder)
             try:

@@ -242,8 +242,11 @@ class ExtractionFailed(ExternalQueryError):
 class RenderFailed(ExternalQueryError):
     """The browser could not render the page at ``url``; ``reason`` says why
     (``render_timeout``, ``render_budget`` (the question's renderings used up),
-    ``navigation_failed``, ``navigation_refused`` (the caller's origin rule), ``browser_error``
-    (the browser itself failed), ``browser_closed``)."""
+    ``navigation_failed``, ``navigation_refused`` (the caller's origin rule, or the network
+    policy refused where the page sent its tab), ``error_page`` (the tab ended on no web
+    page: Chromium's error page), ``render_memory`` (its renderer held more memory than
+    allowed and was killed), ``browser_error`` (the browser itself failed),
+    ``browser_closed``)."""
 
     def __init__(self, url: str, *, reason: str, detail: str = "") -> None:
         self.url = url

@@ -412,12 +412,16 @@ class CacheSettings(Frozen):
     #: an error): a Redis answering just under the timeout must not slow every question.
     redis_slow_s: float = Field(default=0.1, gt=0, le=30)
     #: The environment variable holding the secret that signs every shared entry (HMAC-SHA256
-    #: over its bytes and key; Redis key names derived from it too). None: entries unsigned.
+    #: over its bytes and key; Redis key names derived from it too). With ``url`` set it is
+    #: required (unless ``allow_unsigned``), and a variable named here must hold a key.
     signing_key_env: str | None = Field(default=None, min_length=1)
     #: The variable holding the secret being rotated out: its entries are still read.
     signing_key_previous_env: str | None = Field(default=None, min_length=1)
-    #: Refuse to start with ``[cache] url`` and no signing key (instead of a warning).
+    #: Kept so existing files still load: a shared cache without a key is refused anyway.
     require_signing: bool = False
+    #: Let a shared cache run with no signing key at all (``signing_key_env`` unset):
+    #: anyone who can write to the Redis server can then plant evidence. Said once at start.
+    allow_unsigned: bool = False
 
     @field_validator("url")
     @classmethod

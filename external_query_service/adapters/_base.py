@@ -62,9 +62,16 @@ __all__ = [
 class PageFetcher(Protocol):
     """Fetches URLs that came from outside, under the network policy."""
 
-    async def fetch(self, url: str, *, deadline: float | None = None) -> FetchedPage:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        deadline: float | None = None,
+        allow_redirect: Callable[[str], bool] | None = None,
+    ) -> FetchedPage:
         """The page at ``url`` under the network policy, bounded in bytes and time (and by
-        ``deadline``, event-loop time, when given)."""
+        ``deadline``, event-loop time, when given); ``allow_redirect`` (when given) is asked
+        about every redirect hop before it is requested."""
         ...
 
 

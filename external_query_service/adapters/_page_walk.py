@@ -18,11 +18,14 @@ busy the host is. Two rules see to that:
   bytes, which a replay serves unchanged, so a replay cuts off the same pages; a rule by
   analysis time (a page still analysing when the answer could be formed) cut off different
   pages on every run of a busy host.
-- **The grace for pages still loading is relative.** Once the walk has what it can get, a
-  page still loading gets ``STRAGGLER_GRACE_S``, or twice as long as the slowest page read
-  took when that is longer. A busy host slows every page of a walk alike, so a page that
-  came in beside the others in the recording still does in the replay; a fixed quarter
-  second cut off a page one redirect further away whenever the host was loaded.
+- **The grace for pages still loading is relative, and bounded by the walk.** Once the walk
+  has what it can get, a page still loading gets ``STRAGGLER_GRACE_S`` plus half the time
+  the slowest page read took. A busy host slows every page of a walk alike, so a page that
+  came in beside the others in the recording still does in the replay (a fixed quarter
+  second cut off a page one redirect further away whenever the host was loaded); and
+  since the slowest page read took no longer than the walk so far, a dripping page never
+  makes the walk longer than 1.5 times what it took without it, plus a quarter second.
+  (Twice the slowest page, the rule before, let one drip hold an answer 2.6 times as long.)
 
 Those two rules narrow what the host's speed decides; they cannot remove it (a page can
 outlast any grace on a loaded host). So a recording also keeps how each of its walks ended
@@ -69,10 +72,11 @@ STRAGGLER_GRACE_S = 0.25
 #: milliseconds, and which pages a walk reads must not hang on that (a replayed fixture world
 #: answers every time with the same pages).
 STRAGGLER_FLOOR_S = 0.1
-#: How many times as long as the slowest page read the pages still loading may take once the
-#: walk has what it can get: a page one redirect away makes two exchanges where the page
-#: read made one.
-_GRACE_RATIO = 2.0
+#: The share of the slowest read page's time the pages still loading get on top of
+#: ``STRAGGLER_GRACE_S`` once the walk has what it can get. A page one redirect away makes
+#: two exchanges where the page read made one, but the read page's time includes its
+#: analysis too; more than a half would let a drip hold the answer past 1.5 times the walk.
+_GRACE_SHARE = 0.5
 
 #: Markup units (``markup_units``) past which a page's analysis is deferred, and cut off once
 #: another page was read. The 249 pages of the extraction corpus (news, blogs, encyclopaedia
@@ -116,9 +120,9 @@ def straggler_patience(slowest_s: float) -> float:
 
 def straggler_grace(slowest_s: float) -> float:
     """How much longer pages still loading may take once the walk has what it can get, when
-    the slowest page read took ``slowest_s``: ``STRAGGLER_GRACE_S``, or twice ``slowest_s``
-    when that is longer (module docstring)."""
-    return max(STRAGGLER_GRACE_S, _GRACE_RATIO * slowest_s)
+    the slowest page read took ``slowest_s``: ``STRAGGLER_GRACE_S`` plus half ``slowest_s``
+    (module docstring)."""
+    return STRAGGLER_GRACE_S + _GRACE_SHARE * slowest_s
 
 
 class HeldPages(Enum):
@@ -160,6 +164,8 @@ class PageWalk:
     demote_at: float | None = None
     #: The longest a read page took, fetch and analysis.
     slowest: float = 0.0
+    #: When the last page was read (None: none yet).
+    last_read: float | None = None
     loading: dict[int, float] = field(default_factory=dict)  # index → when its fetch began
     #: Pages still loading that lost their place: the next hit started beside them.
     stragglers: set[int] = field(default_factory=set)
@@ -218,6 +224,7 @@ class PageWalk:
         self.stragglers.discard(index)
         if read:
             self.read += 1
+            self.last_read = now
             self.slowest = max(self.slowest, now - began)
             self.demote_at = now + straggler_patience(self.slowest)
 
@@ -228,9 +235,14 @@ class PageWalk:
 
     def settle(self, now: float) -> None:
         """Once the walk has what it can get (a page read, nothing left to start), the pages
-        still loading get ``straggler_grace`` of the slowest read page, and no more."""
+        still loading get ``straggler_grace`` of the slowest read page, and no more, counted
+        from the last page read or the last start of a page still loading, whichever came
+        later: a page that held its place until it lost it (the walk only learns then that
+        nothing is left to start) has had that wait already, and a page started late still
+        gets the whole grace."""
         if self.cut_by is None and self.read and self.exhausted:
-            self.cut_by = now + straggler_grace(self.slowest)
+            since = max([now if self.last_read is None else self.last_read, *self.loading.values()])
+            self.cut_by = since + straggler_grace(self.slowest)
 
     def cut_loading(self, now: float) -> list[int]:
         """The pages still loading once ``cut_by`` has passed (once; pages whose body has

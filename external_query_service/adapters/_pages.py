@@ -8,7 +8,7 @@ page still loading after another page was read, for as long again as the slowest
 took (at least ``STRAGGLER_FLOOR_S``, at most ``STRAGGLER_GRACE_S``), frees its place (it
 keeps loading); once ``max_pages`` pages were read the pages still in flight are cut off at
 once, and once at least one was read and nothing is left to start the pages still loading
-get ``STRAGGLER_GRACE_S`` more (twice the slowest read page's time, if longer) and are then
+get ``STRAGGLER_GRACE_S`` more plus half the slowest read page's time, and are then
 cut off. A page whose body has arrived is no straggler: its analysis is waited for, within
 the question's deadline, unless its markup is over ``ANALYSIS_MARKUP_BUDGET``; such a heavy
 page (a huge table, tens of thousands of attributes) is analysed only when no other page
@@ -86,6 +86,7 @@ from ..runtime._memo import Digested
 from ..runtime._tracing import span
 from ..text._analyse import PageAnalysis, analyse_page
 from ..text._chunk import Chunk
+from ..text._credentials import SECRET_IN_RESULT, repeats_credential
 from ..text._dates import find_dates
 from ..text._rerank import Candidate, rerank
 from ..text._score import TermStats, best_snippets
@@ -248,6 +249,8 @@ def page_cause(failures: Sequence[tuple[str, str]]) -> AttemptCause | None:
 class _Source:
     adapter_id: str
     provider_type: ProviderType
+    #: Secrets no redirect hop may repeat (the keyed provider's key; none for others).
+    credentials: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -273,8 +276,13 @@ async def harvest_pages(
     adapter_id: str,
     provider_type: ProviderType,
     runtime: AdapterRuntime,
+    credentials: tuple[str, ...] = (),
 ) -> PageHarvest:
     """Walk ``hits`` in order until ``network.max_pages`` pages are read (module docstring).
+
+    With ``credentials`` (a keyed provider's key), a redirect hop that repeats one in any
+    form (``repeats_credential``) is never requested: the page fails as
+    ``not_a_document:secret_in_result`` and neither the hop nor its reply is kept anywhere.
 
     One walk per call, so the budget is per gather, not per search query: at most
     ``max_pages`` pages read and ``ATTEMPTS_PER_PAGE × max_pages`` fetches started in all,
@@ -289,7 +297,7 @@ async def harvest_pages(
     can get short of that, pages still loading after ``straggler_grace`` and heavy pages at
     once (``page_walk.py``).
     """
-    source = _Source(adapter_id, provider_type)
+    source = _Source(adapter_id, provider_type, credentials)
     candidates = _dedupe(hits)
     reads = await _walk(candidates, plan, source, runtime)
     with_bodies = {
@@ -396,7 +404,7 @@ async def _replayed_walk(
         if fate == CUT_OFF:
             return _Read(failure=CUT_OFF)
         async with places:
-            outcome = await _fetch(hit, runtime, fetch_by)
+            outcome = await _fetch(hit, runtime, fetch_by, source.credentials)
         if isinstance(outcome, _Read):
             return outcome
         if fate == CUT_OFF_ANALYSIS:
@@ -455,7 +463,7 @@ async def _timed_walk(
                 found = _snippet_evidence(hit, plan, source, runtime, min_score=0)
                 reads[index] = _Read(tuple(found), "source_policy")
                 continue
-            running[asyncio.create_task(_fetch(hit, runtime, fetch_by))] = index
+            running[asyncio.create_task(_fetch(hit, runtime, fetch_by, source.credentials))] = index
             walk.started(index, loop.time())
 
     def analyse(index: int) -> None:
@@ -543,13 +551,29 @@ class _Arrived:
 
 
 async def _fetch(
-    hit: SearchHit, runtime: AdapterRuntime, fetch_by: float | None
+    hit: SearchHit,
+    runtime: AdapterRuntime,
+    fetch_by: float | None,
+    credentials: tuple[str, ...] = (),
 ) -> _Read | _Arrived:
-    """One hit's page body, or what its failed fetch proved about the page."""
+    """One hit's page body, or what its failed fetch proved about the page. With
+    ``credentials``, every redirect hop is checked before it is requested."""
+    refused: list[bool] = []
+
+    def hop_allowed(hop: str) -> bool:
+        carries = repeats_credential((hop,), credentials)
+        refused.append(carries)
+        return not carries
+
     try:
         with span("page_fetch", host=_host(hit.url)):
-            page = await runtime.fetcher.fetch(hit.url, deadline=fetch_by)
+            page = await runtime.fetcher.fetch(
+                hit.url, deadline=fetch_by, allow_redirect=hop_allowed if credentials else None
+            )
     except FetchError as exc:
+        if any(refused):
+            # Only the reason: the exception's message names the hop, and so the key.
+            return _Read(failure=f"{_NOT_A_DOCUMENT}:{SECRET_IN_RESULT}")
         return _fetch_failure(exc)
     return _Arrived(page, len(page.body) if page.fetched_at is None else 0)
 

@@ -202,8 +202,13 @@ class KeyedSearchAdapter(Adapter):
             adapter_id=self.adapter_id,
             provider_type=self.provider_type,
             runtime=self.runtime,
+            credentials=(key,),
         )
-        evidence = (*(e for item in given for e in item.evidence), *harvest.evidence)
+        # A page can still repeat the key (its text, its title, where the browser ended up):
+        # such evidence is dropped and counted like a hit that carried it.
+        read = [item for item in harvest.evidence if not _repeats(item, key)]
+        dropped += len(harvest.evidence) - len(read)
+        evidence = (*(e for item in given for e in item.evidence), *read)
         if dropped:
             # Counted, never spelled: the audit learns that hits were dropped, not the key.
             return harvest.outcome(
@@ -223,9 +228,12 @@ def _carries(found: Found, key: str) -> bool:
     provider handed over with it)? Such a result is dropped before its page is fetched,
     stored, shown or audited."""
     texts = [found.hit.url, found.hit.title, found.hit.snippet]
-    for item in found.evidence:
-        texts.extend((item.url, item.title, item.snippet, item.site))
-    return repeats_credential(texts, (key,))
+    return repeats_credential(texts, (key,)) or any(_repeats(e, key) for e in found.evidence)
+
+
+def _repeats(item: Evidence, key: str) -> bool:
+    """Does one piece of evidence repeat the key (its URL, title, site or snippet)?"""
+    return repeats_credential((item.url, item.title, item.snippet, item.site), (key,))
 
 
 def _secret_outcome(total: int, dropped: int) -> AdapterOutcome:

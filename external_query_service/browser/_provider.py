@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -62,6 +63,7 @@ __all__ = [
     "BROWSER_ACCEPT_TYPES",
     "DEAD_PROXY",
     "EXECUTABLES",
+    "RENDERER_MAX_BYTES",
     "BrowserProvider",
     "BrowserSession",
     "Rendering",
@@ -103,6 +105,12 @@ _SETTLE_S: Final = 1.5
 _QUIET_S: Final = 0.15
 _POLL_S: Final = 0.025
 _DOM_SIZE: Final = "document.documentElement ? document.documentElement.outerHTML.length : 0"
+#: A renderer process may hold this much resident memory (a plain page's renderer holds
+#: some 60-100 MiB, a heavy news page's some 250 MiB); past it, it is killed and the pages
+#: it was rendering fail as ``render_memory``. Checked every ``_MEMORY_POLL_S`` while a
+#: rendering runs, so a page allocating as fast as V8 can overshoots by about 100 MiB.
+RENDERER_MAX_BYTES: Final = 384 * 1024 * 1024
+_MEMORY_POLL_S: Final = 0.025
 _ARGS: Final = (
     f"--proxy-server={DEAD_PROXY}",
     "--proxy-bypass-list=<-loopback>",
@@ -114,6 +122,12 @@ _ARGS: Final = (
     "--no-default-browser-check",
     "--disable-features=ServiceWorker,Translate,OptimizationHints,MediaRouter",
     "--dns-prefetch-disable",
+    # WebRTC would otherwise send UDP (STUN, TURN) straight to addresses a page picks, past
+    # both the routing and the dead proxy: only proxied traffic is allowed (there is none
+    # that works), and no local address is handed out without a permission never granted.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--force-webrtc-ip-handling-policy",
+    "--enforce-webrtc-ip-permission-check",
 )
 
 
@@ -162,6 +176,9 @@ class _Budget:
     allow_navigation: Callable[[str], bool] | None = None
     #: The first main-frame URL ``allow_navigation`` refused.
     navigation_refused: str | None = None
+    #: The provider's ``memory_kills`` when the rendering began, and whether its tab crashed.
+    kills_before: int = 0
+    crashed: bool = False
 
     def navigation_rule(self) -> Callable[[str], bool] | None:
         """``allow_navigation``, noting the first URL it refuses."""
@@ -205,6 +222,13 @@ class BrowserProvider:
         self._closed = False
         #: Renderings started so far (every session).
         self.renderings = 0
+        #: Renderer processes killed for holding more than ``RENDERER_MAX_BYTES``.
+        self.memory_kills = 0
+        #: Renderings running now (the memory watch runs while there are any).
+        self._active = 0
+        self._watch: asyncio.Task[None] | None = None
+        #: Marks this provider's Chromium among the processes below this one.
+        self._marker = f"--external-query-browser={os.getpid()}-{id(self)}"
 
     # -- the browser loop -------------------------------------------------------------------
     async def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -243,7 +267,7 @@ class BrowserProvider:
             self._browser = await self._playwright.chromium.launch(
                 executable_path=executable,
                 headless=True,
-                args=list(_ARGS),
+                args=[*_ARGS, self._marker],
                 proxy={"server": DEAD_PROXY, "bypass": "<-loopback>"},
                 chromium_sandbox=os.geteuid() != 0,
             )
@@ -259,6 +283,23 @@ class BrowserProvider:
         if self._closed:
             raise RenderFailed("about:blank", reason="browser_closed")
         self._portal.call(self._browser_now())
+
+    # -- renderer memory ------------------------------------------------------------------
+    def _rendering(self, change: int) -> None:
+        """A rendering began (+1) or ended (-1): the memory watch runs while any does."""
+        self._active += change
+        if self._active > 0 and (self._watch is None or self._watch.done()):
+            self._watch = asyncio.ensure_future(self._watch_memory())
+
+    async def _watch_memory(self) -> None:
+        """While renderings run, kill every renderer process of this browser that holds
+        more than ``RENDERER_MAX_BYTES`` (its pages crash; ``render_memory``)."""
+        while self._active > 0 and not self._closed:
+            for pid in await asyncio.to_thread(_renderers_over, self._marker):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    self.memory_kills += 1
+            await asyncio.sleep(_MEMORY_POLL_S)
 
     # -- sessions -------------------------------------------------------------------------
     async def session(self, name: str | None = None) -> BrowserSession:
@@ -307,6 +348,10 @@ class BrowserProvider:
         await asyncio.to_thread(self.close)
 
     async def _shutdown(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch
         for session in list(self._sessions.values()):
             with contextlib.suppress(Exception):
                 await session._context.close()
@@ -330,6 +375,7 @@ class BrowserProvider:
         or refuse it (module docstring)."""
         url = request.url
         loop = asyncio.get_running_loop()
+        main_frame = request.is_navigation_request() and request.frame.parent_frame is None
         if (
             request.method != "GET"
             or request.resource_type in _SKIPPED_TYPES
@@ -338,11 +384,10 @@ class BrowserProvider:
             or budget.bytes >= budget.max_bytes
             or loop.time() >= budget.deadline
         ):
-            budget.refuse(url)
-            await route.abort("blockedbyclient")
+            await _refused(route, budget, url, main_frame)
             return
         rule = None
-        if request.is_navigation_request() and request.frame.parent_frame is None:
+        if main_frame:
             rule = budget.navigation_rule()
             if rule is not None and request.redirected_from is None and not rule(url):
                 await route.abort("blockedbyclient")
@@ -351,13 +396,11 @@ class BrowserProvider:
         try:
             page = await self._fetcher.fetch(url, allow_redirect=rule, deadline=budget.deadline)
         except FetchError:
-            budget.refuse(url)
-            await route.abort("blockedbyclient")
+            await _refused(route, budget, url, main_frame)
             return
         budget.bytes += len(page.body)
         if budget.bytes > budget.max_bytes:
-            budget.refuse(url)
-            await route.abort("blockedbyclient")
+            await _refused(route, budget, url, main_frame)
             return
         if page.redirects and request.is_navigation_request():
             # Chromium asks for the final URL itself (routed again), so the page's address,
@@ -448,18 +491,31 @@ class BrowserSession:
         budget = _Budget(settings.max_requests, settings.max_page_bytes, end)
         if allow is not None:
             budget.allow_navigation = lambda hop: hop == url or allow(hop)
+        budget.kills_before = self._provider.memory_kills
         self._budgets[page] = budget
         self._provider.renderings += 1
+        self._provider._rendering(+1)
         try:
             return await asyncio.wait_for(self._read(page, url, budget, started), end - started)
         except TimeoutError:
+            self._check_memory(url, budget)
             raise RenderFailed(url, reason="render_timeout") from None
+        except RenderFailed:
+            self._check_memory(url, budget)
+            raise
         finally:
+            self._provider._rendering(-1)
             self._budgets.pop(page, None)
             if tab is None:
                 self._own.discard(page)
                 with contextlib.suppress(Exception):
                     await page.close()
+
+    def _check_memory(self, url: str, budget: _Budget) -> None:
+        """``RenderFailed`` ``render_memory`` when the rendering's tab crashed after the
+        memory watch killed a renderer (its own, as far as anyone can tell)."""
+        if budget.crashed and self._provider.memory_kills > budget.kills_before:
+            raise RenderFailed(url, reason="render_memory", detail="renderer over its memory")
 
     async def _read(self, page: Page, url: str, budget: _Budget, started: float) -> Rendering:
         from playwright.async_api import Error as PlaywrightError
@@ -478,6 +534,7 @@ class BrowserSession:
         try:
             html = await page.content()
             _check_navigation(url, budget)
+            _check_document(url, page)
         except PlaywrightError as exc:
             raise RenderFailed(url, reason="navigation_failed", detail=str(exc)[:200]) from None
         body = html.encode("utf-8")
@@ -531,7 +588,13 @@ class BrowserSession:
             return
         await self._provider._fulfil(route, request, budget)
 
+    def _crashed(self, page: Page) -> None:
+        budget = self._budgets.get(page)
+        if budget is not None:
+            budget.crashed = True
+
     def _on_page(self, page: Page) -> None:
+        page.on("crash", lambda _page: self._crashed(page))
         page.on("request", lambda _request: self._activity(page, +1))
         page.on("requestfinished", lambda _request: self._activity(page, -1))
         page.on("requestfailed", lambda _request: self._activity(page, -1))
@@ -551,9 +614,26 @@ async def _browser_step(url: str, step: Coroutine[Any, Any, T]) -> T:
         raise RenderFailed(url, reason="browser_error", detail=str(exc)[:200]) from None
 
 
+async def _refused(route: Route, budget: _Budget, url: str, main_frame: bool) -> None:
+    """Refuse one request. A refused main-frame navigation (the page sent itself somewhere
+    the policy refuses, by script or meta refresh) also ends the rendering: Chromium would
+    show its own error page in the tab, which is no document."""
+    budget.refuse(url)
+    if main_frame:
+        budget.navigation_refused = budget.navigation_refused or url
+    await route.abort("blockedbyclient")
+
+
 def _check_navigation(url: str, budget: _Budget) -> None:
     if budget.navigation_refused is not None:
         raise RenderFailed(url, reason="navigation_refused", detail=budget.navigation_refused)
+
+
+def _check_document(url: str, page: Page) -> None:
+    """``RenderFailed`` ``error_page`` when the tab did not end on a web page: Chromium's
+    own error page (``chrome-error://chromewebdata/``), ``about:blank``, a ``data:`` URL."""
+    if not page.url.startswith(("http://", "https://")):
+        raise RenderFailed(url, reason="error_page", detail=page.url[:200])
 
 
 async def _settle(page: Page, budget: _Budget, until: float) -> None:
@@ -575,6 +655,51 @@ async def _settle(page: Page, budget: _Budget, until: float) -> None:
             size = now
             budget.last_activity = loop.time()  # look again one quiet period on
         await asyncio.sleep(_POLL_S)
+
+
+def _renderers_over(marker: str) -> list[int]:
+    """The renderer processes of the Chromium started with ``marker`` (below this process)
+    whose resident memory is over ``RENDERER_MAX_BYTES``."""
+    parents: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    parents[int(entry.name)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    below: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
+        below |= frontier
+    browser = [pid for pid in below if marker.encode() in _cmdline(pid)]
+    tree: set[int] = set(browser)
+    frontier = set(browser)
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - tree
+        tree |= frontier
+    page = os.sysconf("SC_PAGE_SIZE")
+    over: list[int] = []
+    for pid in tree:
+        if b"--type=renderer" not in _cmdline(pid):
+            continue
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as statm:
+                resident = int(statm.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+        if resident > RENDERER_MAX_BYTES:
+            over.append(pid)
+    return over
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
 
 
 def _page_of(request: Request) -> Page | None:

@@ -401,7 +401,7 @@ class SafeFetcher:
     ) -> FetchedPage:
         """Fetch ``url``. ``allow_redirect`` (optional) is asked about every redirect hop
         after the URL gate and before the hop is requested; ``False`` stops the fetch with
-        ``UnsafeURL`` (detail "redirect to <hop> refused by the caller"). ``deadline``
+        ``UnsafeURL`` (detail "redirect refused by the caller", the hop not named). ``deadline``
         (optional, event-loop time) ends this caller's wait sooner than ``timeout_s`` would,
         waiting for a slot included, with ``FetchDeadlineExceeded``. Every ``FetchError``
         leaving here says in ``responded`` whether the final response had begun."""
@@ -515,7 +515,9 @@ class SafeFetcher:
         except UnsafeURL as exc:
             raise UnsafeURL(url, f"redirect refused: {exc.detail}") from None
         if allow_redirect is not None and not allow_redirect(str(checked)):
-            raise UnsafeURL(url, f"redirect to {checked} refused by the caller")
+            # The hop is not named: the caller was asked about it, and a rule may refuse it
+            # for what it carries (a credential), which must not travel on in a message.
+            raise UnsafeURL(url, "redirect refused by the caller")
         return checked
 
     async def _send(

@@ -28,7 +28,8 @@ when ``processes`` is 0 or while the workers are still starting.
 - The event loop only awaits: a dispatcher thread hands the page over (up to ``_AHEAD`` per
   worker, so a worker never waits for the parent's interpreter lock between pages), and the
   result arrives as a ``concurrent.futures.Future`` (any event loop or thread may ``run``).
-- ``close()`` stops every worker and joins every thread; no child process is left. A pool
+- ``close()`` stops every worker (their PDF readers end with their pipes), kills this process's
+  own PDF reader (``text/_pdf.py``) and joins every thread; no child process is left. A pool
   used in a forked child starts workers of its own and never touches its parent's.
 """
 
@@ -464,6 +465,11 @@ class AnalysisPool:
             self._became_ready.notify_all()
             workers = list(self._workers.values())
             threads = list(self._threads)
+        # A PDF being read for a page analysed in a thread of this process: its reader is
+        # killed, so the thread is not left waiting on it (``worker_lost``).
+        from ..text._pdf import close_readers
+
+        close_readers()
         for _ in threads:
             self._jobs.put(_STOP)
         for worker in workers:

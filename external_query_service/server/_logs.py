@@ -9,9 +9,9 @@ the line's own fields, or ``message``); ``text`` (the default) is uvicorn's layo
 answer line still its JSON. ``--log-level`` applies to all three.
 
 The access line holds ``request_id`` (the ``X-Request-ID`` the response carried), the
-client address, method, path, status and ``duration_ms``. The query string is logged with
-every value but those of the routes' own numeric parameters (``offset``, ``limit``) replaced
-by ``[redacted]``: a client that puts a key or a token in a URL must not find it in a log.
+client address, method, path, status and ``duration_ms``. A query string is never logged,
+only the marker that there was one (``_access_log.redacted_target``): a client that puts a
+key or a token in a URL, as a value or as a bare name, must not find it in a log.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import logging
 import time
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import parse_qsl, quote
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ._access_log import redacted_target
 from ._correlation import ANSWER_LOG
 
 __all__ = [
@@ -46,8 +46,6 @@ LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 #: Query parameters whose values are logged as they are: the routes' own, all numbers.
-_SHOWN_PARAMETERS = frozenset({"offset", "limit"})
-_REDACTED = "[redacted]"
 
 
 class JsonLines(logging.Formatter):
@@ -104,16 +102,9 @@ def logging_config(log_format: LogFormat = "text", log_level: str = "info") -> d
 
 
 def logged_target(path: str, query: bytes) -> str:
-    """``path`` and its query string as logged: values of parameters other than the routes'
-    own numeric ones replaced by ``[redacted]``."""
-    if not query:
-        return path
-    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
-    shown = "&".join(
-        f"{quote(name)}={quote(value) if name in _SHOWN_PARAMETERS else _REDACTED}"
-        for name, value in pairs
-    )
-    return f"{path}?{shown}" if shown else path
+    """``path`` and its query string as logged: the query string never, only the marker that
+    there was one (``redacted_target``)."""
+    return redacted_target(f"{path}?{query.decode('latin-1')}" if query else path)
 
 
 class AccessLog:

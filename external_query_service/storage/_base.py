@@ -183,6 +183,37 @@ class BaseLedger(ABC):
         # Seq has no gap and starts at 1 (``_insert``), so the last seq is the count.
         return LedgerHead(seq=int(last[0]), chain=str(last[1]), records=int(last[0]))
 
+    def _stored_head_in(self, tx: Tx) -> LedgerHead | None:
+        """The stored head as a write transaction sees it (``stored_head`` by default; a
+        backend keeping it in the database reads it through ``tx``)."""
+        return self.stored_head()
+
+    def _unverified_head(self, tx: Tx) -> str | None:
+        """Why the head kept beside the chain cannot be verified against the chain ``tx``
+        sees (None when it can, or before the first migration): it does not read back; the
+        chain holds records and there is no head; or the chain does not reach it. A writer
+        never replaces such a head: that would erase the evidence ``verify`` reports."""
+        if tx.one(self.meta_exists_sql) is None:
+            return None
+        try:
+            head = self._stored_head_in(tx)
+        except LedgerError as exc:
+            return exc.detail
+        last = self._head_in(tx)
+        if head is None:
+            return None if last is None else f"{last.seq} records and no head"
+        row = tx.one("SELECT chain FROM records WHERE seq = ?", (head.seq,))
+        if row is None or str(row[0]) != head.chain:
+            return f"the chain no longer reaches its head (seq {head.seq})"
+        return None
+
+    def _refuse_unverified(self, problem: str) -> LedgerError:
+        return LedgerError(
+            "ledger_head_mismatch",
+            f"{self.target}: {problem}: nothing is written over a head that does not verify "
+            "(see `external-query ledger verify`)",
+        )
+
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> Self:
         return self
@@ -599,8 +630,9 @@ class BaseLedger(ABC):
         check the chain against the head kept beside it and against ``expect_head`` (one
         the caller kept elsewhere): a chain that no longer reaches a head, or reaches it
         with another chain value, is ``head_mismatch`` (records cut off the end, or the
-        history rewritten). Records after the kept head (a writer that stopped between its
-        commit and the head write) are not a mismatch."""
+        history rewritten); so are records with no head at all (``first_bad_seq`` 1). Records
+        after the kept head (a writer that stopped between its commit and the head write) are
+        not a mismatch."""
         integrity = self.integrity_check()
         with self._read() as tx:
             rows = tx.all(
@@ -629,13 +661,18 @@ class BaseLedger(ABC):
         else:
             unreadable = False
         missed = [head for head in (stored, expect_head) if head and not _reaches(chains, head)]
-        if unreadable or missed:
+        # Records and no head: the head was deleted (with or without the newest records);
+        # a ledger's first commit writes one, so nothing sound looks like this.
+        headless = stored is None and bool(rows)
+        if unreadable or missed or headless:
             return LedgerVerification(
                 ok=False,
                 records=len(rows),
                 integrity=integrity,
                 first_bad_seq=min(len(rows) + 1, *(head.seq for head in missed))
                 if missed
+                else 1
+                if headless
                 else None,
                 problem="head_mismatch",
                 last_chain=previous,

@@ -16,7 +16,8 @@ Same records, ids, hash chain and rules as SQLite (``base.py``); only the storag
   connecting); passwords belong in libpq's environment or password file, and are never
   shown.
 - The head (last seq, chain value, record count) is kept apart from the records, in the
-  ``meta`` table under the key ``head``, sealed by its own digest, and written in the
+  ``meta`` table under the key ``head``, sealed by its own digest (a write that would
+  replace a head that does not verify is rolled back), and written in the
   same transaction as the records that moved it: it can never lag or lead the chain.
 - The schema is created and migrated only by ``migrate()`` (``external-query ledger
   migrate``); opening checks its version and refuses a missing or older one.
@@ -152,14 +153,23 @@ class PostgresLedger(BaseLedger):
         with self._connection() as conn, conn.transaction():
             conn.execute(_dialect(_LOCK), (LOCK_CLASS, self._lock_timeout))
             tx = _PgTx(conn)
+            problem = self._unverified_head(tx)
+            before = self._head_in(tx) if problem is not None else None
             yield tx
-            self._anchor(tx)
+            self._anchor(tx, problem, before)
 
-    def _anchor(self, tx: Tx) -> None:
-        """Write the head, inside the transaction that moved it (so never out of step)."""
+    def _stored_head_in(self, tx: Tx) -> LedgerHead | None:
+        return _head_row(tx.one(_HEAD_SELECT), self.target)
+
+    def _anchor(self, tx: Tx, problem: str | None, before: LedgerHead | None) -> None:
+        """Write the head, inside the transaction that moved it (so never out of step); a
+        head that did not verify when the transaction began is never replaced (the
+        transaction is rolled back with ``ledger_head_mismatch``)."""
         if tx.one(self.meta_exists_sql) is None:
             return  # before the first migration: nothing to anchor yet
         head = self._head_in(tx)
+        if problem is not None and head != before:
+            raise self._refuse_unverified(problem)
         if head is None or head == _head_row(tx.one(_HEAD_SELECT), self.target):
             return
         tx.run(

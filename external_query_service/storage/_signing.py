@@ -97,25 +97,35 @@ class EntrySigner:
 
 
 def entry_signer(settings: CacheSettings, environ: Mapping[str, str]) -> EntrySigner | None:
-    """The signer ``[cache]`` configures, or None (unsigned: said once, as a warning).
+    """The signer ``[cache]`` configures, or None when ``allow_unsigned`` lets the shared
+    cache run without one (said once, as a warning).
 
-    ``SettingsError`` when ``require_signing`` is set and no key is there, or a variable is
-    named for the previous key without one for the current key.
+    ``SettingsError`` (raised while the service is built, before anything is read from the
+    cache) when no signing key is configured and ``allow_unsigned`` is not set; when the
+    variable ``signing_key_env`` names is unset or empty, whatever ``allow_unsigned`` says
+    (a deployment that named a key meant to sign); or when a variable is named for the
+    previous key without a key for the current one.
     """
     current = _secret(environ, settings.signing_key_env)
     previous = _secret(environ, settings.signing_key_previous_env)
     if current is None:
         named = settings.signing_key_env
-        if settings.require_signing:
-            where = f"${named} is empty or unset" if named else "[cache] signing_key_env is unset"
-            raise SettingsError(f"[cache] require_signing: {where}: no key to sign entries")
+        if named:
+            raise SettingsError(
+                f"[cache] signing_key_env: ${named} is empty or unset: no key to sign entries"
+            )
         if previous is not None:
             raise SettingsError(
                 "[cache] signing_key_previous_env is set but signing_key_env gives no key"
             )
+        if settings.require_signing or not settings.allow_unsigned:
+            raise SettingsError(
+                "[cache] url without a signing key: anyone who can write to the shared cache "
+                "could plant evidence (set [cache] signing_key_env, or allow_unsigned = true)"
+            )
         _log.warning(
             "shared cache entries are not signed: anyone who can write to %s can plant "
-            "entries (set [cache] signing_key_env)",
+            "entries ([cache] allow_unsigned)",
             settings.key_prefix,
         )
         return None

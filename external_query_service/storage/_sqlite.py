@@ -7,9 +7,11 @@ processes wait their turn) and a ``busy_timeout``.
 The head (last seq, chain value, record count, and the head's own digest) is written after
 every commit that moved it to ``<file>.head`` beside the ledger: JSON, replaced atomically
 (temporary file, fsync, rename) under an exclusive lock on ``<file>.head.lock``, and never
-moved backwards (a slower writer of an older head leaves the newer one). A writer killed
-between its commit and the head write leaves the head one write behind, which ``verify``
-accepts; a chain that no longer reaches the head is ``head_mismatch``.
+moved backwards (a slower writer of an older head leaves the newer one). A write that would
+move the chain's end over a head it cannot verify (unreadable, missing beside records, not
+reached by the chain) is rolled back with ``LedgerError('ledger_head_mismatch')``. A writer
+killed between its commit and the head write leaves the head one write behind, which
+``verify`` accepts; a chain that no longer reaches the head is ``head_mismatch``.
 
 A missing (or empty) file is given the current schema by a writing open (the embedded
 default needs no setup step); an existing file is never migrated implicitly: an older
@@ -160,15 +162,21 @@ class SQLiteLedger(BaseLedger):
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise _mapped(exc, self.path) from None
+            tx = _SQLiteTx(self._db)
             try:
-                yield _SQLiteTx(self._db)
+                problem = self._unverified_head(tx)
+                before = self._head_in(tx) if problem is not None else None
+                yield tx
             except sqlite3.Error as exc:
                 self._rollback()
                 raise _mapped(exc, self.path) from None
             except BaseException:
                 self._rollback()
                 raise
-            head = self._head_in(_SQLiteTx(self._db))
+            head = self._head_in(tx)
+            if problem is not None and head != before:
+                self._rollback()
+                raise self._refuse_unverified(problem)
             try:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -215,10 +223,9 @@ class SQLiteLedger(BaseLedger):
         try:
             with open(lock_path, "a", encoding="utf-8") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                try:
-                    kept = self.stored_head()
-                except LedgerError:
-                    kept = None  # an unreadable head is replaced by a sound one
+                # An unreadable head is left as it is (``LedgerError``): it is the evidence
+                # ``verify`` reports, and was readable when this write began.
+                kept = self.stored_head()
                 if kept is None or kept.seq < head.seq:
                     _replace(self.head_path, head.sealed_json() + "\n")
         except OSError as exc:

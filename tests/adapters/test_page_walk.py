@@ -17,6 +17,7 @@ from external_query_service.adapters._page_walk import (
     WalkRecord,
     markup_units,
     straggler_grace,
+    straggler_patience,
 )
 
 LIGHT = 100  # markup units of an ordinary page
@@ -124,21 +125,57 @@ def test_the_grace_begins_only_once_a_page_was_read_and_nothing_is_left_to_start
     assert walk.cut_by is None  # hits may still start
     walk.ran_out()
     walk.settle(0.1)
-    assert walk.cut_by == pytest.approx(0.1 + STRAGGLER_GRACE_S)
+    assert walk.cut_by == pytest.approx(0.1 + straggler_grace(0.1))
     walk.settle(0.2)
-    assert walk.cut_by == pytest.approx(0.1 + STRAGGLER_GRACE_S)  # set once
+    assert walk.cut_by == pytest.approx(0.1 + straggler_grace(0.1))  # set once
 
 
 @pytest.mark.parametrize(
     ("slowest", "grace"),
-    [(0.0, STRAGGLER_GRACE_S), (0.1, STRAGGLER_GRACE_S), (0.5, 1.0), (1.2, 2.4)],
+    [
+        (0.0, STRAGGLER_GRACE_S),
+        (0.1, STRAGGLER_GRACE_S + 0.05),
+        (0.5, STRAGGLER_GRACE_S + 0.25),
+        (1.2, STRAGGLER_GRACE_S + 0.6),
+    ],
 )
-def test_the_grace_is_twice_the_slowest_read_page_when_that_is_longer(
-    slowest: float, grace: float
-) -> None:
+def test_the_grace_grows_with_half_the_slowest_read_page(slowest: float, grace: float) -> None:
     # On a loaded host every page of a walk slows alike: a page one redirect further away
     # than the page read keeps its chance, so a replay cuts off the same pages.
     assert straggler_grace(slowest) == pytest.approx(grace)
+
+
+@pytest.mark.parametrize("slowest", [0.05, 0.2, 0.43, 0.93, 2.0, 6.0])
+def test_a_drip_never_holds_the_walk_past_one_and_a_half_times_it_plus_0_3_s(
+    slowest: float,
+) -> None:
+    # Four pages read, the slowest taking ``slowest`` (started at 0, so the walk without the
+    # drip ends then), the fifth still dripping: it is cut off by 1.5 x the walk + 0.3 s.
+    walk = walk_with(0, 1, 2, 3, 4, wanted=5, budget=10)
+    for index in range(4):
+        walk.finished(index, read=True, now=slowest)
+    walk.ran_out()
+    walk.settle(slowest)
+
+    assert walk.cut_by is not None
+    assert walk.cut_loading(walk.cut_by) == [4]
+    assert walk.cut_by <= 1.5 * slowest + 0.3
+
+
+def test_the_grace_counts_from_the_last_page_read_not_from_when_the_drip_lost_its_place() -> None:
+    # The drip holds the fifth place, so the walk learns that nothing is left to start only
+    # once the drip loses its place (the patience after the last read page): that wait is
+    # part of the grace, not added to it.
+    walk = walk_with(0, 1, 2, 3, 4, wanted=5, budget=10)
+    for index in range(4):
+        read(walk, index, now=0.05)
+    assert not walk.may_start(0.05)  # the drip holds its place
+    walk.demote(0.05 + straggler_patience(0.05))
+    assert walk.may_start(0.15)
+    walk.ran_out()
+    walk.settle(0.15)
+
+    assert walk.cut_by == pytest.approx(0.05 + straggler_grace(0.05))
 
 
 def test_a_slow_read_page_widens_the_grace_of_the_walk() -> None:
@@ -146,7 +183,7 @@ def test_a_slow_read_page_widens_the_grace_of_the_walk() -> None:
     read(walk, 0, now=0.8)
     walk.ran_out()
     walk.settle(0.8)
-    assert walk.cut_by == pytest.approx(0.8 + 1.6)
+    assert walk.cut_by == pytest.approx(0.8 + STRAGGLER_GRACE_S + 0.4)
 
 
 # -- the cut-off --------------------------------------------------------------------------
@@ -159,7 +196,7 @@ def test_pages_still_loading_are_cut_off_once_the_grace_has_passed_and_only_once
     walk.ran_out()
     walk.settle(0.1)
     assert walk.cut_loading(0.2) == []
-    assert walk.cut_loading(0.1 + STRAGGLER_GRACE_S) == [2]
+    assert walk.cut_loading(0.1 + straggler_grace(0.1)) == [2]
     assert walk.cut_loading(9.0) == []
     assert walk.patience_over
     assert walk.analysing.keys() == {1}
@@ -210,8 +247,8 @@ def test_the_walk_wakes_for_the_nearest_rule_that_can_act() -> None:
     walk.ran_out()
     walk.settle(0.5)
     walk.demote(0.75)
-    assert walk.wake_at() == pytest.approx(0.5 + 1.0)  # the cut-off
-    walk.cut_loading(1.5)
+    assert walk.wake_at() == pytest.approx(0.5 + straggler_grace(0.5))  # the cut-off
+    walk.cut_loading(0.5 + straggler_grace(0.5))
     assert walk.wake_at() == 9.0
     assert PageWalk(1, 2).wake_at() is None
 
@@ -271,3 +308,15 @@ def test_recorded_walks_give_each_walk_its_own_fates_and_the_last_for_any_more()
     assert recorded.take("tavily", hits) is None
     assert recorded.take("searx", hits[::-1]) is None
     assert recorded.take("searx", hits[:1]) is None
+
+
+def test_a_page_started_after_the_last_read_still_gets_the_whole_grace() -> None:
+    walk = walk_with(0, 1, wanted=3, budget=10)
+    read(walk, 0, now=0.1)
+    walk.finished(1, read=False, now=0.3)  # a bad page frees its place late
+    assert walk.may_start(0.3)
+    walk.started(2, 0.3)
+    walk.ran_out()
+    walk.settle(0.3)
+
+    assert walk.cut_by == pytest.approx(0.3 + straggler_grace(0.1))

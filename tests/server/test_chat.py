@@ -236,8 +236,7 @@ def test_a_chat_question_past_the_deadline_is_504_or_an_error_chunk() -> None:
 
 def test_streamed_progress_arrives_while_the_page_is_still_held() -> None:
     from external_query_service.testing import Reply
-    from tests.server.test_streaming import HeldPage, held_world
-    from tests.support.air_show import PAGE
+    from tests.support.air_show import PAGE, HeldPage, held_world
 
     held = HeldPage(Reply(body=PAGE))
     with World() as world:

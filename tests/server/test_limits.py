@@ -34,6 +34,7 @@ def test_two_workers_enforce_one_rate_limit_through_redis(
                 "key_prefix": prefix,
                 "redis_timeout_s": 5.0,
                 "redis_slow_s": 5.0,
+                "allow_unsigned": True,
             },
             "server": {"api_keys_env": "EQ_WORKER_KEYS", "requests_per_minute": RATE},
             # Pages analysed in a thread: no worker warms analysis processes it never uses.

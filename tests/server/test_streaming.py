@@ -5,7 +5,6 @@ disconnect that stops every further page request."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,14 +16,10 @@ import pytest
 from external_query_service import ExternalQueryService, Settings
 from external_query_service.models import ExternalAnswer
 from external_query_service.testing import (
-    RecordedRequest,
     Reply,
     World,
-    hit,
-    json_reply,
-    searx_body,
 )
-from tests.support.air_show import PAGE, QUESTION
+from tests.support.air_show import PAGE, QUESTION, HeldPage, held_world
 from tests.support.serving import DOCS, DOCS_QUESTION, write_docs
 
 pytest.importorskip("fastapi")
@@ -35,43 +30,10 @@ from external_query_service.server import ServerThread
 STREAM = {"Accept": "text/event-stream"}
 
 
-class HeldPage:
-    """A page the world serves only once ``release`` is set (then as ``reply``)."""
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.release = threading.Event()
-        self.served = threading.Event()
-
-    def __call__(self, _request: RecordedRequest) -> Reply:
-        self.release.wait(20)
-        self.served.set()
-        return self.reply
-
-
 @pytest.fixture
 def world() -> Iterator[World]:
     with World() as opened:
         yield opened
-
-
-def held_world(
-    world: World, held: HeldPage, *, hold_all: bool = False, **sections: Any
-) -> ExternalQueryService:
-    """A search with three hits: the first page held back, the other two plain (or held
-    back too, with ``hold_all``)."""
-    first = world.route(world.url("first.test", "/news"), held)
-    others = [
-        world.route(world.url(f"site{n}.test", "/news"), held)
-        if hold_all
-        else world.page(f"site{n}.test", "/news", PAGE)
-        for n in (2, 3)
-    ]
-    search = world.searxng()
-    hits = [hit(url, "Air show news", "new aircraft") for url in (first, *others)]
-    world.route(f"{search['base_url']}/search", json_reply(searx_body(QUESTION, hits)))
-    sections.setdefault("cache", {"enabled": False})
-    return ExternalQueryService(world.settings(search, **sections))
 
 
 def events(reply: httpx.Response) -> Iterator[tuple[str, Any]]:

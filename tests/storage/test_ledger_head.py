@@ -68,7 +68,9 @@ def test_a_rewritten_history_misses_a_head_kept_elsewhere(
     code, found, _ = verify(capsys, "--ledger", str(target))
     kept = f"{found['records']}:{found['last_chain']}"
     raw(target, "DELETE FROM records WHERE seq > 4")
-    Path(f"{target}.head").unlink()
+    [(chain,)] = raw(target, "SELECT chain FROM records WHERE seq = 4")
+    rewritten = LedgerHead(seq=4, chain=chain, records=4)
+    Path(f"{target}.head").write_text(rewritten.sealed_json(), encoding="utf-8")
     with open_ledger(target) as ledger:  # other records at 5..8; a fresh head beside them
         ledger.persist_chain(make_chain("Another question"))
 
@@ -124,3 +126,80 @@ def test_an_expected_head_that_is_not_seq_digest_exits_2(
     assert len(err.strip().splitlines()) == 1
     with pytest.raises(LedgerError):
         LedgerHead.parse(spelled)
+
+
+def drop_head(target: LedgerTarget) -> None:
+    """Delete the head where the backend keeps it (the file beside SQLite, the meta row)."""
+    if isinstance(target, Path):
+        Path(f"{target}.head").unlink()
+    else:
+        raw(target, "DELETE FROM meta WHERE key = 'head'")
+
+
+def corrupt_head(target: LedgerTarget) -> str:
+    """Overwrite the head with text that is no sealed head; that text."""
+    garbage = '{"seq": 12, "chain": "sha256:tampered"}'
+    if isinstance(target, Path):
+        Path(f"{target}.head").write_text(garbage, encoding="utf-8")
+    else:
+        raw(target, "UPDATE meta SET value = ? WHERE key = 'head'", (garbage,))
+    return garbage
+
+
+def stored_head_text(target: LedgerTarget) -> str:
+    if isinstance(target, Path):
+        return Path(f"{target}.head").read_text(encoding="utf-8")
+    [(value,)] = raw(target, "SELECT value FROM meta WHERE key = 'head'")
+    return str(value)
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["records-kept", "newest-records-cut"])
+def test_records_without_a_head_are_a_head_mismatch_exit_3(
+    capsys: pytest.CaptureFixture[str], ledger_target: LedgerTarget, cut: bool
+) -> None:
+    fill(ledger_target, 3)
+    if cut:
+        raw(ledger_target, "DELETE FROM records WHERE seq > 8")
+    drop_head(ledger_target)
+    code, found, err = verify(capsys, "--ledger", str(ledger_target))
+
+    assert code == 3
+    assert (found["ok"], found["problem"], found["first_bad_seq"]) == (False, "head_mismatch", 1)
+    assert found["head_seq"] is None
+    assert err == "external-query: ledger verify: head_mismatch at seq 1\n"
+
+
+def test_an_empty_ledger_without_a_head_verifies(ledger_target: LedgerTarget) -> None:
+    with open_ledger(ledger_target) as ledger:
+        assert ledger.verify().ok
+
+
+@pytest.mark.parametrize("tamper", ["deleted", "corrupt", "beyond-the-chain"])
+def test_no_writer_replaces_a_head_it_cannot_verify(
+    capsys: pytest.CaptureFixture[str], ledger_target: LedgerTarget, tamper: str
+) -> None:
+    fill(ledger_target, 3)
+    if tamper == "deleted":
+        drop_head(ledger_target)
+    elif tamper == "corrupt":
+        corrupt_head(ledger_target)
+    else:  # the newest records cut off, the sealed head left as it was
+        raw(ledger_target, "DELETE FROM records WHERE seq > 8")
+    before = None if tamper == "deleted" else stored_head_text(ledger_target)
+
+    with (
+        open_ledger(ledger_target) as ledger,
+        pytest.raises(LedgerError) as refused,
+    ):
+        ledger.persist_chain(make_chain("A later question"))
+
+    assert refused.value.reason == "ledger_head_mismatch"
+    [(count,)] = raw(ledger_target, "SELECT COUNT(*) FROM records")
+    assert count == (8 if tamper == "beyond-the-chain" else 12)  # nothing was written
+    if before is None:
+        with open_ledger(ledger_target) as ledger:
+            assert ledger.stored_head() is None
+    else:
+        assert stored_head_text(ledger_target).strip() == before.strip()
+    code, found, _ = verify(capsys, "--ledger", str(ledger_target))
+    assert (code, found["problem"]) == (3, "head_mismatch")  # the evidence is still there

@@ -40,7 +40,9 @@ QUESTION = "What did the Zhanjiang port authority announce about the new berth?"
 
 
 def shared(redis_url: str, prefix: str, **cache: Any) -> SharedCache:
-    found = open_shared_cache(CacheSettings(url=redis_url, key_prefix=prefix, **cache))
+    found = open_shared_cache(
+        CacheSettings(url=redis_url, key_prefix=prefix, allow_unsigned=True, **cache)
+    )
     assert found is not None
     return found
 
@@ -122,7 +124,7 @@ def test_a_page_analysis_made_by_one_memo_is_reused_by_another_through_redis(
             query=query,
         )
 
-    settings = CacheSettings(url=redis_url, key_prefix=prefix)
+    settings = CacheSettings(url=redis_url, key_prefix=prefix, allow_unsigned=True)
     stores = [shared(redis_url, prefix), shared(redis_url, prefix)]
     memos = [analysis_memo(settings, _shared_analyses(store)) for store in stores]
     first = asyncio.run(memos[0].run(counted, body, query="berth"))
@@ -205,7 +207,12 @@ def test_a_lease_whose_holder_dies_mid_flight_lets_a_waiter_fetch(
     loopback.route("/slow", slow_then_fast)
     url = f"http://site-a.test:{loopback.port}/slow"
     network = {"allowed_networks": ["127.0.0.1/32"], "resolve": {"site-a.test": "127.0.0.1"}}
-    cache_settings = {"url": redis_url, "key_prefix": prefix, "lease_s": 1.0}
+    cache_settings = {
+        "url": redis_url,
+        "key_prefix": prefix,
+        "lease_s": 1.0,
+        "allow_unsigned": True,
+    }
     args = json.dumps(
         {"url": url, "network": {**network, "timeout_s": 60}, "cache": cache_settings}
     )
@@ -267,7 +274,9 @@ def test_a_second_process_fetches_nothing_the_first_already_fetched(
 ) -> None:
     world = World(loopback)
     page = port_world(world)
-    settings = world_settings(world, cache={"url": redis_url, "key_prefix": prefix})
+    settings = world_settings(
+        world, cache={"url": redis_url, "key_prefix": prefix, "allow_unsigned": True}
+    )
     first = ask_in_a_process(settings)
     fetched = len(world.requests)
     assert fetched >= 2  # the search and the page
@@ -321,7 +330,10 @@ def test_answers_go_on_when_redis_dies_mid_run_and_the_errors_are_counted(
     world = World(loopback)
     port_world(world)
     settings = Settings.from_mapping(
-        world_settings(world, cache={"url": url, "key_prefix": "eq:", "redis_retry_s": 0})
+        world_settings(
+            world,
+            cache={"url": url, "key_prefix": "eq:", "redis_retry_s": 0, "allow_unsigned": True},
+        )
     )
     service = ExternalQueryService(settings)
     try:

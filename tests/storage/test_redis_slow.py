@@ -113,7 +113,12 @@ def answer(service: ExternalQueryService, semantics: dict[str, Any]) -> None:
 def service(world: World, **cache: Any) -> ExternalQueryService:
     # Pages analysed in a thread: no worker processes to start, so the first question of a
     # service costs what the others do and only Redis tells the two services apart.
-    return make_service(world, world.searxng(), cache=cache, analysis={"processes": 0})
+    return make_service(
+        world,
+        world.searxng(),
+        cache={"allow_unsigned": True, **cache},
+        analysis={"processes": 0},
+    )
 
 
 def test_once_slow_replies_open_the_circuit_no_answer_sends_redis_anything(
@@ -152,7 +157,13 @@ def test_healthz_never_waits_on_redis_while_questions_do(
     [semantics] = pages(world, "health", 1)
     question = {"question": "湛江港今年货物吞吐量是多少？", "semantics": semantics}
     # Never paused: every Redis call (the page cache's, the session's) takes the delay.
-    slow = {"url": slow_redis, "key_prefix": prefix, "redis_slow_s": 30, "redis_timeout_s": 5}
+    slow = {
+        "url": slow_redis,
+        "key_prefix": prefix,
+        "redis_slow_s": 30,
+        "redis_timeout_s": 5,
+        "allow_unsigned": True,
+    }
     with ServerThread(service(world, **slow)) as server:
         first = httpx.post(server.url + "/v1/answer", json=question, timeout=60)
         session = first.json()["session_id"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,7 +124,7 @@ def test_an_entry_planted_where_an_unsigned_cache_keeps_it_is_never_found(
     world = World(loopback)
     page = serve_port_news(world)
     # Planted by someone without the key, at the name an unsigned cache would use.
-    planter = SharedCache(CacheSettings(url=redis_url, key_prefix=prefix))
+    planter = SharedCache(CacheSettings(url=redis_url, key_prefix=prefix, allow_unsigned=True))
     assert planter.responses.put(shared_key(("page", "GET", page)), b"{}", b"x", ttl_s=60)
     planter.close()
     answer(world, cache(redis_url, prefix, signing_key_env=KEY_ENV))
@@ -135,8 +136,13 @@ def test_an_entry_planted_where_an_unsigned_cache_keeps_it_is_never_found(
 
 
 def test_a_rotated_key_still_reads_what_the_previous_one_signed(
-    loopback: LoopbackServer, redis_url: str, prefix: str, keys: None
+    loopback: LoopbackServer,
+    redis_url: str,
+    prefix: str,
+    keys: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("EQ_TEST_UNRELATED_KEY", "a third secret, unrelated to both")
     world = World(loopback)
     serve_port_news(world)
     answer(world, cache(redis_url, prefix, signing_key_env=OLD_ENV))
@@ -176,26 +182,38 @@ def test_an_unsigned_cache_says_so_at_start_and_in_readiness(
 ) -> None:
     caplog.set_level(logging.WARNING)
 
-    settings = Settings.model_validate({"cache": cache(redis_url, prefix)})
+    settings = Settings.model_validate({"cache": cache(redis_url, prefix, allow_unsigned=True)})
     with ExternalQueryService(settings) as service:
         ready = asyncio.run(service.aprobe_backends())
     assert ready["cache"].model_dump() == {"ready": True, "reason": "unsigned"}
     assert [r for r in caplog.records if "not signed" in r.getMessage()]
 
 
-def test_require_signing_without_a_key_is_a_start_up_error(
-    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("signing", "says"),
+    [
+        ({}, "without a signing key"),
+        ({"require_signing": True}, "without a signing key"),
+        ({"require_signing": True, "allow_unsigned": True}, "without a signing key"),
+        ({"signing_key_env": KEY_ENV}, f"${KEY_ENV} is empty or unset"),
+        ({"signing_key_env": KEY_ENV, "allow_unsigned": True}, f"${KEY_ENV} is empty or unset"),
+    ],
+)
+def test_a_shared_cache_without_a_key_is_refused_when_the_service_is_built(
+    redis_url: str,
+    prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    signing: dict[str, Any],
+    says: str,
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    for signing in (
-        {"require_signing": True},
-        {"require_signing": True, "signing_key_env": KEY_ENV},
-    ):
-        with pytest.raises(SettingsError, match="require_signing"):
-            SharedCache(CacheSettings(url=redis_url, key_prefix=prefix, **signing))
+    settings = Settings.model_validate({"cache": cache(redis_url, prefix, **signing)})
+
+    with pytest.raises(SettingsError, match=re.escape(says)):
+        ExternalQueryService(settings)
 
 
-def test_require_signing_without_a_key_exits_2_in_one_line(
+def test_a_named_signing_key_that_is_unset_exits_2_in_one_line(
     redis_url: str,
     prefix: str,
     tmp_path: Any,
@@ -205,13 +223,12 @@ def test_require_signing_without_a_key_exits_2_in_one_line(
     monkeypatch.delenv(KEY_ENV, raising=False)
     config = tmp_path / "eq.toml"
     config.write_text(
-        f'[cache]\nurl = "{redis_url}"\nkey_prefix = "{prefix}"\n'
-        f'signing_key_env = "{KEY_ENV}"\nrequire_signing = true\n',
+        f'[cache]\nurl = "{redis_url}"\nkey_prefix = "{prefix}"\nsigning_key_env = "{KEY_ENV}"\n',
         encoding="utf-8",
     )
     (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
     code = main(["ask", "What is new?", "--config", str(config), "--docs", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2
-    assert "require_signing" in err
+    assert f"signing_key_env: ${KEY_ENV} is empty or unset" in err
     assert len(err.strip().splitlines()) == 1

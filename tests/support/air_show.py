@@ -1,12 +1,22 @@
-"""The air-show question and the worlds that answer it: a news page, and a search engine
-slow enough that concurrent questions overlap."""
+"""The air-show question and the worlds that answer it: a news page, a search engine slow
+enough that concurrent questions overlap, and one whose first page is held back until a test
+releases it."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from external_query_service import Settings
-from external_query_service.testing import World, article, hit, json_reply, searx_body
+from external_query_service import ExternalQueryService, Settings
+from external_query_service.testing import (
+    RecordedRequest,
+    Reply,
+    World,
+    article,
+    hit,
+    json_reply,
+    searx_body,
+)
 
 #: The question every air-show world answers, and a three-paragraph news page that answers it.
 QUESTION = "Which new aircraft were shown at the air show?"
@@ -43,3 +53,36 @@ def slow_world_settings(world: World, latency_ms: int, **network: Any) -> Settin
     )
     # No response cache: each question here must really wait on the slow search.
     return world.settings(search, network=network, cache={"enabled": False})
+
+
+class HeldPage:
+    """A page the world serves only once ``release`` is set (then as ``reply``)."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.release = threading.Event()
+        self.served = threading.Event()
+
+    def __call__(self, _request: RecordedRequest) -> Reply:
+        self.release.wait(20)
+        self.served.set()
+        return self.reply
+
+
+def held_world(
+    world: World, held: HeldPage, *, hold_all: bool = False, **sections: Any
+) -> ExternalQueryService:
+    """A search with three hits: the first page held back, the other two plain (or held
+    back too, with ``hold_all``)."""
+    first = world.route(world.url("first.test", "/news"), held)
+    others = [
+        world.route(world.url(f"site{n}.test", "/news"), held)
+        if hold_all
+        else world.page(f"site{n}.test", "/news", PAGE)
+        for n in (2, 3)
+    ]
+    search = world.searxng()
+    hits = [hit(url, "Air show news", "new aircraft") for url in (first, *others)]
+    world.route(f"{search['base_url']}/search", json_reply(searx_body(QUESTION, hits)))
+    sections.setdefault("cache", {"enabled": False})
+    return ExternalQueryService(world.settings(search, **sections))

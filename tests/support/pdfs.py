@@ -9,10 +9,19 @@ reads the characters back from that map, so Chinese text comes out exactly as wr
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["PdfPage", "encrypted_pdf", "nested_bomb", "page_tree_bomb", "text_pdf"]
+__all__ = [
+    "PdfPage",
+    "deflate_bomb",
+    "encrypted_pdf",
+    "nested_bomb",
+    "page_tree_bomb",
+    "shared_stream_bomb",
+    "text_pdf",
+]
 
 # The standard security handler's padding (ISO 32000-1, 7.6.3.3).
 _PAD = bytes.fromhex("28BF4E5E4E758A4164004E56FFFA01082E2E00B6D0683E802F0CA9FE6453697A")
@@ -53,6 +62,28 @@ def nested_bomb(depth: int) -> bytes:
     writer = _Writer()
     page = writer.page_object(PdfPage(("嵌套页",)), extra=b"/Junk " + b"[" * depth + b"]" * depth)
     return writer.finish(b"%d 0 R" % page, 1)
+
+
+def deflate_bomb(decoded: int, *, lines: Sequence[str] = ("炸弹页",)) -> bytes:
+    """A page of ``lines``, then a page whose content stream is ``decoded`` bytes of
+    blanks, Flate-compressed (some thousand times smaller)."""
+    writer = _Writer()
+    first = writer.page_object(PdfPage(tuple(lines)))
+    bomb = writer.shared_page(writer.flate_stream(b" ", decoded))
+    return writer.finish(b"%d 0 R %d 0 R" % (first, bomb), 2)
+
+
+def shared_stream_bomb(
+    pages: int, decoded: int, *, lines: Sequence[str] = ("共享页",), operator: bytes = b" "
+) -> bytes:
+    """A page of ``lines``, then ``pages`` pages that all draw one content stream of
+    ``decoded`` bytes (``operator`` repeated), Flate-compressed: small on disk, decoded again
+    for every page that draws it."""
+    writer = _Writer()
+    first = writer.page_object(PdfPage(tuple(lines)))
+    content = writer.flate_stream(operator, decoded)
+    kids = [first] + [writer.shared_page(content) for _ in range(pages)]
+    return writer.finish(b" ".join(b"%d 0 R" % kid for kid in kids), len(kids))
 
 
 def _page(item: Sequence[str] | PdfPage) -> PdfPage:
@@ -157,6 +188,31 @@ class _Writer:
             ).digest()[:10]
             data = _rc4(object_key, data)
         return self._add(b"<< %s /Length %d >>\nstream\n%s\nendstream" % (header, len(data), data))
+
+    def flate_stream(self, unit: bytes, size: int) -> int:
+        """A Flate-compressed stream of ``unit`` repeated to ``size`` bytes, compressed a
+        MiB at a time (the decoded bytes are never held)."""
+        chunk = unit * max(1, (1024 * 1024) // len(unit))
+        count = max(size // len(chunk), 2)
+        # After a full flush the compressor starts afresh, so the same MiB compresses to the
+        # same block every time: compressed twice, the second block is repeated, and only
+        # the checksum is computed over every MiB.
+        packer = zlib.compressobj(9)
+        first = packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH)
+        block = packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH)
+        end = packer.flush()[:-4]  # the final (empty) block, without the checksum
+        checksum = 1
+        for _ in range(count):
+            checksum = zlib.adler32(chunk, checksum)
+        data = first + block * (count - 1) + end + checksum.to_bytes(4, "big")
+        return self._add_stream(data, b"/Filter /FlateDecode")
+
+    def shared_page(self, content: int) -> int:
+        """A page that draws the content stream ``content`` (which other pages may draw too)."""
+        return self._add(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % content
+        )
 
     def page_object(self, page: PdfPage, *, extra: bytes = b"") -> int:
         operations = [b"BT /F1 14 Tf 40 780 Td 20 TL"]
