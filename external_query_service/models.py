@@ -454,7 +454,16 @@ class CheckResult(Frozen):
     evidence it was about (None for a bundle check)."""
 
     check: Literal[
-        "origin", "target", "time", "sources", "coverage", "slots", "candidates", "values", "copies"
+        "origin",
+        "target",
+        "time",
+        "sources",
+        "coverage",
+        "slots",
+        "candidates",
+        "values",
+        "copies",
+        "parts",
     ]
     passed: bool
     reason: str
@@ -518,6 +527,8 @@ class VerifierResult(Frozen):
     conflicts: tuple[ValueConflict, ...] = ()
     #: Admitted evidence merged as copies of one original (counted once).
     copies: tuple[CopyGroup, ...] = ()
+    #: Parts of a question asked in parts that no admitted evidence covers, as written.
+    missing_parts: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

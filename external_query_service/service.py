@@ -324,6 +324,7 @@ class ExternalQueryService(Closing):
                 "status": first.status,
                 "reason": first.reason,
                 "missing_targets": list(first.missing_targets),
+                "missing_parts": list(first.missing_parts),
                 "conflicts": len(first.conflicts),
             },
         )

@@ -88,6 +88,7 @@ from ..text._analyse import PageAnalysis, analyse_page
 from ..text._chunk import Chunk
 from ..text._credentials import SECRET_IN_RESULT, repeats_credential
 from ..text._dates import find_dates
+from ..text._parts import question_parts
 from ..text._rerank import Candidate, rerank
 from ..text._score import TermStats, best_snippets
 from ._base import AdapterRuntime, evidence_id
@@ -351,12 +352,19 @@ def _best_first(
         passages,
         stats,
         plan.targets,
-        parts=plan.compare_targets,
+        parts=plan.compare_targets or _coordinated(plan.question),
         judged=plan.query_kind != "news",
     )
     if not any(item.reaches for item in ranked):
         return []
     return [evidence[item.index].model_copy(update={"score": item.score}) for item in ranked]
+
+
+def _coordinated(question: str) -> tuple[str, ...]:
+    """The parts a question coordinates (``text._parts``: 比亚迪 and 特斯拉 in
+    ``2025年比亚迪和特斯拉的销量分别是多少``), named as a comparison names its targets: a
+    passage about one of them answers its part."""
+    return tuple(part.text for part in question_parts(question) if part.by == "coordination")
 
 
 async def _walk(

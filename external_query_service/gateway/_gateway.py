@@ -30,6 +30,7 @@ from ..net._sites import registrable_domain, source_allowed, url_host
 from ..runtime._tracing import span
 from ..settings import SourceSettings, VerifierSettings
 from ..text._targets import mentions_target
+from ..verifier._needs import sources_needed
 from ._ranking import rank_adapters
 
 __all__ = ["ExternalQueryGateway"]
@@ -233,27 +234,20 @@ class ExternalQueryGateway:
     def _enough(self, plan: ExternalQueryPlan, evidence: Sequence[Evidence]) -> bool:
         """A cheap pre-check so failover stops once the contract could be met.
 
-        It only counts distinct sites (and compare-target mentions) among evidence the
-        configured source lists let through; the verifier judges. (A search that found
-        only denied sites is as good as empty: the next adapter is still tried.)
+        It counts distinct sites (and compare-target mentions) among evidence the configured
+        source lists let through, against what the verifier will ask (``sources_needed``,
+        one rule for both); the verifier judges. (A search that found only denied sites is
+        as good as empty: the next adapter is still tried.)
         """
         evidence = [item for item in evidence if self._listed_ok(item)]
         if not evidence:
             return False
-        if plan.compare_targets:
-            for target in plan.compare_targets:
-                sites = {
-                    registrable_domain(item.site) for item in evidence if _mentions(target, item)
-                }
-                if len(sites) < self.needs.min_sources_per_compare_target:
-                    return False
-            return True
-        need = (
-            self.needs.min_sources_direct_fact
-            if plan.answer_contract == "direct_fact"
-            else self.needs.min_sources_summary
-        )
-        return len({registrable_domain(item.site) for item in evidence}) >= need
+        needed = sources_needed(plan, self.needs)
+        for target in needed.targets:
+            sites = {registrable_domain(item.site) for item in evidence if _mentions(target, item)}
+            if len(sites) < needed.sites:
+                return False
+        return len({registrable_domain(item.site) for item in evidence}) >= needed.sites
 
     def _listed_ok(self, item: Evidence) -> bool:
         if item.provider_type != "live_search":

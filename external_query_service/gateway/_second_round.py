@@ -1,7 +1,8 @@
 """The second search round: when it runs, and what it searches for.
 
 It runs when the first round's verdict names something more searching can fix: a compare
-target without evidence, too few independent sources, or a disagreement no majority
+target without evidence, a part of a question asked in parts that no evidence covers (even
+when the rest is answered), too few independent sources, or a disagreement no majority
 settles. It never runs after a ``clarify`` (the user must answer first) or when no provider
 answered at all (more queries to the same failing providers cannot help).
 
@@ -10,6 +11,8 @@ first round did not send (the first searches the question, and the question with
 compare target):
 
 - each compare target without evidence, with the plan's kind and time terms;
+- each part no evidence covers: the question that part asks on its own
+  (``text._parts.part_question``: the question with its coordination replaced by the part);
 - too few sources: the plan's subject (its location, else its entities) with the kind and
   time terms;
 - a disagreement: its subject (the target, else the plan's subject) with the name of the
@@ -26,6 +29,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from ..models import ExternalQueryPlan, VerifierResult
+from ..text._parts import part_question, question_parts
 
 __all__ = ["MAX_SECOND_ROUND_QUERIES", "second_round_queries"]
 
@@ -41,7 +45,7 @@ def second_round_queries(plan: ExternalQueryPlan, verdict: VerifierResult) -> tu
     if verdict.status == "clarify":
         return ()
     undecided = [conflict for conflict in verdict.conflicts if not conflict.majority]
-    if verdict.status == "answered" and not undecided:
+    if verdict.status == "answered" and not undecided and not verdict.missing_parts:
         return ()
     if verdict.status == "insufficient_evidence" and verdict.reason not in _FIXABLE:
         return ()
@@ -49,11 +53,19 @@ def second_round_queries(plan: ExternalQueryPlan, verdict: VerifierResult) -> tu
     time = _time_terms(plan)
     subject = (plan.location,) if plan.location else plan.entities
     queries = [_join(target, *kind, *time) for target in verdict.missing_targets]
+    parts = question_parts(plan.question) if verdict.missing_parts else ()
+    queries += [
+        part_question(plan.question, parts, part)
+        for part in parts
+        if part.text in verdict.missing_parts
+    ]
     if verdict.reason == "insufficient_sources" and not queries and subject:
         queries.append(_join(*subject, *kind, *time))
     for conflict in undecided:
         about = (conflict.target,) if conflict.target else subject
-        queries.append(_join(*about, conflict.subject.replace("_", " "), *time))
+        # A slot's subject is the shared words around it (``共有…个座位``): words, not marks.
+        disputed = conflict.subject.replace("_", " ").replace("…", " ")
+        queries.append(_join(*about, disputed, *time))
     sent = {query.casefold() for query in plan.search_queries}
     fresh = [query for query in dict.fromkeys(queries) if query and query.casefold() not in sent]
     return tuple(fresh[:MAX_SECOND_ROUND_QUERIES])

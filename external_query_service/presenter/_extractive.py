@@ -47,6 +47,8 @@ from ..models import (
     Presentation,
 )
 from ..text._language import ANSWER_LANGUAGES, AnswerLanguage, LanguageSetting, answer_language
+from ..text._parts import Part, covers, question_parts, share
+from ..text._tokens import terms
 from ..text._visible import strip_invisible
 
 __all__ = [
@@ -362,18 +364,28 @@ def _safe_url(url: str) -> str:
     return _WHITESPACE.sub("%20", cleaned).replace("<", "%3C").replace(">", "%3E")
 
 
-def _summary_quotes(ranked: list[Evidence]) -> list[Evidence]:
-    """The best snippet of each site first (independent voices), then — when fewer sites
-    than quotes allowed — the best snippet of each further page (one local folder is one
-    site but many documents)."""
+def _summary_quotes(ranked: list[Evidence], parts: tuple[Part, ...] = ()) -> list[Evidence]:
+    """For a question asked in parts, the snippet holding most of each part's own terms
+    first (so every part the passages answer is quoted); then the best snippet of each
+    site (independent voices), then — when fewer sites than quotes allowed — the best
+    snippet of each further page (one local folder is one site but many documents)."""
     per_site: dict[str, Evidence] = {}
     per_page: dict[str, Evidence] = {}
     for item in ranked:
         per_site.setdefault(item.site, item)
         per_page.setdefault(item.url, item)
-    chosen = list(per_site.values())[:_SUMMARY_QUOTES]
-    for item in per_page.values():
-        if len(chosen) >= _SUMMARY_QUOTES:
+    chosen: list[Evidence] = []
+    if parts:
+        held = [(item, frozenset(terms(f"{item.title}\n{item.snippet}"))) for item in ranked]
+        for part in parts:
+            # The passage holding most of the part's own terms (the best ranked among equals).
+            shares = [(share(part, found), -index) for index, (_item, found) in enumerate(held)]
+            best, at = max(shares, default=(0.0, 0))
+            if best and covers(part, held[-at][1]) and held[-at][0] not in chosen:
+                chosen.append(held[-at][0])
+    allowed = max(_SUMMARY_QUOTES, len(chosen))
+    for item in (*per_site.values(), *per_page.values()):
+        if len(chosen) >= allowed:
             break
         if item not in chosen:
             chosen.append(item)
@@ -665,8 +677,12 @@ class ExternalAnswerPresenter:
             best = next((item for item in ranked if item.evidence_id not in dissent), ranked[0])
             context["best"] = _quote_view(best, allowed, language)
         elif contract == "summary_with_sources":
-            quotes = _summary_quotes(ranked)
+            parts = () if packet.plan.compare_targets else question_parts(packet.plan.question)
+            quotes = _summary_quotes(ranked, parts)
             context["quotes"] = tuple(_quote_view(item, allowed, language) for item in quotes)
+            context["missing_parts"] = tuple(
+                text for part in verifier.missing_parts if (text := _answer_line(part, language))
+            )
         else:
             targets = packet.plan.compare_targets or packet.plan.targets
             context["sections"] = tuple(
@@ -714,6 +730,15 @@ class ExternalAnswerPresenter:
         language = self.language(packet)
         views = _dispute_views(packet, _hosts(packet.verified_evidence), language)
         return str(self._macros(language).disputes_list(views))
+
+    def render_missing_parts(self, packet: ExternalContextPacket) -> str:
+        """The lines naming each part of a question asked in parts that no admitted
+        evidence covers (``VerifierResult.missing_parts``); ``""`` when none."""
+        language = self.language(packet)
+        parts = tuple(
+            text for part in packet.verifier.missing_parts if (text := _answer_line(part, language))
+        )
+        return str(self._macros(language).missing_list(parts))
 
     def _macros(self, language: AnswerLanguage) -> Any:
         # The module jinja builds from the macros file: its macros are attributes the type

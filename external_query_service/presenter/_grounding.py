@@ -10,8 +10,11 @@ states must occur in the evidence it cites:
   (``invented_number``, ``unit_mismatch``);
 - every date: absolute ones, and ``今天``/``明天``/``today``/``tomorrow``… read from the
   cited evidence's access date, must be a date the evidence states (its dates, the dates
-  written in it, and its own relative words read from its publication date); every time of
-  day (``14:30``) must be written in it (``wrong_date``);
+  written in it, and its own relative words read from its publication date); a relative
+  year (``明年六月底``, ``June next year``), read from the cited evidence's publication date,
+  must be a year and month the evidence states (its dates, years and months written in it,
+  and its own relative years read from its publication date); every time of day
+  (``14:30``) must be written in it (``wrong_date``);
 - every quoted span (「…」, “…”, "…") must be a substring of it, compared after NFKC,
   case folding and whitespace folding (``unquoted_span``).
 
@@ -85,6 +88,87 @@ _RELATIVE = re.compile(
 )
 
 
+#: Relative year words and their offset from the year they are read from.
+_RELATIVE_YEARS: dict[str, int] = {
+    "前年": -2,
+    "去年": -1,
+    "今年": 0,
+    "明年": 1,
+    "后年": 2,
+    "last": -1,
+    "this": 0,
+    "next": 1,
+}
+_MONTH_NAMES = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_CHINESE_MONTHS = ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二")
+_CN_MONTH = r"(?P<{name}>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])\s{{0,2}}月"
+_EN_MONTH = "|".join(_MONTH_NAMES)
+#: A year named relative to the day it is read from, with its month when one is given:
+#: ``明年六月``, ``去年``, ``next year``, ``June next year``, ``June of last year``.
+_RELATIVE_YEAR = re.compile(
+    rf"(?P<cn>前年|去年|今年|明年|后年)(?:的)?(?:{_CN_MONTH.format(name='cn_month')})?"
+    rf"|(?:\b(?P<en_month>{_EN_MONTH})\s{{1,3}}(?:of\s{{1,3}})?)?\b(?P<en>last|this|next)\s{{1,3}}year\b",
+    re.IGNORECASE,
+)
+#: A year written out, with its month when one is given: ``2027年6月``, ``2027年``,
+#: ``June 2027``.
+_WRITTEN_YEAR = re.compile(
+    rf"(?<!\d)(?P<year>\d{{4}})\s{{0,2}}年(?:\s{{0,2}}{_CN_MONTH.format(name='month')})?"
+    rf"|\b(?P<en_month>{_EN_MONTH})\s{{1,3}}(?P<en_year>\d{{4}})(?!\d)",
+    re.IGNORECASE,
+)
+
+
+def _month(written: str | None) -> int:
+    """``6``, ``六``, ``十二``, ``June`` as a month number; 0 when none is given."""
+    if not written:
+        return 0
+    if written.isdigit():
+        return int(written)
+    if written in _CHINESE_MONTHS:
+        return _CHINESE_MONTHS.index(written) + 1
+    return _MONTH_NAMES.index(written.lower()) + 1
+
+
+def _relative_periods(text: str, reference: date) -> Iterable[tuple[tuple[int, int], str]]:
+    """Each relative year (with its month, 0 when none) in ``text`` read from
+    ``reference``, with the words that name it."""
+    for match in _RELATIVE_YEAR.finditer(text):
+        word = (match.group("cn") or match.group("en")).lower()
+        month = _month(match.group("cn_month") or match.group("en_month"))
+        yield (reference.year + _RELATIVE_YEARS[word], month), match.group(0)
+
+
+def _periods(
+    text: str, dates: Iterable[date], published: date | None
+) -> frozenset[tuple[int, int]]:
+    """The years and months ``text`` states (``(year, 0)`` for a year), from its dates,
+    years written out, and its own relative years read from its publication date."""
+    found: set[tuple[int, int]] = set()
+    for day in dates:
+        found |= {(day.year, day.month), (day.year, 0)}
+    for match in _WRITTEN_YEAR.finditer(text):
+        year = int(match.group("year") or match.group("en_year"))
+        found |= {(year, _month(match.group("month") or match.group("en_month"))), (year, 0)}
+    if published is not None:
+        for (year, month), _words in _relative_periods(text, published):
+            found |= {(year, month), (year, 0)}
+    return frozenset(found)
+
+
 def split_sentences(text: str) -> tuple[str, ...]:
     """``text`` as sentences: cut after 。！？!? (and after ``.`` followed by a space) and at
     line breaks, never inside 「…」, “…”, 『…』 or "…". A piece without a word character (a
@@ -135,6 +219,10 @@ class _Grounds:
     dates: frozenset[date]
     times: frozenset[tuple[int, int]]
     today: date  # the day the evidence was read: relative words in the answer start here
+    #: The years and months it states (``(year, 0)`` a year); and the day a relative year
+    #: in the answer is read from: its publication date, else the day it was read.
+    periods: frozenset[tuple[int, int]]
+    written: date
 
 
 def _fold(text: str) -> str:
@@ -170,6 +258,8 @@ def _grounds(item: Evidence) -> _Grounds:
         dates=frozenset(dates),
         times=frozenset(times),
         today=item.accessed_at.date(),
+        periods=_periods(folded, dates, published),
+        written=published or item.accessed_at.date(),
     )
 
 
@@ -265,6 +355,14 @@ def _dates(claims: str, cited: Sequence[_Grounds]) -> tuple[SentenceVerdict, str
         offset = timedelta(days=_RELATIVE_DAYS[match.group(0).lower()])
         if not any(ground.today + offset in stated for ground in cited):
             return "wrong_date", f"{match.group(0)} is not a date of the cited evidence"
+    # A relative year ("明年六月底") is read from each cited evidence's publication date:
+    # the year (and month) it names must be one that evidence states.
+    for ground in cited:
+        if all(period in ground.periods for period, _ in _relative_periods(claims, ground.written)):
+            break
+    else:
+        words = next(named for _, named in _relative_periods(claims, cited[0].written))
+        return "wrong_date", f"{words} is not a date of the cited evidence"
     for hour, minute in _TIME_OF_DAY.findall(claims):
         if (int(hour), int(minute)) not in times:
             return "wrong_date", f"{hour}:{minute} is not a time in the cited evidence"
@@ -272,10 +370,12 @@ def _dates(claims: str, cited: Sequence[_Grounds]) -> tuple[SentenceVerdict, str
 
 
 def _numbers(claims: str, cited: Sequence[_Grounds]) -> tuple[SentenceVerdict, str] | None:
-    # Dates, times and quotations were checked as such: their digits are not quantities.
+    # Dates, times, relative years and quotations were checked as such: their digits are
+    # not quantities.
     reference = cited[0].today
     spans = [(start, end) for start, end, _day in date_spans(claims, reference=reference)]
     spans += [match.span() for match in _TIME_OF_DAY.finditer(claims)]
+    spans += [match.span() for match in _RELATIVE_YEAR.finditer(claims)]
     spans += [match.span() for match in _QUOTES.finditer(claims)]
     stated = [quantity for ground in cited for quantity in ground.quantities]
     for quantity in find_quantities(_without(claims, spans)):

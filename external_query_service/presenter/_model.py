@@ -311,6 +311,9 @@ class LLMAnswerPresenter:
         body = checked.body
         text = ANSWER_PREFIXES[language] + _numbered(body, numbering)
         if packet.plan.answer_contract != "direct_fact":
+            # A part no evidence covers is named after the model's answer too.
+            missing = self._extractive.render_missing_parts(packet)
+            text = text.rstrip() + (f"\n{missing}".rstrip() if missing else "")
             text = text.rstrip() + self._extractive.render_disputes(packet)
         text += self._extractive.render_sources(
             tuple(entry.source for entry in listed),

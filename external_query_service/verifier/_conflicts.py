@@ -2,8 +2,11 @@
 
 What is asked is known only where the plan fixes it:
 
-- ``weather``: the temperature (the first one an evidence states, in °C or °F); values more
-  than ``TEMPERATURE_SPREAD`` degrees apart disagree;
+- ``weather``: the temperature (the first one an evidence states, in °C or °F, read with
+  the next one as a low and a high when the same sentence gives it in the same unit: so
+  ``最高24℃最低18℃`` and ``气温18至24℃`` are one range); values more than
+  ``TEMPERATURE_SPREAD`` degrees apart disagree, two ranges end for end, and a lone value
+  agrees with a range it falls in;
 - ``exchange_rate``: the rate (a fact named ``rate``, else the first number other than 1
   written without a unit, dates left out); more than ``RATE_SPREAD`` apart (relative);
 - any other kind: a fact the evidence's provider named (a quote's ``price``), compared with
@@ -16,8 +19,9 @@ than its own publication date (inside the plan's range, when it has one): the pu
 date is when the page was written, not when the event happened, and a text naming two
 dates does not say which is the event's. Such evidence does not vote.
 
-A page's free text about any other kind has no value the plan names, so it is never set
-against another page's (two pages quoting different figures may be about different things).
+Where no evidence states a value the plan names (any other question, the fallback plan
+among them), the value each passage gives is read where passages of other sites word the
+statement alike (``_values``): one group of votes per slot, compared by its rules.
 
 Only evidence about the same target (a compare target it covers, else the plan's) and the
 same day (its first stated date in the plan's range, else its first stated date, else its
@@ -32,6 +36,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,7 +46,10 @@ from decimal import Decimal
 from ..models import Evidence, ExternalQueryPlan, ValueConflict
 from ..net._sites import registrable_domain, url_host
 from ..text._dates import date_spans, find_dates
+from ..text._parts import covers, question_parts
 from ..text._quantities import Quantity, find_quantities
+from ..text._tokens import terms
+from ._values import Reading, agree, slot_readings
 
 __all__ = ["QUANTITY_SPREAD", "RATE_SPREAD", "TEMPERATURE_SPREAD", "value_conflicts"]
 
@@ -49,20 +57,37 @@ TEMPERATURE_SPREAD = Decimal(2)
 RATE_SPREAD = Decimal("0.005")
 QUANTITY_SPREAD = Decimal("0.01")
 _TEMPERATURE_UNITS = frozenset({"°C", "°F"})
+#: Where a sentence ends: a low and a high are read together only inside one sentence.
+_SENTENCE_END = re.compile(r"[。！？；!?;\n]|\.(?:\s|$)")
 #: The subject of an event's date; its value is the day's ordinal (``date.toordinal``).
 _EVENT_DATE = "event_date"
 
 
 @dataclass(frozen=True, slots=True)
 class _Value:
+    """What one evidence says: ``value``, or the range from ``value`` to ``high`` (a low and
+    a high given together, as ``18至24℃`` or ``最高24℃最低18℃``)."""
+
     evidence: Evidence
     value: Decimal
     unit: str
     subject: str
+    high: Decimal | None = None
+    #: Where the value is a passage's reading at a slot (``_values``), that reading.
+    reading: Reading | None = None
+
+    @property
+    def top(self) -> Decimal:
+        return self.value if self.high is None else self.high
 
     def spelled(self) -> str:
+        if self.reading is not None:
+            return self.reading.text
         if self.subject == _EVENT_DATE:
             return date.fromordinal(int(self.value)).isoformat()
+        if self.high is not None:
+            low = format(self.value.normalize(), "f")
+            return f"{low}–{Quantity(self.high, self.unit, 0, 0).spelled()}"
         return Quantity(self.value, self.unit, 0, 0).spelled()
 
 
@@ -78,10 +103,38 @@ def value_conflicts(
             day = None if value.subject == _EVENT_DATE else _day(plan, evidence)
             for target in covered or (None,):
                 groups.setdefault((target, day, value.subject, value.unit), []).append(value)
+    if not groups:
+        _slot_groups(plan, ranked, groups)
     found: list[ValueConflict] = []
     for (target, _day_key, _subject, _unit), values in groups.items():
         found.extend(_disagreements(target, _one_per_site(values)))
     return tuple(found)
+
+
+def _slot_groups(
+    plan: ExternalQueryPlan,
+    ranked: Sequence[tuple[Evidence, tuple[str, ...]]],
+    groups: dict[tuple[str | None, date | None, str, str], list[_Value]],
+) -> None:
+    """Where no evidence states a value the plan names: what each passage gives where
+    passages of other sites word the statement alike (``_values``), per slot."""
+    covered = {evidence.evidence_id: targets for evidence, targets in ranked}
+    # A question asked in parts: a passage is about the parts it covers, as a comparison's
+    # evidence is about its targets (two parts' values are not one value).
+    parts = () if plan.compare_targets else question_parts(plan.question)
+    if parts:
+        for evidence, _targets in ranked:
+            held = frozenset(terms(f"{evidence.title}\n{evidence.snippet}"))
+            covered[evidence.evidence_id] = tuple(part.text for part in parts if covers(part, held))
+    for readings in slot_readings(plan.question, [evidence for evidence, _ in ranked]):
+        for reading in readings:
+            evidence = reading.evidence
+            # A time-bound question compares statements about one day; any other compares
+            # what the passages say whenever they were written.
+            day = _day(plan, evidence) if plan.time_range is not None else None
+            value = _Value(evidence, reading.value, reading.unit, reading.slot, reading=reading)
+            for target in covered[evidence.evidence_id] or (None,):
+                groups.setdefault((target, day, reading.slot, ""), []).append(value)
 
 
 def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
@@ -92,9 +145,10 @@ def _values(plan: ExternalQueryPlan, evidence: Evidence) -> Iterable[_Value]:
         return
     if plan.query_kind == "weather":
         text = _without_dates(evidence.snippet)
-        first = next((q for q in find_quantities(text) if q.unit in _TEMPERATURE_UNITS), None)
-        if first is not None:
-            yield _Value(evidence, first.value, first.unit, "temperature")
+        found = [q for q in find_quantities(text) if q.unit in _TEMPERATURE_UNITS]
+        if found:
+            low, high = _low_high(text, found)
+            yield _Value(evidence, low, found[0].unit, "temperature", high)
         return
     if plan.query_kind == "exchange_rate":
         rate = _fact(evidence, "rate")
@@ -120,6 +174,21 @@ def _event_date(plan: ExternalQueryPlan, evidence: Evidence) -> date | None:
     if plan.time_range is not None:
         days = {day for day in days if plan.time_range.covers(day)}
     return days.pop() if len(days) == 1 else None
+
+
+def _low_high(text: str, found: Sequence[Quantity]) -> tuple[Decimal, Decimal | None]:
+    """The first temperature, with the next one when the same sentence gives it in the same
+    unit: a forecast's low and high, whichever it writes first (``最高24℃最低18℃`` and
+    ``18至24℃`` are one range). A lone value has no high."""
+    first = found[0]
+    second = next(iter(found[1:]), None)
+    if second is None or second.unit != first.unit:
+        return first.value, None
+    if _SENTENCE_END.search(text, first.end, second.start):
+        return first.value, None
+    if second.value == first.value:
+        return first.value, None
+    return min(first.value, second.value), max(first.value, second.value)
 
 
 def _fact(evidence: Evidence, name: str) -> Decimal | None:
@@ -164,16 +233,32 @@ def _close(subject: str, left: Decimal, right: Decimal) -> bool:
     return scale == 0 or abs(left - right) / scale <= spread
 
 
+def _agree(left: _Value, right: _Value) -> bool:
+    """Two ranges agree end for end; a lone value agrees with a range it falls in (or near
+    either end of); two lone values agree within the spread; readings at a slot by the
+    slot's rules (``_values.agree``)."""
+    if left.reading is not None and right.reading is not None:
+        return agree(left.reading, right.reading)
+    subject = left.subject
+    if (left.high is None) != (right.high is None):
+        one, span = (left, right) if left.high is None else (right, left)
+        inside = span.value <= one.value <= span.top
+        return (
+            inside or _close(subject, one.value, span.value) or _close(subject, one.value, span.top)
+        )
+    return _close(subject, left.value, right.value) and _close(subject, left.top, right.top)
+
+
 def _disagreements(target: str | None, votes: list[_Value]) -> list[ValueConflict]:
     """One conflict per opinion that differs from the largest one."""
     if len(votes) < 2:
         return []
+    # Votes that agree, directly or through others, are one opinion.
     opinions: list[list[_Value]] = []
-    for vote in sorted(votes, key=lambda v: v.value):
-        if opinions and _close(vote.subject, opinions[-1][-1].value, vote.value):
-            opinions[-1].append(vote)
-        else:
-            opinions.append([vote])
+    for vote in votes:
+        joined = [group for group in opinions if any(_agree(vote, v) for v in group)]
+        opinions = [group for group in opinions if all(group is not j for j in joined)]
+        opinions.append([member for group in joined for member in group] + [vote])
     if len(opinions) < 2:
         return []
     # The largest opinion first; among equals, the one whose best-ranked vote ranks first.

@@ -11,6 +11,9 @@ are compared. A bundle holds at most a few dozen admitted evidence, so the simil
 computed exactly on the shingle sets instead: no estimate to tune, and no ``datasketch``
 (which brings numpy and scipy) for what a set intersection does.
 
+Two texts that differ in the value asked (the caller says which, ``apart``) are never
+copies: a copy group must never hide a differing value.
+
 Of each group, the original is the earliest published, else the first ranked (the
 verifier's order); the others are its copies. Fact API and documentation evidence are
 never copies: their texts are templated, and two providers agreeing is not one source.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 
 from ..models import CopyGroup, Evidence
@@ -106,8 +109,14 @@ def _may_copy(left: frozenset[tuple[str, ...]], right: frozenset[tuple[str, ...]
     return small / large >= COPY_SIMILARITY
 
 
-def copy_groups(ranked: Sequence[Evidence]) -> tuple[CopyGroup, ...]:
-    """The groups of copies among ``ranked`` (best first), each with its original."""
+def copy_groups(
+    ranked: Sequence[Evidence], *, apart: Callable[[Evidence, Evidence], bool] | None = None
+) -> tuple[CopyGroup, ...]:
+    """The groups of copies among ``ranked`` (best first), each with its original.
+
+    ``apart(one, other)`` says two texts differ in the value asked: such texts are never in
+    one group, however alike, since two texts alike but for that value are two sources
+    that disagree (the strongest sign of it), not one copied."""
     # Shingled once per distinct text (snippets of one page may repeat), and only for the
     # evidence that can be a copy at all.
     by_text: dict[str, frozenset[tuple[str, ...]]] = {}
@@ -131,6 +140,8 @@ def copy_groups(ranked: Sequence[Evidence]) -> tuple[CopyGroup, ...]:
             if _may_copy(mine, first):
                 measured = _jaccard(mine, first)
                 if measured >= COPY_SIMILARITY:
+                    if apart is not None and any(apart(member, item) for member in group):
+                        continue
                     home = group
                     break
         if home is None:

@@ -42,14 +42,19 @@ The outcome, first rule that applies wins:
    ``no_matching_evidence`` (otherwise: target mismatches mixed with origin failures).
 4. ``insufficient_evidence / insufficient_sources`` — too few distinct sites among admitted
    evidence for the answer contract, or a compare target not covered by enough sites.
+   How many a plan needs is one rule the gateway reads too (``_needs.sources_needed``).
    Near-duplicate evidence (``copies``: one article on several sites) counts once: only
-   the original's site counts.
+   the original's site counts; two texts alike but for the value asked are not copies.
 5. ``insufficient_evidence / conflicting_evidence`` — a ``direct_fact`` plan whose admitted
    evidence disagree on the value asked (``conflicts``) with no value held by a clear
    majority of independent sources. Every disagreement is recorded (``conflicting_values``
    in ``VerifierResult.conflicts``, a ``values`` check, a note for the reader), whatever
    the contract: summaries and comparisons answer and show both sides.
 6. ``answered``.
+
+A question asked in parts (``text._parts``) also gets a ``parts`` check naming the parts no
+admitted evidence covers (``missing_parts``); it never changes the outcome: the parts
+covered are answered, and the answer says which part is missing.
 
 Pure: no I/O and no clock — ``now`` is passed in.
 """
@@ -82,11 +87,15 @@ from ..net._sites import check_origin, registrable_domain, url_host
 from ..settings import Settings
 from ..text._currencies import currency_aliases, currency_code, currency_pair, iso_codes
 from ..text._language import AnswerLanguage, answer_language
+from ..text._parts import covers, question_parts
 from ..text._targets import MATCH_THRESHOLD, best_match, matches_target, normalize_for_match
+from ..text._tokens import terms
 from ._conflicts import value_conflicts
 from ._copies import copy_groups
+from ._needs import SourcesNeeded, sources_needed
 from ._notes import ReaderNote, render_note
 from ._timecheck import check_time, local_date
+from ._values import differ_in_value
 
 __all__ = [
     "PLAUSIBLE_POPULATION_SHARE",
@@ -148,7 +157,10 @@ class EvidenceVerifier:
         admitted = tuple(item for item in judged if item.admitted)
         slot_check, missing_slots = _slot_check(plan, gathered.findings)
         candidate_checks, clarify_options = _candidate_checks(gathered.findings, plan)
-        copies = copy_groups(_ranked(item.evidence for item in admitted))
+        copies = copy_groups(
+            _ranked(item.evidence for item in admitted),
+            apart=lambda one, other: differ_in_value(plan.question, one, other),
+        )
         copied = {copy for group in copies for copy in group.copies}
         counted = tuple(item for item in admitted if item.evidence.evidence_id not in copied)
         sources = self._source_checks(plan, counted)
@@ -156,6 +168,7 @@ class EvidenceVerifier:
             plan,
             [(item.evidence, item.matched_compare_targets) for item in _ranked_judged(counted)],
         )
+        parts_check, missing_parts = _parts_check(plan, admitted)
         undecided = plan.answer_contract == "direct_fact" and any(
             not conflict.majority for conflict in conflicts
         )
@@ -179,6 +192,7 @@ class EvidenceVerifier:
         checks += [slot_check, *candidate_checks, *sources.checks]
         checks += [_copy_check(group) for group in copies]
         checks += [_conflict_check(conflict, decisive=undecided) for conflict in conflicts]
+        checks += [parts_check] if parts_check is not None else []
         decisions = [item.decision() for item in judged]
         result = VerifierResult(
             status=status,
@@ -191,6 +205,7 @@ class EvidenceVerifier:
             clarify_options=clarify_options,
             conflicts=conflicts,
             copies=copies,
+            missing_parts=missing_parts,
         )
         language = answer_language(plan.language, self._language)
         notes = _uncertainties(admitted, language)
@@ -238,39 +253,31 @@ class EvidenceVerifier:
     # -- bundle -------------------------------------------------------------------------------
 
     def _source_checks(self, plan: ExternalQueryPlan, admitted: Sequence[_Judged]) -> _Sources:
-        if plan.answer_contract == "compare_with_sources" and plan.compare_targets:
-            return self._coverage_checks(plan.compare_targets, admitted)
-        required = {
-            "direct_fact": self._limits.min_sources_direct_fact,
-            "summary_with_sources": self._limits.min_sources_summary,
-            # A compare plan without compare targets: hold the whole bundle to the per-target bar.
-            "compare_with_sources": self._limits.min_sources_per_compare_target,
-        }[plan.answer_contract]
+        needed = sources_needed(plan, self._limits)
+        if needed.targets:
+            return _coverage_checks(needed, admitted)
         sites = _sites(item.evidence for item in admitted)
-        check = _count_check("sources", sites, required)
+        check = _count_check("sources", sites, needed.sites)
         return _Sources(checks=(check,), missing_targets=(), enough=check.passed)
 
-    def _coverage_checks(self, targets: Sequence[str], admitted: Sequence[_Judged]) -> _Sources:
-        required = self._limits.min_sources_per_compare_target
-        checks: list[CheckResult] = []
-        missing: list[str] = []
-        for target in targets:
-            covering = (
-                item.evidence for item in admitted if target in item.matched_compare_targets
-            )
-            check = _count_check("coverage", _sites(covering), required, target=target)
-            checks.append(check)
-            if not check.passed:
-                missing.append(target)
-        summary = CheckResult(
-            check="sources",
-            passed=not missing,
-            reason="insufficient_sources" if missing else "ok",
-            detail=f"{len(targets) - len(missing)} of {len(targets)} compare targets covered",
-        )
-        return _Sources(
-            checks=(*checks, summary), missing_targets=tuple(missing), enough=not missing
-        )
+
+def _coverage_checks(needed: SourcesNeeded, admitted: Sequence[_Judged]) -> _Sources:
+    targets = needed.targets
+    checks: list[CheckResult] = []
+    missing: list[str] = []
+    for target in targets:
+        covering = (item.evidence for item in admitted if target in item.matched_compare_targets)
+        check = _count_check("coverage", _sites(covering), needed.sites, target=target)
+        checks.append(check)
+        if not check.passed:
+            missing.append(target)
+    summary = CheckResult(
+        check="sources",
+        passed=not missing,
+        reason="insufficient_sources" if missing else "ok",
+        detail=f"{len(targets) - len(missing)} of {len(targets)} compare targets covered",
+    )
+    return _Sources(checks=(*checks, summary), missing_targets=tuple(missing), enough=not missing)
 
 
 def _target_check(
@@ -529,6 +536,33 @@ def _ranked(evidence: Iterable[Evidence]) -> list[Evidence]:
 
 def _ranked_judged(judged: Iterable[_Judged]) -> list[_Judged]:
     return sorted(judged, key=lambda item: -item.evidence.score)
+
+
+def _parts_check(
+    plan: ExternalQueryPlan, admitted: Sequence[_Judged]
+) -> tuple[CheckResult | None, tuple[str, ...]]:
+    """For a question asked in parts (``text._parts``; a comparison names its parts as
+    compare targets instead): the parts no admitted evidence covers. Informational: the
+    answer quotes a passage for each part covered and says which part is missing."""
+    parts = () if plan.compare_targets else question_parts(plan.question)
+    if not parts:
+        return None, ()
+    held = [
+        frozenset(terms(f"{item.evidence.title}\n{item.evidence.snippet}")) for item in admitted
+    ]
+    missing = tuple(part.text for part in parts if not any(covers(part, t) for t in held))
+    check = CheckResult(
+        check="parts",
+        passed=not missing,
+        reason="missing_parts" if missing else "ok",
+        detail=f"{len(parts) - len(missing)} of {len(parts)} parts covered"
+        + (f"; missing: {', '.join(missing)}" if missing else ""),
+    )
+    return check, missing
+
+
+def _terms(evidence: Evidence) -> frozenset[str]:
+    return frozenset(terms(f"{evidence.title}\n{evidence.snippet}"))
 
 
 def _copy_check(group: CopyGroup) -> CheckResult:

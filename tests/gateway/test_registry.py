@@ -33,7 +33,12 @@ from external_query_service.models import (
     Readiness,
 )
 from external_query_service.runtime._evidence_store import EvidenceStore
-from external_query_service.settings import AdapterSettings, NetworkSettings, SourceSettings
+from external_query_service.settings import (
+    AdapterSettings,
+    NetworkSettings,
+    SourceSettings,
+    VerifierSettings,
+)
 from external_query_service.testing import LoopbackServer, json_reply
 from tests.support.quote_adapter import QuoteAdapter
 from tests.support.world import NOW
@@ -235,3 +240,35 @@ def test_a_kind_is_known_once_a_configured_adapter_declares_it() -> None:
         assert "port_throughput" in service.query_kinds
         answer = service.answer(*question)
     assert answer.plan.query_kind == "port_throughput"
+
+
+def test_a_comparison_without_targets_keeps_searching_until_the_per_target_bar_is_met() -> None:
+    # The verifier holds a comparison without targets to the per-target bar (two sites
+    # here), so the gateway does not stop at the summary bar (one site).
+    gateway = ExternalQueryGateway(
+        [canned("a-search", "news-a.test"), canned("b-search", "news-b.test")],
+        deadline_s=10,
+        needs=VerifierSettings(min_sources_summary=1, min_sources_per_compare_target=2),
+    )
+    compare = web_plan().model_copy(update={"answer_contract": "compare_with_sources"})
+    gathered = asyncio.run(gateway.gather(compare, AuditLog()))
+    assert [(a.adapter_id, a.status) for a in gathered.attempts] == [
+        ("a-search", "ok"),
+        ("b-search", "ok"),
+    ]
+
+
+def test_a_direct_fact_with_compare_targets_stops_at_its_own_bar_like_the_verifier() -> None:
+    # Neither target is named by the canned pages: the verifier holds a direct_fact to its
+    # count over the bundle, not to per-target coverage, so one site is enough here.
+    gateway = ExternalQueryGateway(
+        [canned("a-search", "news-a.test"), canned("b-search", "news-b.test")], deadline_s=10
+    )
+    fact = web_plan().model_copy(
+        update={"answer_contract": "direct_fact", "compare_targets": ("甲港", "乙港")}
+    )
+    gathered = asyncio.run(gateway.gather(fact, AuditLog()))
+    assert [(a.adapter_id, a.status, a.reason) for a in gathered.attempts] == [
+        ("a-search", "ok", None),
+        ("b-search", "skipped", "enough_evidence"),
+    ]

@@ -205,6 +205,25 @@ def plan(**fields: Any) -> ExternalQueryPlan:
             VerifierResult(status="insufficient_evidence", reason="insufficient_sources"),
             ("湛江港",),
         ),
+        (  # a slot's subject is the words shared around it, searched as words
+            plan(),
+            VerifierResult(
+                status="answered",
+                conflicts=(
+                    ValueConflict(
+                        subject="馆内共有…个座位",
+                        evidence_ids=("ev-aaaaaaaaaaaa", "ev-bbbbbbbbbbbb"),
+                        values=("70", "170"),
+                    ),
+                ),
+            ),
+            ("馆内共有 个座位",),
+        ),
+        (  # an answered question in parts with a part no evidence covers: that part's own
+            plan(question="2025年比亚迪和特斯拉的销量分别是多少？"),
+            VerifierResult(status="answered", missing_parts=("特斯拉",)),
+            ("2025年特斯拉的销量分别是多少？",),
+        ),
         (plan(entities=("x",)), VerifierResult(status="answered"), ()),
         (
             plan(entities=("x",)),

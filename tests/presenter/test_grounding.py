@@ -129,6 +129,50 @@ def test_a_faithful_answer_passes_however_its_numbers_are_written(
     assert any(s.verdict == "grounded" for s in shown.sentences)
 
 
+def works_page(text: str) -> Evidence:
+    return make_evidence(
+        3,
+        site="works.example.com",
+        url="https://works.example.com/bridge",
+        title="跨海大桥工程进展",
+        snippet=text,
+        published_at=date(2026, 3, 10),
+    )
+
+
+@pytest.mark.parametrize(
+    ("evidence_text", "answer", "verdict"),
+    [
+        # Read from the page's publication date (2026), 明年六月 is June 2027.
+        ("大桥主体工程预计2027年6月底完工。", "大桥预计明年六月底完工 [1]。", "grounded"),
+        ("大桥主体工程预计明年6月底完工。", "大桥预计明年六月底完工 [1]。", "grounded"),
+        ("The bridge should be finished in June 2027.", "It opens June next year [1].", "grounded"),
+        ("大桥主体工程预计今年6月底完工。", "大桥预计明年六月底完工 [1]。", "wrong_date"),
+        ("大桥主体工程预计2027年9月完工。", "大桥预计明年六月底完工 [1]。", "wrong_date"),
+        ("大桥主体工程进展顺利。", "大桥预计明年完工 [1]。", "wrong_date"),
+    ],
+)
+def test_a_relative_year_is_read_from_the_cited_pages_publication_date(
+    chat: ChatServer, evidence_text: str, answer: str, verdict: str
+) -> None:
+    page = works_page(evidence_text)
+    chat.then(answer_json({"text": answer, "citations": [page.evidence_id]}))
+    presenter = LLMAnswerPresenter(ChatCompletionsClient(chat.settings()))
+    bundle = make_packet((page,), question="跨海大桥什么时候完工？")
+
+    shown = asyncio.run(presenter.present(bundle))
+
+    assert shown.sentences[0].verdict == verdict
+    if verdict == "wrong_date":
+        # An unsupported relative date falls back to the extractive answer.
+        assert shown.renderer == "extractive"
+        assert shown.text == ExternalAnswerPresenter().present(bundle).text
+        assert shown.fallback_reason is not None
+        assert shown.fallback_reason.startswith("wrong_date: ")
+    else:
+        assert shown.renderer == "llm"
+
+
 def test_every_sentence_has_its_verdict_even_when_one_fails(chat: ChatServer) -> None:
     text = "## 概况\n吞吐量达2.6亿吨 [1]。增长了百分之九十 [1]。航道今天启用 [1]。"
 

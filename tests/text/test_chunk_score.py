@@ -578,6 +578,7 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "brave._TAG",
         "chunk._LINE",
         "chunk._SENTENCE_END",
+        "conflicts._SENTENCE_END",
         "copies._RUNS",
         "copies._WORDS",
         "dates._DATE",
@@ -612,6 +613,8 @@ def test_the_audited_patterns_are_all_the_patterns_on_the_evidence_path() -> Non
         "tokens._FOLDED_OTHERWISE",
         "tokens._HAN_RUN",
         "tokens._OTHER_RUN",
+        "values._ARABIC",
+        "values._WORD",
         "visible._PLAIN",
     ]
 

@@ -202,6 +202,63 @@ def test_a_model_written_summary_carries_the_disagreement_block(
     assert "最高温度可达31°C" in block
 
 
+def test_a_high_and_low_pair_and_a_range_that_agree_are_one_opinion(
+    loopback: LoopbackServer,
+) -> None:
+    world = World(loopback)
+    pair = world.page(
+        "weather-a.test",
+        "/zj",
+        article(
+            "湛江天气预报", ["湛江12月1日多云，最高24℃最低18℃，东北风3级。"], published="2026-11-30"
+        ),
+    )
+    span = world.page(
+        "weather-b.test",
+        "/zj",
+        article("湛江天气", ["湛江12月1日阴，气温18至24℃，早晚有轻雾。"], published="2026-11-30"),
+    )
+    world.results(QUESTION, [hit(pair, "湛江天气预报", "湛江"), hit(span, "湛江天气", "湛江")])
+
+    answer = ask(world, "direct_fact")
+
+    assert (answer.status, answer.verifier.conflicts) == ("answered", ())
+    assert not [check for check in answer.verifier.checks if check.check == "values"]
+
+
+def weather_plan() -> ExternalQueryPlan:
+    return ExternalQueryPlan(
+        question=QUESTION, query_kind="weather", location="湛江", search_queries=(QUESTION,)
+    )
+
+
+def forecasts(*texts: str) -> list[tuple[Evidence, tuple[str, ...]]]:
+    return [(make_evidence(n, snippet=text), ()) for n, text in enumerate(texts, start=1)]
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ("最高24℃最低18℃", "气温18至24℃"),  # a high-low pair and a range
+        ("气温18-24°C", "最低18度，最高24度"),  # a unit written two ways
+        ("最高气温24°C。", "气温18至24℃"),  # a lone high inside the other's range
+        ("24摄氏度", "24 ℃", "24°C"),
+    ],
+)
+def test_readings_of_one_forecast_written_differently_do_not_disagree(
+    texts: tuple[str, ...],
+) -> None:
+    assert value_conflicts(weather_plan(), forecasts(*texts)) == ()
+
+
+def test_ranges_that_differ_at_one_end_disagree_and_are_named_as_ranges() -> None:
+    (conflict,) = value_conflicts(weather_plan(), forecasts("气温18至24℃", "最低18℃，最高31℃"))
+    assert conflict.values == ("18–24 °C", "18–31 °C")
+    # A low in one sentence and a high in the next are two statements, not one range.
+    (other,) = value_conflicts(weather_plan(), forecasts("最高31℃。夜间最低18℃。", "最高24℃"))
+    assert other.values == ("31 °C", "24 °C")
+
+
 # --- copies ---------------------------------------------------------------------------------
 
 PORT = "湛江港吞吐量的问题？"
