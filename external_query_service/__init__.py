@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .bundle import verify_bundle as verify_bundle
     from .errors import AdapterError as AdapterError
     from .errors import AnswerRejected as AnswerRejected
+    from .errors import ApiError as ApiError
     from .errors import BlockedDestination as BlockedDestination
     from .errors import BoundaryRefused as BoundaryRefused
     from .errors import BrowserUnavailable as BrowserUnavailable
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
     from .runtime._clock import system_clock as system_clock
     from .runtime._collector import tune_collector as tune_collector
     from .runtime._evidence_store import EvidenceStore as EvidenceStore
-    from .server._errors import ApiError as ApiError
     from .service import ExternalQueryService as ExternalQueryService
     from .service import Session as Session
     from .settings import Settings as Settings

@@ -3,11 +3,9 @@
 Two graphs are checked: one whose units are the package's folders and top-level modules, and
 one whose units are single modules (so no two modules inside a folder import each other).
 Every ``from``/``import`` counts, including those under ``TYPE_CHECKING`` and inside
-functions: a cycle hidden in a function is still a cycle a reader has to hold in their head.
-One exception: ``errors.py`` holds every exception class, and the few that carry a result
-(an answer, a ledger's verification) name its type for annotations only, under
-``TYPE_CHECKING``; those names are never imported at run time, and every module imports
-``errors``, so counting them would make every module a cycle.
+functions: a cycle hidden in a function or an annotation is still a cycle a reader has to hold
+in their head, and a plain import graph (one that cannot tell a type-only import from another)
+draws it too.
 """
 
 from __future__ import annotations
@@ -22,27 +20,12 @@ PACKAGE = "external_query_service"
 ROOT = Path(external_query_service.__file__).parent
 
 
-def _annotation_only(tree: ast.Module) -> set[ast.AST]:
-    """The import nodes under ``if TYPE_CHECKING:`` at a module's top level."""
-    return {
-        node
-        for statement in tree.body
-        if isinstance(statement, ast.If)
-        and isinstance(statement.test, ast.Name)
-        and statement.test.id == "TYPE_CHECKING"
-        for node in ast.walk(statement)
-    }
-
-
 def _imports(path: Path) -> Iterator[str]:
     """Absolute dotted names of what ``path`` imports from this package or outside it."""
     relative = path.relative_to(ROOT.parent).with_suffix("")
     package = list(relative.parts[:-1])
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _annotation_only(tree) if path == ROOT / "errors.py" else set()
     for node in ast.walk(tree):
-        if node in skipped:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -212,7 +195,7 @@ def _third_party(unit: str) -> set[str]:
     return {name.split(".")[0] for path in paths for name in _imports(path)}
 
 
-def test_errors_imports_nothing_of_the_package_at_run_time() -> None:
+def test_errors_imports_nothing_of_the_package_not_even_for_annotations() -> None:
     assert _graph()["errors"] == set()
 
 
@@ -261,3 +244,9 @@ def test_the_long_function_finder_counts_nested_functions() -> None:
 def test_no_function_in_the_server_or_the_cli_spans_more_than_80_lines() -> None:
     limit = MAX_ENTRY_POINT_FUNCTION_LINES
     assert _long_functions("server", limit) + _long_functions("cli", limit) == []
+
+
+def test_a_plain_module_graph_counting_every_import_has_no_circle() -> None:
+    """The graph as any import-graph tool draws it: every import an edge, type-only ones and
+    a package's imports of its own modules included."""
+    assert _cycles(_module_graph()) == []

@@ -22,7 +22,7 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
-from ..errors import ServiceClosed
+from ..errors import ApiError, ServiceClosed
 from ..models import ExternalAnswer
 from ..runtime._collector import tune_collector
 from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
@@ -34,7 +34,7 @@ from ._chat import add_chat_routes
 from ._connections import limit_accept_errors
 from ._correlation import RequestIds, log_answer
 from ._cors import JsonCors
-from ._errors import ApiError, install_error_handlers
+from ._errors import install_error_handlers
 from ._hosts import HostAllowList
 from ._limits import BodyLimit
 from ._logs import AccessLog
