@@ -5,6 +5,17 @@ from external_query_service import ExternalQueryService, Settings
 with ExternalQueryService(Settings.load("external-query.toml")) as service:
     answer = service.answer("湛江明天天气怎么样？", {"query_kind": "weather", "location": "湛江"})
     print(answer.status, answer.text)
+
+The folders, by what they are to a question:
+
+- the pipeline, one folder per stage, run in order by ``service.py``: ``planner/``,
+  ``gateway/`` (with ``adapters/``, its sources), ``verifier/``, ``presenter/``;
+- infrastructure that serves the stages: ``net/``, ``text/``, ``runtime/``, ``llm/``,
+  ``storage/``, ``browser/``;
+- the second product, evidence admission and the toolkit: ``admission/``, ``methods/``,
+  ``toolkit/``;
+- the ways in, front ends and what hosts use: ``server/``, ``cli/``, ``testing/``,
+  ``integrations/``, ``bundle/``.
 """
 
 from typing import TYPE_CHECKING

@@ -11,6 +11,7 @@ draws it too.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -250,3 +251,26 @@ def test_a_plain_module_graph_counting_every_import_has_no_circle() -> None:
     """The graph as any import-graph tool draws it: every import an edge, type-only ones and
     a package's imports of its own modules included."""
     assert _cycles(_module_graph()) == []
+
+
+def _folder_groups(text: str, marker: str, named: str = r"`+(\w+)/`+") -> list[set[str]]:
+    """The folders ``named`` in each part of ``text`` that starts with ``marker`` at the
+    start of a line (by default every ``name/`` in backticks)."""
+    parts = re.split(rf"^{re.escape(marker)}", text, flags=re.MULTILINE)[1:]
+    return [set(re.findall(named, part, flags=re.MULTILINE)) for part in parts]
+
+
+def test_the_package_docstring_places_every_folder_in_exactly_one_group() -> None:
+    folders = {path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file()}
+    groups = _folder_groups(external_query_service.__doc__ or "", "- ")
+    assert len(groups) == 4  # the pipeline, infrastructure, the second product, the ways in
+    assert sorted(folder for group in groups for folder in group) == sorted(folders)
+
+
+def test_the_code_index_groups_the_folders_as_the_package_docstring_does() -> None:
+    index = (ROOT.parent / "docs" / "architecture" / "CODE_REFERENCE_INDEX.md").read_text("utf-8")
+    folders_part = index.partition("## Folders")[2]
+    # A table row's first cell is its folder; the other cells may name other folders.
+    assert _folder_groups(folders_part, "### ", r"^\| `(\w+)/`") == _folder_groups(
+        external_query_service.__doc__ or "", "- "
+    )
