@@ -51,7 +51,7 @@ def declared_exports(package: str) -> dict[str, str]:
     not an export)."""
     spec = importlib.import_module(package).__spec__
     assert spec is not None  # a module being imported has one
-    if spec.has_location and spec.origin is not None:
+    if spec.has_location and spec.origin is not None and spec.origin.endswith(".py"):
         # Read the file itself: the loader may be an import hook that cannot give source
         # (pytest's assertion rewriter loads this package when its plugin is registered).
         source: str | None = Path(spec.origin).read_text(encoding="utf-8")
