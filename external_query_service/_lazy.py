@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 import importlib
 from collections.abc import Callable, Mapping
-from importlib.abc import InspectLoader
-from pathlib import Path
 from typing import Any
 
 __all__ = ["declared_exports", "lazy_exports"]
@@ -51,12 +49,17 @@ def declared_exports(package: str) -> dict[str, str]:
     not an export)."""
     spec = importlib.import_module(package).__spec__
     assert spec is not None  # a module being imported has one
+    # No importlib.abc or pathlib here: importing them would nearly double the package's
+    # own import time.
+    get_source = getattr(spec.loader, "get_source", None)
+    source: str | None
     if spec.has_location and spec.origin is not None and spec.origin.endswith(".py"):
         # Read the file itself: the loader may be an import hook that cannot give source
         # (pytest's assertion rewriter loads this package when its plugin is registered).
-        source: str | None = Path(spec.origin).read_text(encoding="utf-8")
-    elif isinstance(spec.loader, InspectLoader):
-        source = spec.loader.get_source(package)
+        with open(spec.origin, encoding="utf-8") as file:
+            source = file.read()
+    elif callable(get_source):
+        source = get_source(package)
     else:
         source = None
     if source is None:
