@@ -5,213 +5,95 @@ from external_query_service import ExternalQueryService, Settings
 with ExternalQueryService(Settings.load("external-query.toml")) as service:
     answer = service.answer("湛江明天天气怎么样？", {"query_kind": "weather", "location": "湛江"})
     print(answer.status, answer.text)
+
+The folders, by what they are to a question:
+
+- the pipeline, one folder per stage, run in order by ``service.py``: ``planner/``,
+  ``gateway/`` (with ``adapters/``, its sources), ``verifier/``, ``presenter/``;
+- infrastructure that serves the stages: ``net/``, ``text/``, ``runtime/``, ``llm/``,
+  ``storage/``, ``browser/``;
+- the second product, evidence admission and the toolkit: ``admission/``, ``methods/``,
+  ``toolkit/``;
+- the ways in, front ends and what hosts use: ``server/``, ``cli/``, ``testing/``,
+  ``integrations/``, ``bundle/``.
 """
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports
+from ._lazy import declared_exports, lazy_exports
 
 if TYPE_CHECKING:
-    from ._audit import AuditEvent, AuditTrace
-    from ._version import __version__
-    from .adapters._base import Adapter, AdapterOutcome, AdapterRuntime
-    from .bundle import verify_bundle
-    from .errors import (
-        AdapterError,
-        AnswerRejected,
-        BlockedDestination,
-        BoundaryRefused,
-        BrowserUnavailable,
-        BudgetExhausted,
-        CaseFailed,
-        ContentTooLarge,
-        ContractRejected,
-        EvidenceEvicted,
-        EvidenceInputError,
-        ExternalQueryError,
-        ExtractionFailed,
-        FetchDeadlineExceeded,
-        FetchError,
-        InputError,
-        IntegrationUnavailable,
-        InvalidQuery,
-        LedgerError,
-        LLMError,
-        McpUnavailable,
-        NothingAnswered,
-        NotRecorded,
-        RenderFailed,
-        ServerUnavailable,
-        ServiceClosed,
-        SettingsError,
-        StaleState,
-        TaskDefinitionError,
-        ToolkitError,
-        TooManyRedirects,
-        UnknownAdapterKind,
-        UnsafePlatform,
-        UnsafeURL,
-        UnsoundLedger,
-        UnsupportedContent,
-        UpstreamStatus,
-    )
-    from .gateway._registry import register_adapter
-    from .models import (
-        AdapterAttempt,
-        AdapterCapability,
-        AdmissionSummary,
-        DisplaySource,
-        Evidence,
-        ExternalAnswer,
-        ExternalContextPacket,
-        ExternalQueryPlan,
-        QuerySemantics,
-        TimeRange,
-        VerifierResult,
-    )
-    from .runtime._clock import Clock, fixed_clock, system_clock
-    from .runtime._collector import tune_collector
-    from .runtime._evidence_store import EvidenceStore
-    from .server._errors import ApiError
-    from .service import ExternalQueryService, Session
-    from .settings import Settings
+    from ._audit import AuditEvent as AuditEvent
+    from ._audit import AuditTrace as AuditTrace
+    from ._version import __version__ as __version__
+    from .adapters._base import Adapter as Adapter
+    from .adapters._base import AdapterOutcome as AdapterOutcome
+    from .adapters._base import AdapterRuntime as AdapterRuntime
+    from .bundle import verify_bundle as verify_bundle
+    from .errors import AdapterError as AdapterError
+    from .errors import AnswerRejected as AnswerRejected
+    from .errors import ApiError as ApiError
+    from .errors import BlockedDestination as BlockedDestination
+    from .errors import BoundaryRefused as BoundaryRefused
+    from .errors import BrowserUnavailable as BrowserUnavailable
+    from .errors import BudgetExhausted as BudgetExhausted
+    from .errors import CaseFailed as CaseFailed
+    from .errors import ContentTooLarge as ContentTooLarge
+    from .errors import ContractRejected as ContractRejected
+    from .errors import EvidenceEvicted as EvidenceEvicted
+    from .errors import EvidenceInputError as EvidenceInputError
+    from .errors import ExternalQueryError as ExternalQueryError
+    from .errors import ExtractionFailed as ExtractionFailed
+    from .errors import FetchDeadlineExceeded as FetchDeadlineExceeded
+    from .errors import FetchError as FetchError
+    from .errors import InputError as InputError
+    from .errors import IntegrationUnavailable as IntegrationUnavailable
+    from .errors import InvalidQuery as InvalidQuery
+    from .errors import LedgerError as LedgerError
+    from .errors import LLMError as LLMError
+    from .errors import McpUnavailable as McpUnavailable
+    from .errors import NothingAnswered as NothingAnswered
+    from .errors import NotRecorded as NotRecorded
+    from .errors import RenderFailed as RenderFailed
+    from .errors import ServerUnavailable as ServerUnavailable
+    from .errors import ServiceClosed as ServiceClosed
+    from .errors import SettingsError as SettingsError
+    from .errors import StaleState as StaleState
+    from .errors import TaskDefinitionError as TaskDefinitionError
+    from .errors import ToolkitError as ToolkitError
+    from .errors import TooManyRedirects as TooManyRedirects
+    from .errors import UnknownAdapterKind as UnknownAdapterKind
+    from .errors import UnsafePlatform as UnsafePlatform
+    from .errors import UnsafeURL as UnsafeURL
+    from .errors import UnsoundLedger as UnsoundLedger
+    from .errors import UnsupportedContent as UnsupportedContent
+    from .errors import UpstreamStatus as UpstreamStatus
+    from .gateway._registry import register_adapter as register_adapter
+    from .models import AdapterAttempt as AdapterAttempt
+    from .models import AdapterCapability as AdapterCapability
+    from .models import AdmissionSummary as AdmissionSummary
+    from .models import DisplaySource as DisplaySource
+    from .models import Evidence as Evidence
+    from .models import ExternalAnswer as ExternalAnswer
+    from .models import ExternalContextPacket as ExternalContextPacket
+    from .models import ExternalQueryPlan as ExternalQueryPlan
+    from .models import QuerySemantics as QuerySemantics
+    from .models import TimeRange as TimeRange
+    from .models import VerifierResult as VerifierResult
+    from .runtime._clock import Clock as Clock
+    from .runtime._clock import fixed_clock as fixed_clock
+    from .runtime._clock import system_clock as system_clock
+    from .runtime._collector import tune_collector as tune_collector
+    from .runtime._evidence_store import EvidenceStore as EvidenceStore
+    from .service import ExternalQueryService as ExternalQueryService
+    from .service import Session as Session
+    from .settings import Settings as Settings
 
-# Each public name and the module that defines it, imported on first access: importing the
-# package alone loads nothing heavy.
-_EXPORTS = {
-    "Adapter": ".adapters._base",
-    "AdapterAttempt": ".models",
-    "AdapterCapability": ".models",
-    "AdapterError": ".errors",
-    "AdapterOutcome": ".adapters._base",
-    "AdapterRuntime": ".adapters._base",
-    "ApiError": ".server._errors",
-    "AdmissionSummary": ".models",
-    "AnswerRejected": ".errors",
-    "AuditEvent": "._audit",
-    "AuditTrace": "._audit",
-    "BlockedDestination": ".errors",
-    "BrowserUnavailable": ".errors",
-    "BoundaryRefused": ".errors",
-    "BudgetExhausted": ".errors",
-    "CaseFailed": ".errors",
-    "Clock": ".runtime._clock",
-    "ContentTooLarge": ".errors",
-    "ContractRejected": ".errors",
-    "DisplaySource": ".models",
-    "Evidence": ".models",
-    "EvidenceInputError": ".errors",
-    "EvidenceEvicted": ".errors",
-    "EvidenceStore": ".runtime._evidence_store",
-    "ExternalAnswer": ".models",
-    "ExternalContextPacket": ".models",
-    "ExternalQueryError": ".errors",
-    "ExternalQueryPlan": ".models",
-    "ExternalQueryService": ".service",
-    "ExtractionFailed": ".errors",
-    "FetchDeadlineExceeded": ".errors",
-    "FetchError": ".errors",
-    "InputError": ".errors",
-    "IntegrationUnavailable": ".errors",
-    "InvalidQuery": ".errors",
-    "LLMError": ".errors",
-    "LedgerError": ".errors",
-    "McpUnavailable": ".errors",
-    "NotRecorded": ".errors",
-    "NothingAnswered": ".errors",
-    "QuerySemantics": ".models",
-    "RenderFailed": ".errors",
-    "ServerUnavailable": ".errors",
-    "ServiceClosed": ".errors",
-    "Session": ".service",
-    "Settings": ".settings",
-    "SettingsError": ".errors",
-    "TaskDefinitionError": ".errors",
-    "StaleState": ".errors",
-    "TimeRange": ".models",
-    "TooManyRedirects": ".errors",
-    "ToolkitError": ".errors",
-    "UnknownAdapterKind": ".errors",
-    "UnsoundLedger": ".errors",
-    "UnsafePlatform": ".errors",
-    "UnsafeURL": ".errors",
-    "UnsupportedContent": ".errors",
-    "UpstreamStatus": ".errors",
-    "VerifierResult": ".models",
-    "verify_bundle": ".bundle",
-    "fixed_clock": ".runtime._clock",
-    "register_adapter": ".gateway._registry",
-    "system_clock": ".runtime._clock",
-    "tune_collector": ".runtime._collector",
-    "__version__": "._version",
-}
 
-__all__ = [
-    "Adapter",
-    "AdapterAttempt",
-    "AdapterCapability",
-    "AdapterError",
-    "AdapterOutcome",
-    "AdapterRuntime",
-    "AdmissionSummary",
-    "AnswerRejected",
-    "ApiError",
-    "AuditEvent",
-    "AuditTrace",
-    "BlockedDestination",
-    "BoundaryRefused",
-    "BrowserUnavailable",
-    "BudgetExhausted",
-    "CaseFailed",
-    "Clock",
-    "ContentTooLarge",
-    "ContractRejected",
-    "DisplaySource",
-    "Evidence",
-    "EvidenceEvicted",
-    "EvidenceInputError",
-    "EvidenceStore",
-    "ExternalAnswer",
-    "ExternalContextPacket",
-    "ExternalQueryError",
-    "ExternalQueryPlan",
-    "ExternalQueryService",
-    "ExtractionFailed",
-    "FetchDeadlineExceeded",
-    "FetchError",
-    "InputError",
-    "IntegrationUnavailable",
-    "InvalidQuery",
-    "LLMError",
-    "LedgerError",
-    "McpUnavailable",
-    "NotRecorded",
-    "NothingAnswered",
-    "QuerySemantics",
-    "RenderFailed",
-    "ServerUnavailable",
-    "ServiceClosed",
-    "Session",
-    "Settings",
-    "SettingsError",
-    "StaleState",
-    "TaskDefinitionError",
-    "TimeRange",
-    "TooManyRedirects",
-    "ToolkitError",
-    "UnknownAdapterKind",
-    "UnsafePlatform",
-    "UnsafeURL",
-    "UnsoundLedger",
-    "UnsupportedContent",
-    "UpstreamStatus",
-    "VerifierResult",
-    "__version__",
-    "fixed_clock",
-    "register_adapter",
-    "system_clock",
-    "tune_collector",
-    "verify_bundle",
-]
-
+# The imports above are the public API, each name written once: a type checker reads them
+# (``Name as Name`` marks a deliberate re-export), and at run time the same lines say where
+# each name lives, imported on first access, so importing the package alone loads nothing
+# heavy.
+_EXPORTS = declared_exports(__name__)
+__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

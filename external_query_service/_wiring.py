@@ -15,10 +15,11 @@ import asyncio
 import functools
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .adapters._base import Adapter, AdapterRuntime, ToolObserver, analysis_memo
+from .adapters._base import Adapter, AdapterRuntime, ToolObserver
 from .adapters._page_walk import RecordedWalks, WalkObserver
 from .gateway._gateway import ExternalQueryGateway
 from .gateway._registry import adapter_class
@@ -32,6 +33,7 @@ from .runtime._analysis_pool import AnalysisPool, warm_pipeline, warm_scoring
 from .runtime._clock import Clock
 from .runtime._events import CacheHits
 from .runtime._evidence_store import EvidenceStore
+from .runtime._memo import SharedMemo, ThreadMemo, held_bytes
 from .settings import CacheSettings, Settings
 from .verifier import EvidenceVerifier
 
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     from .storage import Ledger
     from .storage._redis_cache import RedisMemo, SharedCache
 
-__all__ = ["WARM_UP_WORKERS_S", "Components", "build_components"]
+__all__ = ["WARM_UP_WORKERS_S", "Components", "analysis_memo", "build_components"]
 
 #: How long ``warm_up`` waits for the analysis workers to be warm (they keep starting after).
 WARM_UP_WORKERS_S = 60.0
@@ -283,3 +285,29 @@ async def _ledger_readiness(ledger: Ledger) -> Readiness:
         return Readiness(ready=False, reason="ledger_unavailable")
     current = version == SCHEMA_VERSION
     return Readiness(ready=current, reason=None if current else "ledger_needs_migration")
+
+
+def analysis_memo(
+    cache: CacheSettings,
+    shared: SharedMemo | None = None,
+    *,
+    on_hit: Callable[[str], None] | None = None,
+    runner: Callable[..., Awaitable[Any]] | None = None,
+) -> ThreadMemo:
+    """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
+    ``analysis_max_bytes`` (what their objects hold, term counts and all) when caching is on,
+    and in ``shared`` too (other processes') when given; computed by ``runner`` (the
+    service's analysis pool; a thread when None); each kept analysis used again is told to
+    ``on_hit`` as an ``analysis`` hit."""
+    told = (lambda: on_hit("analysis")) if on_hit is not None else None
+    if not cache.enabled:
+        return ThreadMemo(0, size=_analysis_size, on_hit=told, runner=runner)
+    return ThreadMemo(
+        cache.analysis_max_bytes, size=_analysis_size, shared=shared, on_hit=told, runner=runner
+    )
+
+
+def _analysis_size(analysis: object) -> int:
+    # What the analysis holds (its text and term counts), plus the memo's own entry.
+    own = getattr(analysis, "held_bytes", None)
+    return (own() if callable(own) else held_bytes(analysis)) + 1024

@@ -1,10 +1,10 @@
 """Every exception the library raises on purpose, in one tree, all defined here.
 
 New exception classes go here too: one place to read what can go wrong, and every module
-imports from it. Two kinds live elsewhere: ``server._errors.ApiError`` (it is also a
-Starlette ``HTTPException``, and the core does not depend on the ``[server]`` extra), and
-the private control-flow exceptions a module raises and catches itself. Every public one is
-exported from the package root.
+imports from it. It imports nothing of the package, not even for annotations: the payload an
+exception carries is typed by what this module reads of it. Only the private control-flow
+exceptions a module raises and catches itself live elsewhere. Every public one is exported
+from the package root.
 
 ```
 ExternalQueryError
@@ -31,7 +31,7 @@ ExternalQueryError
 ├── RenderFailed                        a page could not be rendered in the browser (url + reason)
 ├── AdapterError                        an adapter could not do its job (adapter id + reason)
 ├── ServiceClosed                       the service was used after close()
-├── server._errors.ApiError              an HTTP error answer of the server, with its reason
+├── ApiError                            an HTTP error answer of the server, with its reason
 ├── EvidenceEvicted                     a stored text was evicted to keep the store bounded
 ├── ContractRejected                    readable input the evidence contract refuses (exit 3)
 ├── LedgerError                         the ledger cannot be used (unavailable, busy, unmigrated)
@@ -58,17 +58,65 @@ by their type and carry what they are about as attributes. Nothing returns ``Non
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:  # payload types, for annotations only (never imported at run time)
-    from .models import ExternalAnswer, SentenceCheck
-    from .storage._models import LedgerVerification
-    from .testing._cases import CaseResult
+# The payloads a few exceptions carry (an answer, a ledger's verification, a case's result)
+# are typed by what this module reads of them, not by their classes: those classes live in
+# modules that import this one, and an import back, even for annotations only, would make
+# every module of the package one import circle.
+
+
+class _Attempt(Protocol):
+    """What ``NothingAnswered`` reads of an attempt (``models.AdapterAttempt``)."""
+
+    @property
+    def adapter_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+class _RecordedAnswer(Protocol):
+    """What ``NothingAnswered`` reads of a recorded run's answer (``models.ExternalAnswer``)."""
+
+    @property
+    def attempts(self) -> Sequence[_Attempt]: ...
+
+
+class _Verification(Protocol):
+    """What ``UnsoundLedger`` reads of a ledger's verification
+    (``storage.LedgerVerification``)."""
+
+    @property
+    def integrity(self) -> str: ...
+    @property
+    def first_bad_seq(self) -> int | None: ...
+    @property
+    def problem(self) -> str | None: ...
+
+
+class _SentenceCheck(Protocol):
+    """A sentence and its verdict, as ``AnswerRejected`` keeps them (``models.SentenceCheck``)."""
+
+    @property
+    def sentence(self) -> str: ...
+    @property
+    def verdict(self) -> str: ...
+
+
+class _CaseResult(Protocol):
+    """What ``CaseFailed`` reads of a case's result (``testing.CaseResult``)."""
+
+    def diff(self) -> str: ...
+
 
 __all__ = [
     "INPUT_ERROR_REASONS",
     "AdapterError",
     "AnswerRejected",
+    "ApiError",
     "BlockedDestination",
     "BoundaryRefused",
     "BrowserUnavailable",
@@ -280,6 +328,22 @@ class ServiceClosed(ExternalQueryError):
         super().__init__("the service is closed")
 
 
+class ApiError(ExternalQueryError):
+    """An error answer of the HTTP service: ``status_code``, a snake_case ``reason``, the
+    one-line ``detail`` (also the message) and any ``headers`` (``Retry-After``). Defined
+    here, without the web framework as a base, so the core imports no ``[server]`` extra;
+    the server's handlers answer it in the one error shape."""
+
+    def __init__(
+        self, status_code: int, reason: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.status_code = status_code
+        self.reason = reason
+        self.detail = message
+        self.headers = headers
+        super().__init__(message)
+
+
 # --- inputs the evidence admission contract cannot read, and input it refuses ---------
 
 
@@ -395,7 +459,7 @@ class UnsoundLedger(LedgerError):
     """A ledger that does not verify where an operation needs a sound one (``ledger
     copy``'s source before, and its target after copying)."""
 
-    def __init__(self, target: str, verification: LedgerVerification) -> None:
+    def __init__(self, target: str, verification: _Verification) -> None:
         self.verification = verification
         where = f" at seq {verification.first_bad_seq}" if verification.first_bad_seq else ""
         found = verification.problem or f"integrity {verification.integrity}"
@@ -439,7 +503,7 @@ class AnswerRejected(LLMError):
     """The model's answer failed a check in code (``reason`` says which). A sentence that
     failed its grounding check leaves every sentence's verdict in ``sentences``."""
 
-    sentences: tuple[SentenceCheck, ...] = ()
+    sentences: tuple[_SentenceCheck, ...] = ()
 
 
 # --- the toolkit ----------------------------------------------------------------------
@@ -489,7 +553,7 @@ class NothingAnswered(ExternalQueryError):
     """No provider answered the recorded run (every request failed, or none was made);
     nothing was written. ``answer`` is the run's answer, whose attempts say why."""
 
-    def __init__(self, answer: ExternalAnswer) -> None:
+    def __init__(self, answer: _RecordedAnswer) -> None:
         self.answer = answer
         attempts = ", ".join(
             f"{item.adapter_id} {item.status}" + (f" ({item.reason})" if item.reason else "")
@@ -502,6 +566,6 @@ class CaseFailed(ExternalQueryError):
     """A case's answer did not meet its expectations; ``result`` holds the answer and what
     differed, and the message is its diff."""
 
-    def __init__(self, result: CaseResult) -> None:
+    def __init__(self, result: _CaseResult) -> None:
         super().__init__(result.diff())
         self.result = result

@@ -1,30 +1,3 @@
-"""The MCP server's public import path; the server itself lives in ``server/mcp.py``,
-beside the HTTP app."""
+"""The MCP server's public import path: every name of ``server/mcp.py``, the server itself."""
 
-from .server.mcp import (
-    HIDDEN_TOOLS,
-    INSTALL_HINT,
-    MAX_DELEGATED_SECONDS,
-    MAX_DELEGATED_STEPS,
-    QUIET_LOGGERS,
-    SEMANTICS_FIELD_DESCRIPTIONS,
-    SERVER_NAME,
-    TEXT_EVIDENCE,
-    McpUnavailable,
-    build_server,
-    serve_stdio,
-)
-
-__all__ = [
-    "HIDDEN_TOOLS",
-    "INSTALL_HINT",
-    "MAX_DELEGATED_SECONDS",
-    "MAX_DELEGATED_STEPS",
-    "QUIET_LOGGERS",
-    "SEMANTICS_FIELD_DESCRIPTIONS",
-    "SERVER_NAME",
-    "TEXT_EVIDENCE",
-    "McpUnavailable",
-    "build_server",
-    "serve_stdio",
-]
+from .server.mcp import *  # noqa: F403  # exactly the names in its __all__

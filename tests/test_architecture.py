@@ -3,16 +3,15 @@
 Two graphs are checked: one whose units are the package's folders and top-level modules, and
 one whose units are single modules (so no two modules inside a folder import each other).
 Every ``from``/``import`` counts, including those under ``TYPE_CHECKING`` and inside
-functions: a cycle hidden in a function is still a cycle a reader has to hold in their head.
-One exception: ``errors.py`` holds every exception class, and the few that carry a result
-(an answer, a ledger's verification) name its type for annotations only, under
-``TYPE_CHECKING``; those names are never imported at run time, and every module imports
-``errors``, so counting them would make every module a cycle.
+functions: a cycle hidden in a function or an annotation is still a cycle a reader has to hold
+in their head, and a plain import graph (one that cannot tell a type-only import from another)
+draws it too.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,27 +21,12 @@ PACKAGE = "external_query_service"
 ROOT = Path(external_query_service.__file__).parent
 
 
-def _annotation_only(tree: ast.Module) -> set[ast.AST]:
-    """The import nodes under ``if TYPE_CHECKING:`` at a module's top level."""
-    return {
-        node
-        for statement in tree.body
-        if isinstance(statement, ast.If)
-        and isinstance(statement.test, ast.Name)
-        and statement.test.id == "TYPE_CHECKING"
-        for node in ast.walk(statement)
-    }
-
-
 def _imports(path: Path) -> Iterator[str]:
     """Absolute dotted names of what ``path`` imports from this package or outside it."""
     relative = path.relative_to(ROOT.parent).with_suffix("")
     package = list(relative.parts[:-1])
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _annotation_only(tree) if path == ROOT / "errors.py" else set()
     for node in ast.walk(tree):
-        if node in skipped:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -212,7 +196,7 @@ def _third_party(unit: str) -> set[str]:
     return {name.split(".")[0] for path in paths for name in _imports(path)}
 
 
-def test_errors_imports_nothing_of_the_package_at_run_time() -> None:
+def test_errors_imports_nothing_of_the_package_not_even_for_annotations() -> None:
     assert _graph()["errors"] == set()
 
 
@@ -231,3 +215,62 @@ def test_only_storage_talks_to_a_database() -> None:
     clients = {"sqlite3", "psycopg", "psycopg_pool", "redis"}
     talking = {unit for unit in _graph() if _third_party(unit) & clients}
     assert talking <= {"storage"}
+
+
+#: The most lines one function of the entry points (``server/``, ``cli/``) may span, nested
+#: functions included: a route, a tool or a command is registered by a named function a
+#: reader can find, not by a closure inside a screen-long builder.
+MAX_ENTRY_POINT_FUNCTION_LINES = 80
+
+
+def _long_functions(folder: str, limit: int) -> list[str]:
+    """``path:line name (lines)`` for every function in ``folder`` longer than ``limit``."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > limit:
+                    where = path.relative_to(ROOT)
+                    found.append(f"{where}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_the_long_function_finder_counts_nested_functions() -> None:
+    assert _long_functions("server", 0)  # every function is longer than no line
+    assert any(" register (" in found for found in _long_functions("cli", 0))
+
+
+def test_no_function_in_the_server_or_the_cli_spans_more_than_80_lines() -> None:
+    limit = MAX_ENTRY_POINT_FUNCTION_LINES
+    assert _long_functions("server", limit) + _long_functions("cli", limit) == []
+
+
+def test_a_plain_module_graph_counting_every_import_has_no_circle() -> None:
+    """The graph as any import-graph tool draws it: every import an edge, type-only ones and
+    a package's imports of its own modules included."""
+    assert _cycles(_module_graph()) == []
+
+
+def _folder_groups(text: str, marker: str, named: str = r"`+(\w+)/`+") -> list[set[str]]:
+    """The folders ``named`` in each part of ``text`` that starts with ``marker`` at the
+    start of a line (by default every ``name/`` in backticks)."""
+    parts = re.split(rf"^{re.escape(marker)}", text, flags=re.MULTILINE)[1:]
+    return [set(re.findall(named, part, flags=re.MULTILINE)) for part in parts]
+
+
+def test_the_package_docstring_places_every_folder_in_exactly_one_group() -> None:
+    folders = {path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file()}
+    groups = _folder_groups(external_query_service.__doc__ or "", "- ")
+    assert len(groups) == 4  # the pipeline, infrastructure, the second product, the ways in
+    assert sorted(folder for group in groups for folder in group) == sorted(folders)
+
+
+def test_the_code_index_groups_the_folders_as_the_package_docstring_does() -> None:
+    index = (ROOT.parent / "docs" / "architecture" / "CODE_REFERENCE_INDEX.md").read_text("utf-8")
+    folders_part = index.partition("## Folders")[2]
+    # A table row's first cell is its folder; the other cells may name other folders.
+    assert _folder_groups(folders_part, "### ", r"^\| `(\w+)/`") == _folder_groups(
+        external_query_service.__doc__ or "", "- "
+    )

@@ -16,6 +16,7 @@ from external_query_service import errors
 from external_query_service.adapters._mcp_docs import _McpFailure
 from external_query_service.errors import (
     INPUT_ERROR_REASONS,
+    ApiError,
     BoundaryRefused,
     BudgetExhausted,
     ContractRejected,
@@ -207,7 +208,7 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     ],
     "ContractRejected": [(lambda: ContractRejected("unknown_source", "s1"), "unknown_source")],
     "LedgerError": [(lambda: LedgerError("ledger_busy", "locked"), "ledger_busy")],
-    "ApiError": [(lambda: _api_error(404, "unknown_ref", "unknown"), "unknown_ref")],
+    "ApiError": [(lambda: ApiError(404, "unknown_ref", "unknown"), "unknown_ref")],
     "UnsoundLedger": [
         (
             lambda: UnsoundLedger(
@@ -228,14 +229,6 @@ SAMPLES: dict[str, list[tuple[Callable[[], ExternalQueryError], str]]] = {
     "UnsafePlatform": [(lambda: UnsafePlatform("no"), "unsafe_platform")],
     "StaleState": [(lambda: StaleState("no"), "stale_state")],
 }
-
-
-def _api_error(status: int, reason: str, message: str) -> ExternalQueryError:
-    """The HTTP service's error (its module needs the ``server`` extra: a skip without it)."""
-    pytest.importorskip("fastapi")
-    from external_query_service.server._errors import ApiError
-
-    return ApiError(status, reason, message)
 
 
 def test_which_classes_carry_a_reason_is_pinned() -> None:
@@ -281,3 +274,16 @@ def test_an_evidence_input_reason_outside_the_documented_set_is_a_programming_er
     assert "invalid_json" in INPUT_ERROR_REASONS
     with pytest.raises(ValueError, match="unknown input error reason 'typo'"):
         EvidenceInputError("typo", "bad")
+
+
+def test_the_http_services_error_lives_in_errors_py_without_the_web_framework_as_a_base() -> None:
+    assert ApiError.__module__ == errors.__name__
+    bases = {cls.__module__ for cls in ApiError.__mro__} - {errors.__name__}
+    assert bases == {"builtins"}  # Exception, BaseException, object: no starlette, no fastapi
+    error = ApiError(503, "overloaded", "busy", headers={"Retry-After": "2"})
+    assert (error.status_code, error.reason, error.detail, str(error)) == (
+        503,
+        "overloaded",
+        "busy",
+        "busy",
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,49 @@ def test_importing_a_package_loads_none_of_its_heavy_dependencies(package: str) 
         "external_query_service._lazy",
         "external_query_service.testing",
     }
+
+
+def test_each_public_name_is_written_once_in_the_package_root() -> None:
+    """The ``TYPE_CHECKING`` imports are the list: no second table or ``__all__`` literal
+    repeats a name as a string, and each name is imported by exactly one line."""
+    import ast
+    from collections import Counter
+
+    tree = ast.parse(Path(eqs.__file__).read_text(encoding="utf-8"))
+    strings = Counter(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+    imported = Counter(
+        alias.asname
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname is not None
+    )
+    assert {name: strings[name] for name in EXPECTED if strings[name]} == {}
+    assert {name: count for name, count in imported.items() if count != 1} == {}
+    assert sorted(imported) == EXPECTED
+
+
+def test_an_import_without_as_only_serves_annotations_and_is_not_exported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from external_query_service._lazy import declared_exports
+
+    package = tmp_path / "declared_demo"
+    package.mkdir()
+    (package / "a.py").write_text("class Kept: ...\nclass Helper: ...\n", encoding="utf-8")
+    (package / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from .a import Kept as Kept\n"
+        "    from .a import Helper\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert declared_exports("declared_demo") == {"Kept": ".a"}
+    finally:
+        sys.modules.pop("declared_demo", None)

@@ -70,3 +70,13 @@ def test_a_configured_ledger_is_really_asked_for_its_schema(tmp_path: Path) -> N
     finally:
         parts.close()
     assert (tmp_path / "ledger.sqlite3").is_file()
+
+
+def test_the_analysis_memo_is_built_where_the_service_is_wired_not_in_the_adapter_contract() -> (
+    None
+):
+    import external_query_service._wiring as wiring
+    import external_query_service.adapters._base as contract
+
+    assert "analysis_memo" in wiring.__all__
+    assert not hasattr(contract, "analysis_memo")

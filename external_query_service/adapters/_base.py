@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -34,8 +34,8 @@ from ..net._failures import status_failure_class
 from ..net._sites import url_host_port
 from ..runtime._clock import Clock
 from ..runtime._evidence_store import EvidenceStore
-from ..runtime._memo import SharedMemo, ThreadMemo, held_bytes
-from ..settings import AdapterSettings, CacheSettings, NetworkSettings, SourceSettings
+from ..runtime._memo import ThreadMemo
+from ..settings import AdapterSettings, NetworkSettings, SourceSettings
 from ._page_walk import RecordedWalks, WalkObserver
 from .options import AdapterOptions
 
@@ -52,7 +52,6 @@ __all__ = [
     "PageFetcher",
     "ToolCall",
     "ToolObserver",
-    "analysis_memo",
     "decimal_text",
     "evidence_id",
     "fact_evidence",
@@ -154,32 +153,6 @@ class AdapterRuntime:
     def search_client(self, base_url: str) -> EndpointClient:
         """The client a search adapter calls its engine through."""
         return (self.search_endpoint or self.endpoint)(base_url)
-
-
-def analysis_memo(
-    cache: CacheSettings,
-    shared: SharedMemo | None = None,
-    *,
-    on_hit: Callable[[str], None] | None = None,
-    runner: Callable[..., Awaitable[Any]] | None = None,
-) -> ThreadMemo:
-    """The runtime's ``analyses`` for ``[cache]``: page analyses kept up to
-    ``analysis_max_bytes`` (what their objects hold, term counts and all) when caching is on,
-    and in ``shared`` too (other processes') when given; computed by ``runner`` (the
-    service's analysis pool; a thread when None); each kept analysis used again is told to
-    ``on_hit`` as an ``analysis`` hit."""
-    told = (lambda: on_hit("analysis")) if on_hit is not None else None
-    if not cache.enabled:
-        return ThreadMemo(0, size=_analysis_size, on_hit=told, runner=runner)
-    return ThreadMemo(
-        cache.analysis_max_bytes, size=_analysis_size, shared=shared, on_hit=told, runner=runner
-    )
-
-
-def _analysis_size(analysis: object) -> int:
-    # What the analysis holds (its text and term counts), plus the memo's own entry.
-    own = getattr(analysis, "held_bytes", None)
-    return (own() if callable(own) else held_bytes(analysis)) + 1024
 
 
 class Adapter(ABC):

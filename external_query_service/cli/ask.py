@@ -61,6 +61,13 @@ def register(commands: Subparsers) -> None:
             "--kind weather --location 湛江 --since 2026-12-01 --until 2026-12-01",
         ],
     )
+    _add_question_flags(ask)
+    _add_run_flags(ask)
+    ask.set_defaults(handler=_run)
+
+
+def _add_question_flags(ask: argparse.ArgumentParser) -> None:
+    """The question, the settings, and what the question is about (its semantics)."""
     ask.add_argument(
         "question",
         nargs="?",
@@ -101,6 +108,11 @@ def register(commands: Subparsers) -> None:
         choices=["direct_fact", "summary_with_sources", "compare_with_sources"],
         help="the answer's shape (default: chosen from the kind and compare targets)",
     )
+
+
+def _add_run_flags(ask: argparse.ArgumentParser) -> None:
+    """Where the evidence comes from (local documents, a recorded world), the clock, the
+    model, and how the answer and its progress are printed."""
     ask.add_argument(
         "--docs",
         type=Path,
@@ -132,7 +144,6 @@ def register(commands: Subparsers) -> None:
         metavar="DIR",
         help="replay a recorded world folder on loopback (its settings and clock)",
     )
-    ask.set_defaults(handler=_run)
 
 
 def _iso_date(value: str, flag: str) -> date:

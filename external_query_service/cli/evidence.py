@@ -515,13 +515,22 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
     ledger_steps = ledger.add_subparsers(
         dest="ledger_command", required=True, metavar="STEP", help="what to do with the ledger"
     )
+    _register_ledger_start(ledger_steps, common)
+    _register_ledger_migrate(ledger_steps, common)
+    _register_ledger_verify(ledger_steps, common)
+    _register_ledger_copy(ledger_steps, common)
+    add_show_step(ledger_steps, common, guarded=_guarded, target=_ledger)
+
+
+def _register_ledger_start(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    """``ledger start``: a research project begun."""
     start_exits = [
         (0, "done: the project on stdout (starting it again with the same question is a no-op)"),
         EXIT_LEDGER_INPUT,
         (3, "refused: project_question_conflict (the project has another question)"),
     ]
     start = add_command(
-        ledger_steps,
+        steps,
         "start",
         parents=[common],
         summary="start a research project",
@@ -540,8 +549,11 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
     )
     start.set_defaults(handler=_guarded(_run_ledger_start))
 
+
+def _register_ledger_migrate(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    """``ledger migrate``: the schema created or brought up to date."""
     migrate = add_command(
-        ledger_steps,
+        steps,
         "migrate",
         parents=[common],
         summary="create the ledger's schema or bring it up to date",
@@ -557,8 +569,11 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
     )
     migrate.set_defaults(handler=_guarded(_run_ledger_migrate))
 
+
+def _register_ledger_verify(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    """``ledger verify``: every digest, id, seq and the hash chain checked."""
     verify = add_command(
-        ledger_steps,
+        steps,
         "verify",
         parents=[common],
         summary="check every record's digests, ids, seq and the hash chain",
@@ -590,8 +605,11 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
     )
     verify.set_defaults(handler=_guarded(_run_ledger_verify))
 
+
+def _register_ledger_copy(steps: Subparsers, common: argparse.ArgumentParser) -> None:
+    """``ledger copy``: the ledger copied into another one, verified."""
     copy = add_command(
-        ledger_steps,
+        steps,
         "copy",
         parents=[common],
         summary="copy the ledger into another one (e.g. SQLite into PostgreSQL), verified",
@@ -621,7 +639,6 @@ def _register_ledger(commands: Subparsers, common: argparse.ArgumentParser) -> N
         help="the ledger to copy into: a postgresql:// URL or a SQLite file (migrated first)",
     )
     copy.set_defaults(handler=_guarded(_run_ledger_copy))
-    add_show_step(ledger_steps, common, guarded=_guarded, target=_ledger)
 
 
 def _guarded(handler: Handler) -> Handler:

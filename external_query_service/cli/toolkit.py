@@ -59,6 +59,13 @@ _MODEL_FLAGS = {
 
 def register(commands: Subparsers) -> None:
     """Add the ``check-task``, ``run-task`` and ``mcp`` commands to ``commands``."""
+    _register_check_task(commands)
+    _register_run_task(commands)
+    _register_mcp(commands)
+
+
+def _register_check_task(commands: Subparsers) -> None:
+    """``check-task``: a task validated without a request."""
     check = add_command(
         commands,
         "check-task",
@@ -81,6 +88,9 @@ def register(commands: Subparsers) -> None:
     _add_inputs_flags(check, "to validate as well, including a free output name")
     check.set_defaults(handler=_check_task)
 
+
+def _register_run_task(commands: Subparsers) -> None:
+    """``run-task``: a task's evidence collected (by a model, or a walk) and its report saved."""
     run = add_command(
         commands,
         "run-task",
@@ -153,6 +163,9 @@ def register(commands: Subparsers) -> None:
     add_model_flags(run)
     run.set_defaults(handler=_run_task)
 
+
+def _register_mcp(commands: Subparsers) -> None:
+    """``mcp``: the toolkit and the answer chain served over MCP stdio."""
     mcp = add_command(
         commands,
         "mcp",

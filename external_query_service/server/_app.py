@@ -22,18 +22,19 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from .._version import __version__
-from ..errors import ServiceClosed
+from ..errors import ApiError, ServiceClosed
 from ..models import ExternalAnswer
 from ..runtime._collector import tune_collector
 from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..runtime._tracing import span
 from ..service import ExternalQueryService
+from ..settings import ServerSettings
 from ._access import AccessRules, Guard, document_access
 from ._chat import add_chat_routes
 from ._connections import limit_accept_errors
 from ._correlation import RequestIds, log_answer
 from ._cors import JsonCors
-from ._errors import ApiError, install_error_handlers
+from ._errors import install_error_handlers
 from ._hosts import HostAllowList
 from ._limits import BodyLimit
 from ._logs import AccessLog
@@ -124,8 +125,64 @@ def create_app(
         if shared is not None
         else SessionTable(max_sessions=limits.max_sessions, idle_s=limits.session_idle_s)
     )
-    in_flight = _InFlight()
+    answering = _Answering(service, metrics)
     access = AccessRules(limits, link=shared.link if shared is not None else None)
+    app = FastAPI(
+        title="external-query",
+        version=__version__,
+        summary="Answers questions only from external evidence.",
+        lifespan=_lifespan(
+            service,
+            metrics,
+            answering.in_flight,
+            warm_up=warm_up,
+            owns_process=owns_process,
+            close_service=close_service,
+        ),
+        # The contract is /openapi.json; its pages (which load their scripts from a CDN) are
+        # how a newcomer reads it. [server] docs = false serves none of the three.
+        openapi_url="/openapi.json" if limits.docs else None,
+        docs_url="/docs" if limits.docs else None,
+        redoc_url="/redoc" if limits.docs else None,
+    )
+    _add_middleware(app, limits, access, metrics)
+    install_error_handlers(app, metrics.error)
+    document_access(
+        app,
+        open_paths=access.open_paths,
+        keyed=access.keys.configured,
+        limited=access.limited,
+    )
+    app.state.service = service
+    app.state.metrics = metrics
+    app.state.sessions = sessions
+    # The order routes are added in is the order /openapi.json lists them.
+    _add_answer_routes(app, answering, sessions)
+    add_chat_routes(
+        app,
+        service,
+        answered=answering.answered,
+        heartbeat_s=limits.stream_heartbeat_s,
+        count_error=metrics.error,
+    )
+    _add_evidence_route(app, service)
+    add_verify_route(app, service, errors=_ERRORS)
+    _add_health_routes(app, service, metrics)
+    return app
+
+
+def _lifespan(
+    service: ExternalQueryService,
+    metrics: ServerMetrics,
+    in_flight: _InFlight,
+    *,
+    warm_up: bool,
+    owns_process: bool,
+    close_service: bool,
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the metrics refresher and the warm-up started; on shutdown both
+    stopped, in-flight questions drained, the metrics and (unless not asked) the service
+    closed."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -140,26 +197,21 @@ def create_app(
             for task in (refresher, warming):
                 if task is not None:
                     task.cancel()
-            await in_flight.drain(limits.shutdown_grace_s)
+            await in_flight.drain(service.settings.server.shutdown_grace_s)
             if warming is not None:
                 await asyncio.gather(warming, return_exceptions=True)
             metrics.close()
             if close_service:
                 await service.aclose()
 
-    app = FastAPI(
-        title="external-query",
-        version=__version__,
-        summary="Answers questions only from external evidence.",
-        lifespan=lifespan,
-        # The contract is /openapi.json; its pages (which load their scripts from a CDN) are
-        # how a newcomer reads it. [server] docs = false serves none of the three.
-        openapi_url="/openapi.json" if limits.docs else None,
-        docs_url="/docs" if limits.docs else None,
-        redoc_url="/redoc" if limits.docs else None,
-    )
-    # The first added runs innermost: the access line, ids, then Host, CORS, keys and
-    # limits, body size.
+    return lifespan
+
+
+def _add_middleware(
+    app: FastAPI, limits: ServerSettings, access: AccessRules, metrics: ServerMetrics
+) -> None:
+    """The first added runs innermost: the access line, ids, then Host, CORS, keys and
+    limits, body size."""
     app.add_middleware(
         BodyLimit, max_bytes=limits.max_request_bytes, timeout_s=limits.body_timeout_s
     )
@@ -188,26 +240,28 @@ def create_app(
     app.add_middleware(HostAllowList, allowed=limits.allowed_hosts, count=metrics.error)
     app.add_middleware(RequestIds)
     app.add_middleware(AccessLog)  # outermost: it logs every answer, refusals included
-    install_error_handlers(app, metrics.error)
-    document_access(
-        app,
-        open_paths=access.open_paths,
-        keyed=access.keys.configured,
-        limited=access.limited,
-    )
-    app.state.service = service
-    app.state.metrics = metrics
-    app.state.sessions = sessions
+
+
+class _Answering:
+    """How every answer route runs a question: under the request deadline, counted in the
+    metrics and the answer log, and drained on shutdown."""
+
+    def __init__(self, service: ExternalQueryService, metrics: ServerMetrics) -> None:
+        self.service = service
+        self.metrics = metrics
+        self.limits = service.settings.server
+        self.in_flight = _InFlight()
 
     async def answered(
-        route: str, question: str, call: Callable[[], Awaitable[ExternalAnswer]]
+        self, route: str, question: str, call: Callable[[], Awaitable[ExternalAnswer]]
     ) -> ExternalAnswer:
+        limits = self.limits
         started = time.perf_counter()
         deadline = asyncio.timeout(limits.request_deadline_s)
         try:
             async with deadline:
                 with span("answer", route=route):
-                    found = await in_flight.run(call())
+                    found = await self.in_flight.run(call())
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -227,15 +281,16 @@ def create_app(
                 503, "shutting_down", "the service stopped before the answer was ready"
             ) from None
         seconds = time.perf_counter() - started
-        metrics.answered(found, route, seconds)
+        self.metrics.answered(found, route, seconds)
         log_answer(
             found, route=route, seconds=seconds, question=question if limits.log_questions else None
         )
         if found.reason == "overloaded":
-            raise _overloaded(service)
+            raise _overloaded(self.service)
         return found
 
     async def reply(
+        self,
         http: Request,
         request: AnswerRequest,
         route: str,
@@ -244,10 +299,11 @@ def create_app(
     ) -> Response:
         """The answer with its session id (``keep()`` keeps the session), or its events.
         A question the service would refuse is refused here, before any event is sent."""
+        service = self.service
         service.check_question(request.question, request.semantics)
 
         async def body() -> dict[str, Any]:
-            found = await answered(route, request.question, ask)
+            found = await self.answered(route, request.question, ask)
             served = _served(found, await keep())
             if request.bundle:
                 served["bundle"] = json.loads(found.bundle(settings=service.settings))
@@ -255,9 +311,16 @@ def create_app(
 
         if wants_stream(http, request.stream):
             return stream_answer(
-                body, heartbeat_s=limits.stream_heartbeat_s, count_error=metrics.error
+                body, heartbeat_s=self.limits.stream_heartbeat_s, count_error=self.metrics.error
             )
         return JSONResponse(await body())
+
+
+def _add_answer_routes(
+    app: FastAPI, answering: _Answering, sessions: SessionTable | SharedSessionTable
+) -> None:
+    """``POST /v1/answer`` (a new session) and ``POST /v1/sessions/{id}/follow-up``."""
+    service = answering.service
 
     @app.post(
         "/v1/answer",
@@ -267,7 +330,7 @@ def create_app(
     )
     async def answer(request: AnswerRequest, http: Request) -> Response:
         session = service.session(history_limit=0)
-        return await reply(
+        return await answering.reply(
             http,
             request,
             "answer",
@@ -297,7 +360,7 @@ def create_app(
             await sessions.asave(session_id, session)
             return session_id
 
-        return await reply(
+        return await answering.reply(
             http,
             request,
             "follow_up",
@@ -305,13 +368,9 @@ def create_app(
             keep,
         )
 
-    add_chat_routes(
-        app,
-        service,
-        answered=answered,
-        heartbeat_s=limits.stream_heartbeat_s,
-        count_error=metrics.error,
-    )
+
+def _add_evidence_route(app: FastAPI, service: ExternalQueryService) -> None:
+    """``GET /v1/evidence/{ref}``: a window of a stored capture."""
 
     @app.get(
         "/v1/evidence/{ref}",
@@ -331,7 +390,9 @@ def create_app(
         except KeyError:
             raise ApiError(404, "unknown_ref", f"unknown evidence reference: {ref}") from None
 
-    add_verify_route(app, service, errors=_ERRORS)
+
+def _add_health_routes(app: FastAPI, service: ExternalQueryService, metrics: ServerMetrics) -> None:
+    """``GET /healthz``, ``GET /readyz`` and ``GET /metrics``."""
 
     @app.get("/healthz", response_model=Health, summary="The process answers")
     async def healthz() -> Health:
@@ -371,8 +432,6 @@ def create_app(
     )
     async def prometheus() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
-    return app
 
 
 async def _warm_up(service: ExternalQueryService, *, owns_process: bool = False) -> None:

@@ -37,11 +37,10 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ConfigDict, Field
 
 from .._frozen import Frozen
-from ..errors import InvalidQuery
+from ..errors import ApiError, InvalidQuery
 from ..models import ExternalAnswer, QuerySemantics
 from ..runtime._progress import describe
 from ..service import ExternalQueryService, Session, coerce_semantics
-from ._errors import ApiError
 from ._schemas import ErrorBody
 from ._streaming import stream_answer
 

@@ -2,6 +2,7 @@
 a stable reason, never a 5xx; only a fault of the service itself is a 500.
 
 - body not JSON (or not UTF-8): 400 ``malformed_json``
+- a body still arriving after ``[server] body_timeout_s``: 408 ``body_timeout``
 - unknown route, session or evidence ref: 404 ``not_found``, ``unknown_session``,
   ``unknown_ref``
 - a method the route does not take: 405 ``method_not_allowed``
@@ -27,28 +28,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..errors import ExternalQueryError, InputError, InvalidQuery, ServiceClosed
+from ..errors import ApiError, InputError, InvalidQuery, ServiceClosed
 
-__all__ = ["ApiError", "error_response", "install_error_handlers"]
+__all__ = ["error_response", "install_error_handlers"]
 
-#: Reasons for the HTTP errors the framework raises on its own.
+#: Reasons for the HTTP errors raised as the framework's ``HTTPException``: by the framework
+#: on its own, and by the body limit (while the framework reads a body it lets only an
+#: ``HTTPException`` through to the handlers; any other error there becomes a bare 400).
 _STATUS_REASONS = {
     400: "malformed_json",
     404: "not_found",
     405: "method_not_allowed",
+    408: "body_timeout",
     413: "request_too_large",
 }
-
-
-class ApiError(ExternalQueryError, HTTPException):
-    """An error answer with its reason. An ``HTTPException``, so raising it while the
-    framework reads a body (the size limit does) still reaches the handlers."""
-
-    def __init__(
-        self, status_code: int, reason: str, message: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(status_code=status_code, detail=message, headers=headers)
-        self.reason = reason
 
 
 def error_response(status_code: int, reason: str, message: str) -> JSONResponse:
@@ -100,13 +93,17 @@ def install_error_handlers(app: FastAPI, count: Callable[[str], None]) -> None:
 
     async def on_http(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
-        reason = getattr(exc, "reason", None) or _STATUS_REASONS.get(
-            exc.status_code, f"http_{exc.status_code}"
-        )
+        reason = _STATUS_REASONS.get(exc.status_code, f"http_{exc.status_code}")
         message = str(exc.detail) if exc.detail else reason
-        if reason == "malformed_json" and not isinstance(exc, ApiError):
+        if reason == "malformed_json":
             message = "the request body is not valid JSON"  # the framework's words are vaguer
         refusal = answer(exc.status_code, reason, message)
+        refusal.headers.update(exc.headers or {})
+        return refusal
+
+    async def on_api(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        refusal = answer(exc.status_code, exc.reason, exc.detail or exc.reason)
         refusal.headers.update(exc.headers or {})
         return refusal
 
@@ -126,6 +123,7 @@ def install_error_handlers(app: FastAPI, count: Callable[[str], None]) -> None:
 
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(ApiError, on_api)
     app.add_exception_handler(InvalidQuery, on_invalid_query)
     app.add_exception_handler(InputError, on_input)
     app.add_exception_handler(ServiceClosed, on_closed)

@@ -3,7 +3,8 @@ that arrives too slowly is refused when its time is up.
 
 A declared ``Content-Length`` over the cap is refused at the first read, without reading;
 a chunked body is counted as it arrives and refused the moment it passes the cap. Either
-way the route sees an ``ApiError`` (413), which the error handlers answer. A body not
+way the route sees the framework's ``HTTPException`` (413), which the error handlers answer
+with its reason (the framework, reading a body, lets no other error through). A body not
 complete ``timeout_s`` after its first read began is 408 ``body_timeout`` (a client
 trickling bytes holds a connection and a task for nothing).
 """
@@ -12,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from ._errors import ApiError
 
 __all__ = ["BodyLimit"]
 
@@ -60,12 +60,9 @@ class BodyLimit:
 
         await self.app(scope, limited, send)
 
-    def _too_slow(self) -> ApiError:
-        return ApiError(
-            408, "body_timeout", f"the request body did not arrive within {self.timeout_s:g} s"
-        )
+    # The status codes name the reasons (body_timeout, request_too_large) in _errors.
+    def _too_slow(self) -> HTTPException:
+        return HTTPException(408, f"the request body did not arrive within {self.timeout_s:g} s")
 
-    def _too_large(self) -> ApiError:
-        return ApiError(
-            413, "request_too_large", f"the request body is over {self.max_bytes:,} bytes"
-        )
+    def _too_large(self) -> HTTPException:
+        return HTTPException(413, f"the request body is over {self.max_bytes:,} bytes")

@@ -128,6 +128,12 @@ class ServerMetrics:
             "Shared cache entries refused: their signature did not verify; fetched again.",
             registry=registry,
         )
+        self._watch(service)
+
+    def _watch(self, service: ExternalQueryService) -> None:
+        """Follow ``service``: its shared cache's failures and refusals, its question gate
+        (a gauge each for active and waiting questions) and its cache hits."""
+        registry = self.registry
         if service.shared_cache is not None:
             service.shared_cache.link.on_error(self.cache_errors.inc)
             service.shared_cache.link.on_reject(self.cache_rejected.inc)

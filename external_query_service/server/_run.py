@@ -167,24 +167,13 @@ def serve(
     ``clock`` and ``recorded_walks`` go to the one service (a recorded world's replay); with
     ``workers`` > 1 they are refused. Every log line goes to stderr, in ``log_format``
     (``text`` or ``json``) at ``log_level`` (``server/_logs.py``)."""
-    if (
-        not insecure_no_auth
-        and not _loopback(host)
-        and not KeyRing.from_settings(settings.server).configured
-    ):
-        raise InputError(
-            f"refusing to serve on {host} with no API key configured: set [server] "
-            "api_keys_env or api_key_hashes, or pass --insecure-no-auth"
-        )
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, not {workers}")
-    if workers > 1 and (clock is not None or recorded_walks is not None):
-        raise InputError("a replayed world is served from one process, not --workers")
-    if workers > 1 and settings.cache.url is None:
-        raise InputError(
-            "--workers above 1 needs [cache] url (Redis): follow-up sessions must reach "
-            "every worker"
-        )
+    _refuse_unsafe(
+        settings,
+        host,
+        workers,
+        insecure_no_auth,
+        replayed=clock is not None or recorded_walks is not None,
+    )
     sock = listen(host, port)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -202,6 +191,53 @@ def serve(
         return
     # Built once here only to fail fast, with one line, on what every worker would meet.
     service.close()
+    _serve_workers(
+        settings,
+        sock,
+        f"{shown}:{bound_port}",
+        workers=workers,
+        log_format=log_format,
+        log_level=log_level,
+    )
+
+
+def _refuse_unsafe(
+    settings: Settings, host: str, workers: int, insecure_no_auth: bool, *, replayed: bool
+) -> None:
+    """An ``InputError`` for what ``serve`` refuses (see its docstring) before it binds."""
+    if (
+        not insecure_no_auth
+        and not _loopback(host)
+        and not KeyRing.from_settings(settings.server).configured
+    ):
+        raise InputError(
+            f"refusing to serve on {host} with no API key configured: set [server] "
+            "api_keys_env or api_key_hashes, or pass --insecure-no-auth"
+        )
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and replayed:
+        raise InputError("a replayed world is served from one process, not --workers")
+    if workers > 1 and settings.cache.url is None:
+        raise InputError(
+            "--workers above 1 needs [cache] url (Redis): follow-up sessions must reach "
+            "every worker"
+        )
+
+
+def _serve_workers(
+    settings: Settings,
+    sock: socket.socket,
+    address: str,
+    *,
+    workers: int,
+    log_format: LogFormat,
+    log_level: str,
+) -> None:
+    """Serve ``sock`` (shown as ``address``) from ``workers`` processes, each building its
+    own service (``worker_app``), their metrics added up in a temporary folder removed
+    afterwards."""
+    log = logging.getLogger("uvicorn.error")
     config = _config(
         functools.partial(worker_app, settings),
         settings,
@@ -216,9 +252,8 @@ def serve(
         try:
             config.configure_logging()
             log.info(
-                "Serving on http://%s:%d with %d workers (SIGINT or SIGTERM stops)",
-                shown,
-                bound_port,
+                "Serving on http://%s with %d workers (SIGINT or SIGTERM stops)",
+                address,
                 workers,
             )
             _Workers(config, sockets=[sock]).run()

@@ -26,9 +26,8 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 from .._audit import AuditEvent, listening
-from ..errors import InputError, InvalidQuery, ServiceClosed
+from ..errors import ApiError, InputError, InvalidQuery, ServiceClosed
 from ..runtime._progress import ProgressEvent, progress_event
-from ._errors import ApiError
 
 __all__ = [
     "ANSWER_EVENTS",

@@ -19,9 +19,8 @@ from pydantic import Field, JsonValue
 from .._bundle import bundle_secret
 from .._frozen import Frozen
 from ..bundle import BundleVerification, averify_bundle
-from ..errors import InputError
+from ..errors import ApiError, InputError
 from ..service import ExternalQueryService
-from ._errors import ApiError
 
 __all__ = ["VerifyRequest", "add_verify_route"]
 

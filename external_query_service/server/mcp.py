@@ -53,6 +53,7 @@ from ..toolkit._operations import (
 if TYPE_CHECKING:
     from mcp.server import MCPServer
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.types import ToolAnnotations
 
 __all__ = [
     "HIDDEN_TOOLS",
@@ -211,7 +212,6 @@ def build_server(
     try:
         from mcp.server import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
-        from mcp.types import CallToolResult, TextContent, ToolAnnotations
     except ImportError:
         raise McpUnavailable() from None
 
@@ -222,20 +222,29 @@ def build_server(
         log_level="WARNING",
         middleware=[_hide_unlisted],
     )
-    described_semantics = WithJsonSchema(_semantics_schema(service.query_kinds))
-    ToolName = Annotated[
-        str,
-        Field(
-            description="A toolkit tool; observe lists the ones this session offers.",
-            json_schema_extra={"enum": _tool_names(session)},
-        ),
-    ]
-    # One operation at a time, even if a client pipelines requests.
-    lock = asyncio.Lock()
-    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    tools = _Tools(server, ToolError)
+    # The order tools are added in is the order tools/list gives them.
+    _add_toolkit_tools(tools, session)
+    # Listed only where it can run: a task, a model, and delegation not switched off.
+    if session.delegation_status().ready:
+        _add_run_task(tools, session, archive)
+    _add_answer_tool(tools, service)
+    _add_read_evidence(tools, session)
+    return server
 
-    def register(name: str, annotations: ToolAnnotations) -> Callable[[_Fn], _Fn]:
-        return server.tool(
+
+class _Tools:
+    """What every tool shares: its title and description, structured output, and one lock,
+    so calls run one at a time even if a client pipelines requests; a refusal of the
+    package's (or an unknown reference) is an MCP tool error naming it."""
+
+    def __init__(self, server: "MCPServer", tool_error: type[Exception]) -> None:
+        self._server = server
+        self._tool_error = tool_error
+        self._lock = asyncio.Lock()
+
+    def register(self, name: str, annotations: "ToolAnnotations") -> Callable[[_Fn], _Fn]:
+        return self._server.tool(
             name=name,
             title=f"External query: {name}",
             description=_DESCRIPTIONS[name],
@@ -243,23 +252,39 @@ def build_server(
             structured_output=True,
         )
 
-    async def guarded(call: Callable[[], Awaitable[_T]]) -> _T:
-        async with lock:
+    async def guarded(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        async with self._lock:
             try:
                 return await call()
             except ExternalQueryError as exc:
-                raise ToolError(str(exc)) from None
+                raise self._tool_error(str(exc)) from None
             except KeyError as exc:  # the store's "unknown evidence reference"
-                raise ToolError(str(exc.args[0]) if exc.args else "unknown reference") from None
+                raise self._tool_error(
+                    str(exc.args[0]) if exc.args else "unknown reference"
+                ) from None
 
-    @register("observe", reading)
+
+def _add_toolkit_tools(tools: _Tools, session: ToolkitSession) -> None:
+    """``observe``, ``arguments`` and ``operate``: the toolkit driven step by step."""
+    from mcp.types import ToolAnnotations
+
+    ToolName = Annotated[
+        str,
+        Field(
+            description="A toolkit tool; observe lists the ones this session offers.",
+            json_schema_extra={"enum": _tool_names(session)},
+        ),
+    ]
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @tools.register("observe", reading)
     async def observe() -> Observation:
         async def run() -> Observation:
             return session.observe()
 
-        return await guarded(run)
+        return await tools.guarded(run)
 
-    @register("arguments", reading)
+    @tools.register("arguments", reading)
     async def arguments(
         tool: ToolName,
         state_ref: StateRef,
@@ -280,9 +305,9 @@ def build_server(
         async def run() -> ArgumentsResult:
             return session.arguments(tool, state_ref, parent, start)
 
-        return await guarded(run)
+        return await tools.guarded(run)
 
-    @register(
+    @tools.register(
         "operate",
         ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
     )
@@ -302,57 +327,67 @@ def build_server(
         async def run() -> OperationResult:
             return await session.operate(tool, arguments, state_ref)
 
-        return await guarded(run)
+        return await tools.guarded(run)
 
-    # Listed only where it can run: a task, a model, and delegation not switched off.
-    if session.delegation_status().ready:
 
-        async def run_task(
-            goal: Annotated[
-                str,
-                Field(
-                    min_length=1,
-                    max_length=MAX_GOAL_CHARS,
-                    description="What the run is for, in a sentence or two; the task's checks "
-                    "still decide success.",
-                ),
-            ],
-            max_steps: Annotated[
-                int | None,
-                Field(
-                    ge=1,
-                    le=MAX_DELEGATED_STEPS,
-                    description="The most operations the model may choose (default: the "
-                    "task's [delegation] max_steps).",
-                ),
-            ] = None,
-            timeout_s: Annotated[
-                float | None,
-                Field(
-                    gt=0,
-                    le=MAX_DELEGATED_SECONDS,
-                    description="Seconds the run may take (default: the task's [delegation] "
-                    "timeout_s).",
-                ),
-            ] = None,
-        ) -> DelegationResult:
-            async def run() -> DelegationResult:
-                return await session.delegate(
-                    goal, max_steps=max_steps, timeout_s=timeout_s, archive=archive
-                )
+def _add_run_task(tools: _Tools, session: ToolkitSession, archive: Path | None) -> None:
+    """``run_task`` (and ``delegate``, its older name): the task handed to the model."""
+    from mcp.types import ToolAnnotations
 
-            return await guarded(run)
+    async def run_task(
+        goal: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_GOAL_CHARS,
+                description="What the run is for, in a sentence or two; the task's checks "
+                "still decide success.",
+            ),
+        ],
+        max_steps: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_DELEGATED_STEPS,
+                description="The most operations the model may choose (default: the "
+                "task's [delegation] max_steps).",
+            ),
+        ] = None,
+        timeout_s: Annotated[
+            float | None,
+            Field(
+                gt=0,
+                le=MAX_DELEGATED_SECONDS,
+                description="Seconds the run may take (default: the task's [delegation] "
+                "timeout_s).",
+            ),
+        ] = None,
+    ) -> DelegationResult:
+        async def run() -> DelegationResult:
+            return await session.delegate(
+                goal, max_steps=max_steps, timeout_s=timeout_s, archive=archive
+            )
 
-        delegating = ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=True,
-        )
-        register("run_task", delegating)(run_task)
-        register("delegate", delegating)(run_task)
+        return await tools.guarded(run)
 
-    @register("answer", ToolAnnotations(read_only_hint=True, open_world_hint=True))
+    delegating = ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=False,
+        open_world_hint=True,
+    )
+    tools.register("run_task", delegating)(run_task)
+    tools.register("delegate", delegating)(run_task)
+
+
+def _add_answer_tool(tools: _Tools, service: ExternalQueryService) -> None:
+    """``answer``: the full external-evidence chain; its semantics schema carries this
+    service's query kinds."""
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+    described_semantics = WithJsonSchema(_semantics_schema(service.query_kinds))
+
+    @tools.register("answer", ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def answer(
         question: Annotated[str, Field(description="The question, as the user asked it.")],
         semantics: Annotated[Any, described_semantics] = None,
@@ -364,9 +399,14 @@ def build_server(
                 structured_content=found.model_dump(mode="json"),
             )
 
-        return await guarded(run)
+        return await tools.guarded(run)
 
-    @register(
+
+def _add_read_evidence(tools: _Tools, session: ToolkitSession) -> None:
+    """``read_evidence``: a bounded read of a stored capture."""
+    from mcp.types import ToolAnnotations
+
+    @tools.register(
         "read_evidence",
         ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
     )
@@ -385,9 +425,7 @@ def build_server(
         async def run() -> ReadWindow:
             return session.store.window(ref, offset, limit)
 
-        return await guarded(run)
-
-    return server
+        return await tools.guarded(run)
 
 
 def _quiet_logging() -> None:

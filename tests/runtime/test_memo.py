@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from external_query_service._digests import sha256_digest
-from external_query_service.adapters._base import analysis_memo
+from external_query_service._wiring import analysis_memo
 from external_query_service.net._cache import CachedResponse, HttpExchange
 from external_query_service.runtime._memo import (
     Digested,

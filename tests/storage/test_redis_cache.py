@@ -108,8 +108,7 @@ def test_a_page_analysis_comes_back_from_json_exactly() -> None:
 def test_a_page_analysis_made_by_one_memo_is_reused_by_another_through_redis(
     redis_url: str, prefix: str
 ) -> None:
-    from external_query_service._wiring import _shared_analyses
-    from external_query_service.adapters._base import analysis_memo
+    from external_query_service._wiring import _shared_analyses, analysis_memo
 
     body = article("Berth", ["The new berth opens on 1 December 2026."]).encode()
     calls: list[str] = []
