@@ -352,7 +352,7 @@ def _best_first(
         passages,
         stats,
         plan.targets,
-        parts=plan.compare_targets or _coordinated(plan.question),
+        parts=plan.compare_targets or _question_parts(plan.question),
         judged=plan.query_kind != "news",
     )
     if not any(item.reaches for item in ranked):
@@ -360,11 +360,11 @@ def _best_first(
     return [evidence[item.index].model_copy(update={"score": item.score}) for item in ranked]
 
 
-def _coordinated(question: str) -> tuple[str, ...]:
-    """The parts a question coordinates (``text._parts``: 比亚迪 and 特斯拉 in
-    ``2025年比亚迪和特斯拉的销量分别是多少``), named as a comparison names its targets: a
-    passage about one of them answers its part."""
-    return tuple(part.text for part in question_parts(question) if part.by == "coordination")
+def _question_parts(question: str) -> tuple[str, ...]:
+    """The parts a question asks (``text._parts``: 比亚迪 and 特斯拉 in
+    ``2025年比亚迪和特斯拉的销量分别是多少``, or each of its question sentences), named as a
+    comparison names its targets: a passage about one of them answers its part."""
+    return tuple(part.text for part in question_parts(question))
 
 
 async def _walk(

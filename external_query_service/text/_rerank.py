@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from ._answerability import AnswerabilityModel, answerability_features, load_answerability
 from ._chunk import Chunk
 from ._echo import fold
+from ._parts import COVERED_SHARE
 from ._ranker import RankerModel, RankerPassage, load_model
 from ._ranker import features as ranker_features
-from ._score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, score_chunks
+from ._score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, score_chunks, text_terms
+from ._tokens import query_terms
 
 __all__ = ["Candidate", "Reranked", "rerank"]
 
@@ -115,11 +117,21 @@ def _answers(
 
 
 def _part_of(query: str, text: str, parts: Sequence[str]) -> str:
-    """``query`` without the ``parts`` that ``text`` does not name, when it names some."""
+    """``query`` without the ``parts`` that ``text`` does not name, when it names some. A part
+    is named when the text holds it, or holds its share of the part's own terms (those no
+    other part has, ``_parts.COVERED_SHARE``): a sentence of a question asked in sentences
+    is never written out whole by the passage that answers it."""
     if len(parts) < 2:
         return query
     folded = fold(text)
-    named = [part for part in parts if fold(part) in folded]
+    held = set(text_terms(text).present)
+    cut = [frozenset(query_terms(part)) for part in parts]
+    named = []
+    for index, part in enumerate(parts):
+        own = cut[index].difference(*(terms for i, terms in enumerate(cut) if i != index))
+        holds = sum(term in held for term in own)
+        if fold(part) in folded or (own and holds >= COVERED_SHARE * len(own)):
+            named.append(part)
     if not named or len(named) == len(parts):
         return query
     part_query = query

@@ -121,3 +121,19 @@ def test_a_comparison_passage_is_judged_against_its_own_part() -> None:
     # misses nothing of it.
     assert all(score_parts[i].reaches for i in (0, 1))
     assert [score_whole[i].score for i in (0, 1)] == [score_parts[i].score for i in (0, 1)]
+
+
+def test_a_passage_answering_one_sentence_of_a_question_in_sentences_answers_its_part() -> None:
+    question = "蓝湾大桥的主跨长度是多少米？滨海新区的常住人口有多少？"
+    parts = ("蓝湾大桥的主跨长度是多少米？", "滨海新区的常住人口有多少？")
+    span = "设计资料显示，蓝湾大桥是一座双塔斜拉桥，主跨长度为680米，桥面宽33米。"
+    people = "统计公报显示，滨海新区去年末常住人口为126万人，比上年增加三万人。"
+    aside = "滨海新区还规划建设第二座跨海大桥，预计明年开工建设。"
+    stats = stats_of(span, people, aside)
+    passages = [Candidate(text, question) for text in (span, people, aside)]
+    whole = {item.index: item.reaches for item in rerank(passages, stats)}  # type: ignore[arg-type]
+    by_part = {item.index: item.reaches for item in rerank(passages, stats, parts=parts)}  # type: ignore[arg-type]
+    # Judged against the whole question, the population misses the bridge's terms; against
+    # its own sentence it answers. The aside answers neither.
+    assert whole == {0: True, 1: False, 2: False}
+    assert by_part == {0: True, 1: True, 2: False}
