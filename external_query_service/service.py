@@ -22,7 +22,7 @@ from .adapters._page_walk import RecordedWalks, WalkObserver
 from .admission._chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
 from .gateway._gateway import ExternalQueryGateway
-from .gateway._second_round import second_round_queries
+from .gateway._second_round import second_round_event, second_round_queries
 from .models import (
     AdmissionSummary,
     ExternalAnswer,
@@ -261,20 +261,7 @@ class ExternalQueryService(Closing):
             outcome = self._verified(gathered)
             if self.settings.gateway.second_round:
                 gathered, outcome = await self._second_round(gathered, outcome, audit, deadline)
-        result = outcome.result
-        for check in result.checks:
-            audit.record("verifier", "check", **check.model_dump(mode="json"))
-        audit.record(
-            "verifier",
-            "outcome",
-            status=result.status,
-            reason=result.reason,
-            admitted=[item.evidence_id for item in result.accepted],
-            rejected={item.evidence_id: item.reason for item in result.rejected},
-            missing_targets=list(result.missing_targets),
-            conflicts=[conflict.model_dump(mode="json") for conflict in result.conflicts],
-            copies=[group.model_dump(mode="json") for group in result.copies],
-        )
+        audit.extend(outcome.audit_events())
         packet = _packet(question, gathered, outcome)
         model = self._parts.llm_presenter
         with span("presenter", model=model is not None):
@@ -282,17 +269,8 @@ class ExternalQueryService(Closing):
                 shown = await model.present(packet)
             else:
                 shown = self.presenter.present(packet)
-        judged = shown.answerability
-        if judged is not None and judged.verdict == "none_answers":
-            # The model said no admitted evidence answers the question: so does the answer.
-            outcome = outcome.model_copy(update={"result": result.refused("no_matching_evidence")})
-            audit.record(
-                "presenter",
-                "none_answers",
-                status=outcome.result.status,
-                reason=outcome.result.reason,
-                detail=judged.detail,
-            )
+        if shown.refusal is not None:  # a model proved no admitted evidence answers
+            outcome = outcome.refused(shown.refusal)
         return await self._conclude(question, gathered, outcome, shown, audit)
 
     @contextlib.asynccontextmanager
@@ -326,19 +304,7 @@ class ExternalQueryService(Closing):
         queries = second_round_queries(gathered.plan, first)
         if not queries:
             return gathered, outcome
-        audit.record(
-            "gateway",
-            "second_round",
-            round=2,
-            queries=list(queries),
-            after={
-                "status": first.status,
-                "reason": first.reason,
-                "missing_targets": list(first.missing_targets),
-                "missing_parts": list(first.missing_parts),
-                "conflicts": len(first.conflicts),
-            },
-        )
+        audit.extend([second_round_event(queries, first)])
         more = await self.gateway.gather_more(gathered, queries, audit, deadline=deadline)
         return more, self._verified(more)
 
@@ -390,20 +356,7 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         """Bind the answer to the admission chain, persist it, and build the answer."""
         plan, result = gathered.plan, outcome.result
-        audit.record(
-            "presenter",
-            "render",
-            template=shown.template,
-            prompt_template=shown.prompt_template,
-            prompt_digest=shown.prompt_digest,
-            renderer=shown.renderer,
-            fallback_reason=shown.fallback_reason,
-            sources=len(shown.sources),
-            sentences=[sentence.model_dump(mode="json") for sentence in shown.sentences],
-            answerability=(
-                shown.answerability.model_dump(mode="json") if shown.answerability else None
-            ),
-        )
+        audit.extend(shown.audit_events())
         chain = bind_answer(
             question=question,
             plan=plan,
@@ -547,15 +500,7 @@ def _started_audit(
 ) -> AuditLog:
     audit = AuditLog()
     audit.record("service", "question", question=question, route_mode="external", **caller())
-    plan = planned.plan
-    audit.record(
-        "planner",
-        "plan",
-        source=plan.planner_source,
-        fallback_reason=planned.fallback_reason,
-        follows=follows.question if follows else None,
-        plan=plan.model_dump(mode="json"),
-    )
+    audit.extend(planned.audit_events(follows=follows))
     return audit
 
 

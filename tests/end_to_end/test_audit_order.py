@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from external_query_service.models import ExternalAnswer
+from external_query_service.models import ExternalAnswer, PlannerResult, VerifierOutcome
 from external_query_service.testing import LoopbackServer, World, article, hit
 from tests.support.world import NOW, make_service
 
@@ -173,3 +173,18 @@ def test_the_audit_of_one_question_keeps_its_stage_order(
     verdict = answer.audit.named("outcome")[0].detail
     assert (verdict["status"], verdict["reason"]) == (status, reason)
     assert answer.audit.named("render")[0].detail["sources"] == len(answer.sources)
+
+
+def test_the_verifier_and_the_presenter_events_are_their_results_own(world: World) -> None:
+    answer = answered(world)
+    shown = [(item.stage, item.event, dict(item.detail)) for item in answer.audit.events]
+    outcome = VerifierOutcome(
+        result=answer.verifier, admitted=answer.evidence, uncertainties=answer.uncertainties
+    )
+    verifier = [tuple(item) for item in outcome.audit_events()]
+    assert shown[4 : 4 + len(verifier)] == verifier
+    planned = PlannerResult(plan=answer.plan, fallback_reason="no structured planner")
+    assert [shown[1]] == list(planned.audit_events())
+    render = shown[-2]
+    assert render[:2] == ("presenter", "render")
+    assert render[2]["sources"] == len(answer.sources)
