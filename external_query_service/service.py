@@ -21,7 +21,7 @@ from .adapters._base import ToolObserver
 from .adapters._page_walk import RecordedWalks, WalkObserver
 from .admission._chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
-from .gateway._gateway import ExternalQueryGateway
+from .gateway._gateway import Gateway
 from .gateway._second_round import second_round_event, second_round_queries
 from .models import (
     AdmissionSummary,
@@ -36,8 +36,8 @@ from .models import (
     VerifierResult,
 )
 from .net._fetch import HttpRuntime
-from .planner._structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
-from .presenter._extractive import ExternalAnswerPresenter
+from .planner._structured import Planner, PlannerResult, StructuredPlanner
+from .presenter._presenter import Presenter
 from .runtime._analysis_pool import AnalysisPool
 from .runtime._clock import Clock, system_clock
 from .runtime._closing import Closing
@@ -47,7 +47,7 @@ from .runtime._evidence_store import EvidenceStore
 from .runtime._portal import Portal
 from .runtime._tracing import span
 from .settings import Settings, format_validation_error
-from .verifier import EvidenceVerifier
+from .verifier import Verifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
@@ -114,15 +114,15 @@ class ExternalQueryService(Closing):
     shared_cache: SharedCache | None
     #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
     analysis: AnalysisPool
-    gateway: ExternalQueryGateway
+    gateway: Gateway
     #: Every query kind a question may name: the core kinds and the configured adapters'.
     query_kinds: tuple[str, ...]
-    verifier: EvidenceVerifier
-    #: The extractive presenter (a configured model's presenter falls back on it).
-    presenter: ExternalAnswerPresenter
+    verifier: Verifier
+    #: The presenter: extractive, or a configured model's that falls back on it.
+    presenter: Presenter
     #: The one model client, shared by planner and presenter (None without ``[llm]``).
     llm: ChatCompletionsClient | None
-    planner: ExternalQueryPlanner
+    planner: Planner
     #: The headless browser (``[browser] mode`` not ``off``); its Chromium starts with the
     #: first page rendered. None with the mode off: nothing browser is ever loaded.
     browser: BrowserProvider | None
@@ -187,7 +187,7 @@ class ExternalQueryService(Closing):
             if not admitted:
                 # The structured planner (a model, perhaps) is work to shed: plan from the
                 # host's fields only.
-                return await ExternalQueryPlanner().plan(question, semantics)
+                return await Planner().plan(question, semantics)
             with span("planner"):
                 return await self.planner.plan(question, semantics)
 
@@ -263,12 +263,8 @@ class ExternalQueryService(Closing):
                 gathered, outcome = await self._second_round(gathered, outcome, audit, deadline)
         audit.extend(outcome.audit_events())
         packet = _packet(question, gathered, outcome)
-        model = self._parts.llm_presenter
-        with span("presenter", model=model is not None):
-            if model is not None:
-                shown = await model.present(packet)
-            else:
-                shown = self.presenter.present(packet)
+        with span("presenter", model=self.presenter.model is not None):
+            shown = await self.presenter.apresent(packet)
         if shown.refusal is not None:  # a model proved no admitted evidence answers
             outcome = outcome.refused(shown.refusal)
         return await self._conclude(question, gathered, outcome, shown, audit)
