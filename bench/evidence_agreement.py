@@ -59,11 +59,11 @@ from external_query_service.models import (
     GatherResult,
     TimeRange,
 )
-from external_query_service.presenter._extractive import ExternalAnswerPresenter
+from external_query_service.presenter._extractive import ExtractivePresenter
 from external_query_service.settings import Settings
 from external_query_service.text._dates import date_spans
 from external_query_service.text._quantities import find_quantities
-from external_query_service.verifier import EvidenceVerifier
+from external_query_service.verifier import Verifier
 from external_query_service.verifier import _values as values_module
 from external_query_service.verifier._conflicts import value_conflicts
 from external_query_service.verifier._copies import copy_groups
@@ -309,7 +309,7 @@ def _verify(
     plan = ExternalQueryPlan(question=question, search_queries=(question,), language=language)
     evidence = tuple(_make(n, text) for n, text in enumerate(texts))
     gathered = GatherResult(plan=plan, ranking=(), attempts=(), gathered=evidence)
-    outcome = EvidenceVerifier(Settings()).verify(gathered, now=_ACCESSED)
+    outcome = Verifier(Settings()).verify(gathered, now=_ACCESSED)
     packet = ExternalContextPacket(
         question=question,
         plan=plan,
@@ -346,7 +346,7 @@ def measure(questions: Sequence[Question], *, with_parts: bool = True) -> dict[s
         if len(q.answer) <= 24:
             pool.setdefault(_type(q.answer), []).append(q.answer)
     tallies = {which: Tally() for which in HALVES}
-    presenter = ExternalAnswerPresenter()
+    presenter = ExtractivePresenter()
     for index, q in enumerate(questions):
         tally = tallies[q.half]
         true = _passages(q, q.context, len(q.answer), 5)

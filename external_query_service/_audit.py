@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import JsonValue
 
@@ -17,6 +17,7 @@ __all__ = [
     "AuditLog",
     "AuditStage",
     "AuditTrace",
+    "StageEvent",
     "caller",
     "listening",
     "on_behalf_of",
@@ -54,6 +55,15 @@ class AuditTrace(Frozen):
             pairs = ", ".join(f"{key}={value}" for key, value in item.detail.items())
             lines.append(f"{item.seq:>3} {item.stage}.{item.event}: {pairs}")
         return "\n".join(lines)
+
+
+class StageEvent(NamedTuple):
+    """An audit event a stage's result carries, before a log numbers it: what its
+    ``audit_events()`` returns and ``AuditLog.extend`` records."""
+
+    stage: AuditStage
+    event: str
+    detail: dict[str, JsonValue]
 
 
 #: Told of each event the moment it is recorded (a stream of progress, say).
@@ -110,6 +120,11 @@ class AuditLog:
         self._events.append(item)
         if self._listener is not None:
             self._listener(item)
+
+    def extend(self, events: Iterable[StageEvent]) -> None:
+        """Record each of ``events`` (a stage result's ``audit_events()``) in order."""
+        for item in events:
+            self.record(item.stage, item.event, **item.detail)
 
     def freeze(self) -> AuditTrace:
         """The events recorded so far as an immutable trace."""

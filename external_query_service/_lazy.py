@@ -14,23 +14,27 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["declared_exports", "lazy_exports"]
+__all__ = ["declared_exports", "lazy_exports", "renamed"]
 
 
 def lazy_exports(
-    package: str, exports: Mapping[str, str]
+    package: str, exports: Mapping[str, str], *, old_names: Mapping[str, str] | None = None
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``, whose ``exports`` map each public
-    name to the relative module that defines it (``{"Settings": ".settings"}``)."""
+    name to the relative module that defines it (``{"Settings": ".settings"}``).
+    ``old_names`` maps names kept for one release to their new names (see ``renamed``)."""
     namespace = importlib.import_module(package).__dict__
+    deprecated = renamed(package, old_names or {})
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return deprecated(name)
         value = getattr(importlib.import_module(module, package), name)
         namespace[name] = value  # later lookups skip this function
         return value
@@ -39,6 +43,25 @@ def lazy_exports(
         return sorted(set(namespace) | set(exports))
 
     return __getattr__, __dir__
+
+
+def renamed(module: str, old_names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A ``__getattr__`` for ``module`` that still answers each old name in ``old_names``
+    (old name → new name) with the new name's object, warning with a ``DeprecationWarning``
+    on every use; any other name is an ``AttributeError``."""
+
+    def __getattr__(name: str) -> Any:
+        new = old_names.get(name)
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module}.{name} is deprecated and will be removed; use {new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(sys.modules[module], new)
+
+    return __getattr__
 
 
 def declared_exports(package: str) -> dict[str, str]:

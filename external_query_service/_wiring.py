@@ -21,26 +21,27 @@ from typing import TYPE_CHECKING, Any
 
 from .adapters._base import Adapter, AdapterRuntime, ToolObserver
 from .adapters._page_walk import RecordedWalks, WalkObserver
-from .gateway._gateway import ExternalQueryGateway
+from .gateway._gateway import Gateway
 from .gateway._registry import adapter_class
 from .models import CORE_QUERY_KINDS, Readiness
 from .net._cache import response_cache
 from .net._fetch import HttpRuntime
 from .net._sites import registrable_domain
-from .planner._structured import ExternalQueryPlanner, StructuredPlanner
-from .presenter._extractive import ExternalAnswerPresenter
+from .planner._structured import Planner, StructuredPlanner
+from .presenter._extractive import ExtractivePresenter
+from .presenter._presenter import Presenter
 from .runtime._analysis_pool import AnalysisPool, warm_pipeline, warm_scoring
 from .runtime._clock import Clock
 from .runtime._events import CacheHits
 from .runtime._evidence_store import EvidenceStore
 from .runtime._memo import SharedMemo, ThreadMemo, held_bytes
 from .settings import CacheSettings, Settings
-from .verifier import EvidenceVerifier
+from .verifier import Verifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
     from .llm import ChatCompletionsClient
-    from .presenter import LLMAnswerPresenter
+    from .presenter import ModelPresenter
     from .storage import Ledger
     from .storage._redis_cache import RedisMemo, SharedCache
 
@@ -64,18 +65,22 @@ class Components:
     #: The page fetcher and the trusted endpoints, sharing one response cache.
     http: HttpRuntime
     analysis: AnalysisPool
-    gateway: ExternalQueryGateway
+    gateway: Gateway
     query_kinds: tuple[str, ...]
-    verifier: EvidenceVerifier
-    presenter: ExternalAnswerPresenter
+    verifier: Verifier
+    #: The extractive presenter, and the model's with ``[llm]`` configured.
+    presenter: Presenter
     llm: ChatCompletionsClient | None
-    #: The model presenter (``[llm]`` configured), which falls back on ``presenter``.
-    llm_presenter: LLMAnswerPresenter | None
     #: The structured planner hook given, else the model planner, else host fields only.
-    planner: ExternalQueryPlanner
+    planner: Planner
     #: The ledger ``[ledger] url`` or ``path`` names (None: records stay in the answer).
     ledger: Ledger | None
     browser: BrowserProvider | None
+
+    @property
+    def llm_presenter(self) -> ModelPresenter | None:
+        """The model presenter (``[llm]`` configured), which falls back on the extractive one."""
+        return self.presenter.model
 
     async def probe_backends(self) -> dict[str, Readiness]:
         """The configured shared parts, each really asked now: ``ledger`` when one is
@@ -195,32 +200,29 @@ def build_components(
     ]
     kinds = (*CORE_QUERY_KINDS, *(k for a in adapters for k in a.supported_query_kinds))
     query_kinds = tuple(dict.fromkeys(kinds))
-    presenter = ExternalAnswerPresenter(language=settings.presenter.language)
-    llm, llm_presenter = None, None
+    extractive = ExtractivePresenter(language=settings.presenter.language)
+    llm, model_presenter = None, None
     if settings.llm:  # the model package is imported only when ``[llm]`` is configured
         from .llm import ChatCompletionsClient
         from .planner import LLMPlanner
-        from .presenter import LLMAnswerPresenter
+        from .presenter import ModelPresenter
 
         llm = ChatCompletionsClient(settings.llm)
         if planner is None:
             planner = LLMPlanner(llm, kinds=query_kinds, clock=clock)
-        llm_presenter = LLMAnswerPresenter(llm, extractive=presenter)
+        model_presenter = ModelPresenter(llm, extractive=extractive)
     return Components(
         store=store,
         cache_hits=cache_hits,
         shared_cache=shared,
         http=http,
         analysis=analysis,
-        gateway=ExternalQueryGateway(
-            adapters, deadline_s=settings.network.deadline_s, needs=settings.verifier
-        ),
+        gateway=Gateway(adapters, deadline_s=settings.network.deadline_s, needs=settings.verifier),
         query_kinds=query_kinds,
-        verifier=EvidenceVerifier(settings),
-        presenter=presenter,
+        verifier=Verifier(settings),
+        presenter=Presenter(extractive, model=model_presenter),
         llm=llm,
-        llm_presenter=llm_presenter,
-        planner=ExternalQueryPlanner(planner),
+        planner=Planner(planner),
         ledger=_open_ledger(settings, clock),
         browser=_open_browser(settings),
     )

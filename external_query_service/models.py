@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
-from ._audit import AuditTrace
+from ._audit import AuditTrace, StageEvent
 from ._bundle import bundle_secret, make_bundle
 from ._frozen import Frozen
 from .settings import Settings
@@ -439,6 +439,17 @@ class PlannerResult(Frozen):
     plan: ExternalQueryPlan
     fallback_reason: str | None = None
 
+    def audit_events(self, *, follows: ExternalQueryPlan | None = None) -> tuple[StageEvent, ...]:
+        """The planner's audit record: the plan, where it came from, and the question it
+        continues (``follows``, for a follow-up)."""
+        detail: dict[str, JsonValue] = {
+            "source": self.plan.planner_source,
+            "fallback_reason": self.fallback_reason,
+            "follows": follows.question if follows else None,
+            "plan": self.plan.model_dump(mode="json"),
+        }
+        return (StageEvent("planner", "plan", detail),)
+
 
 class GatherResult(Frozen):
     """The gateway's stage result: the ranking, every attempt, and everything gathered
@@ -579,6 +590,29 @@ class VerifierOutcome(Frozen):
     admitted: tuple[Evidence, ...]
     uncertainties: tuple[str, ...]
 
+    def refused(self, reason: OutcomeReason) -> VerifierOutcome:
+        """This outcome with its verdict turned into ``insufficient_evidence`` for
+        ``reason`` (``VerifierResult.refused``)."""
+        return self.model_copy(update={"result": self.result.refused(reason)})
+
+    def audit_events(self) -> tuple[StageEvent, ...]:
+        """The verifier's audit record: every check, then the outcome."""
+        result = self.result
+        checks = [
+            StageEvent("verifier", "check", check.model_dump(mode="json"))
+            for check in result.checks
+        ]
+        outcome: dict[str, JsonValue] = {
+            "status": result.status,
+            "reason": result.reason,
+            "admitted": [item.evidence_id for item in result.accepted],
+            "rejected": {item.evidence_id: item.reason for item in result.rejected},
+            "missing_targets": list(result.missing_targets),
+            "conflicts": [conflict.model_dump(mode="json") for conflict in result.conflicts],
+            "copies": [group.model_dump(mode="json") for group in result.copies],
+        }
+        return (*checks, StageEvent("verifier", "outcome", outcome))
+
 
 class ExternalContextPacket(Frozen):
     """The presenter's only input. Exactly these six fields; anything else is refused.
@@ -677,6 +711,45 @@ class Presentation(Frozen):
     sentences: tuple[SentenceCheck, ...] = ()
     #: A model's judgment of whether the evidence answers (None when it gave none).
     answerability: Answerability | None = None
+
+    @property
+    def refusal(self) -> OutcomeReason | None:
+        """``no_matching_evidence`` when a model judged that no admitted evidence answers
+        (the answer's verdict is then refused for it); None otherwise."""
+        judged = self.answerability
+        if judged is not None and judged.verdict == "none_answers":
+            return "no_matching_evidence"
+        return None
+
+    def audit_events(self) -> tuple[StageEvent, ...]:
+        """The presenter's audit record: a model's refusal (``none_answers``), if any, then
+        the render."""
+        events: list[StageEvent] = []
+        refusal, judged = self.refusal, self.answerability
+        if refusal is not None and judged is not None:
+            events.append(
+                StageEvent(
+                    "presenter",
+                    "none_answers",
+                    {
+                        "status": "insufficient_evidence",
+                        "reason": refusal,
+                        "detail": judged.detail,
+                    },
+                )
+            )
+        render: dict[str, JsonValue] = {
+            "template": self.template,
+            "prompt_template": self.prompt_template,
+            "prompt_digest": self.prompt_digest,
+            "renderer": self.renderer,
+            "fallback_reason": self.fallback_reason,
+            "sources": len(self.sources),
+            "sentences": [sentence.model_dump(mode="json") for sentence in self.sentences],
+            "answerability": judged.model_dump(mode="json") if judged else None,
+        }
+        events.append(StageEvent("presenter", "render", render))
+        return tuple(events)
 
 
 class AdmissionSummary(Frozen):

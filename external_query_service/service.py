@@ -10,21 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from ._audit import AuditLog, caller
+from ._questions import MAX_QUESTION_CHARS, SemanticsInput, check_question, coerce_semantics
+from ._session import Session
 from ._wiring import WARM_UP_WORKERS_S, build_components
 from .adapters._base import ToolObserver
 from .adapters._page_walk import RecordedWalks, WalkObserver
 from .admission._chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
-from .gateway._gateway import ExternalQueryGateway
-from .gateway._second_round import second_round_queries
+from .gateway._gateway import Gateway
+from .gateway._second_round import second_round_event, second_round_queries
 from .models import (
-    AdmissionSummary,
     ExternalAnswer,
     ExternalContextPacket,
     ExternalQueryPlan,
@@ -36,8 +35,8 @@ from .models import (
     VerifierResult,
 )
 from .net._fetch import HttpRuntime
-from .planner._structured import ExternalQueryPlanner, PlannerResult, StructuredPlanner
-from .presenter._extractive import ExternalAnswerPresenter
+from .planner._structured import Planner, PlannerResult, StructuredPlanner
+from .presenter._presenter import Presenter
 from .runtime._analysis_pool import AnalysisPool
 from .runtime._clock import Clock, system_clock
 from .runtime._closing import Closing
@@ -46,8 +45,8 @@ from .runtime._events import CacheHits
 from .runtime._evidence_store import EvidenceStore
 from .runtime._portal import Portal
 from .runtime._tracing import span
-from .settings import Settings, format_validation_error
-from .verifier import EvidenceVerifier
+from .settings import Settings
+from .verifier import Verifier
 
 if TYPE_CHECKING:
     from .browser import BrowserProvider
@@ -61,28 +60,6 @@ __all__ = [
     "Session",
     "coerce_semantics",
 ]
-
-#: The longest question ``answer()`` takes, in characters (after stripping white space).
-MAX_QUESTION_CHARS = 20_000
-
-SemanticsInput = QuerySemantics | Mapping[str, Any] | None
-
-
-def coerce_semantics(value: SemanticsInput) -> QuerySemantics | None:
-    """Validate host-provided semantics; bad input is an ``InvalidQuery`` with one line."""
-    if value is None or isinstance(value, QuerySemantics):
-        return value
-    if not isinstance(value, Mapping):
-        raise InvalidQuery(
-            f"query_semantics must be an object, not {type(value).__name__}",
-            reason="invalid_semantics",
-        )
-    try:
-        return QuerySemantics.model_validate(dict(value))
-    except ValidationError as exc:
-        raise InvalidQuery(
-            f"query_semantics: {format_validation_error(exc)}", reason="invalid_semantics"
-        ) from None
 
 
 class ExternalQueryService(Closing):
@@ -114,15 +91,15 @@ class ExternalQueryService(Closing):
     shared_cache: SharedCache | None
     #: Where pages are analysed: ``[analysis] processes`` workers, started on first use.
     analysis: AnalysisPool
-    gateway: ExternalQueryGateway
+    gateway: Gateway
     #: Every query kind a question may name: the core kinds and the configured adapters'.
     query_kinds: tuple[str, ...]
-    verifier: EvidenceVerifier
-    #: The extractive presenter (a configured model's presenter falls back on it).
-    presenter: ExternalAnswerPresenter
+    verifier: Verifier
+    #: The presenter: extractive, or a configured model's that falls back on it.
+    presenter: Presenter
     #: The one model client, shared by planner and presenter (None without ``[llm]``).
     llm: ChatCompletionsClient | None
-    planner: ExternalQueryPlanner
+    planner: Planner
     #: The headless browser (``[browser] mode`` not ``off``); its Chromium starts with the
     #: first page rendered. None with the mode off: nothing browser is ever loaded.
     browser: BrowserProvider | None
@@ -180,14 +157,14 @@ class ExternalQueryService(Closing):
         ``InvalidQuery`` for a question or semantics that cannot be planned; every other outcome is
         an ``ExternalAnswer``."""
         self._check_open()
-        question = _check_question(question)
+        question = check_question(question)
         semantics = self._semantics(query_semantics)
 
         async def plan(admitted: bool) -> PlannerResult:
             if not admitted:
                 # The structured planner (a model, perhaps) is work to shed: plan from the
                 # host's fields only.
-                return await ExternalQueryPlanner().plan(question, semantics)
+                return await Planner().plan(question, semantics)
             with span("planner"):
                 return await self.planner.plan(question, semantics)
 
@@ -202,7 +179,7 @@ class ExternalQueryService(Closing):
         self, question: str, previous: ExternalQueryPlan, query_semantics: SemanticsInput
     ) -> ExternalAnswer:
         self._check_open()
-        question = _check_question(question)
+        question = check_question(question)
         with span("planner", follow_up=True):  # structured and cheap: planned before the wait
             planned = self.planner.plan_follow_up(
                 question, previous, self._semantics(query_semantics)
@@ -237,7 +214,7 @@ class ExternalQueryService(Closing):
         """Raise the ``InvalidQuery`` that ``aanswer`` would for this question and these
         semantics, without answering: a server refuses a bad request before it starts a
         stream of events."""
-        _check_question(question)
+        check_question(question)
         self._semantics(query_semantics)
 
     def _semantics(self, value: SemanticsInput) -> QuerySemantics | None:
@@ -261,57 +238,22 @@ class ExternalQueryService(Closing):
             outcome = self._verified(gathered)
             if self.settings.gateway.second_round:
                 gathered, outcome = await self._second_round(gathered, outcome, audit, deadline)
-        result = outcome.result
-        for check in result.checks:
-            audit.record("verifier", "check", **check.model_dump(mode="json"))
-        audit.record(
-            "verifier",
-            "outcome",
-            status=result.status,
-            reason=result.reason,
-            admitted=[item.evidence_id for item in result.accepted],
-            rejected={item.evidence_id: item.reason for item in result.rejected},
-            missing_targets=list(result.missing_targets),
-            conflicts=[conflict.model_dump(mode="json") for conflict in result.conflicts],
-            copies=[group.model_dump(mode="json") for group in result.copies],
-        )
+        audit.extend(outcome.audit_events())
         packet = _packet(question, gathered, outcome)
-        model = self._parts.llm_presenter
-        with span("presenter", model=model is not None):
-            if model is not None:
-                shown = await model.present(packet)
-            else:
-                shown = self.presenter.present(packet)
-        judged = shown.answerability
-        if judged is not None and judged.verdict == "none_answers":
-            # The model said no admitted evidence answers the question: so does the answer.
-            outcome = outcome.model_copy(update={"result": result.refused("no_matching_evidence")})
-            audit.record(
-                "presenter",
-                "none_answers",
-                status=outcome.result.status,
-                reason=outcome.result.reason,
-                detail=judged.detail,
-            )
+        with span("presenter", model=self.presenter.model is not None):
+            shown = await self.presenter.apresent(packet)
+        if shown.refusal is not None:  # a model proved no admitted evidence answers
+            outcome = outcome.refused(shown.refusal)
         return await self._conclude(question, gathered, outcome, shown, audit)
 
-    @contextlib.asynccontextmanager
-    async def _question_browser(self) -> AsyncIterator[None]:
+    def _question_browser(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The question's own browser session while its evidence is gathered, when the
-        browser is on (closed as the gathering ends: nothing is carried to the next
-        question)."""
+        browser is on (``browser.browsing``)."""
         if self.browser is None:
-            yield
-            return
-        from .browser import QuestionBrowser, question_browser
+            return contextlib.nullcontext()
+        from .browser import browsing
 
-        visit = QuestionBrowser(self.browser)
-        token = question_browser.set(visit)
-        try:
-            yield
-        finally:
-            question_browser.reset(token)
-            await visit.close()
+        return browsing(self.browser)
 
     async def _second_round(
         self,
@@ -326,19 +268,7 @@ class ExternalQueryService(Closing):
         queries = second_round_queries(gathered.plan, first)
         if not queries:
             return gathered, outcome
-        audit.record(
-            "gateway",
-            "second_round",
-            round=2,
-            queries=list(queries),
-            after={
-                "status": first.status,
-                "reason": first.reason,
-                "missing_targets": list(first.missing_targets),
-                "missing_parts": list(first.missing_parts),
-                "conflicts": len(first.conflicts),
-            },
-        )
+        audit.extend([second_round_event(queries, first)])
         more = await self.gateway.gather_more(gathered, queries, audit, deadline=deadline)
         return more, self._verified(more)
 
@@ -390,20 +320,7 @@ class ExternalQueryService(Closing):
     ) -> ExternalAnswer:
         """Bind the answer to the admission chain, persist it, and build the answer."""
         plan, result = gathered.plan, outcome.result
-        audit.record(
-            "presenter",
-            "render",
-            template=shown.template,
-            prompt_template=shown.prompt_template,
-            prompt_digest=shown.prompt_digest,
-            renderer=shown.renderer,
-            fallback_reason=shown.fallback_reason,
-            sources=len(shown.sources),
-            sentences=[sentence.model_dump(mode="json") for sentence in shown.sentences],
-            answerability=(
-                shown.answerability.model_dump(mode="json") if shown.answerability else None
-            ),
-        )
+        audit.extend(shown.audit_events())
         chain = bind_answer(
             question=question,
             plan=plan,
@@ -427,15 +344,7 @@ class ExternalQueryService(Closing):
             evidence=outcome.admitted,
             verifier=result,
             uncertainties=outcome.uncertainties,
-            admission=AdmissionSummary(
-                request_id=chain.request.request_id,
-                plan_ids=chain.plan_ids,
-                receipt_digests=chain.receipt_digests,
-                admission_ids=chain.admission_ids,
-                retirement_ready=chain.retirement.ready,
-                retirement_reasons=chain.retirement.reasons,
-                persisted=persisted,
-            ),
+            admission=chain.summary(persisted=persisted),
             audit=audit.freeze(),
         )
 
@@ -547,15 +456,7 @@ def _started_audit(
 ) -> AuditLog:
     audit = AuditLog()
     audit.record("service", "question", question=question, route_mode="external", **caller())
-    plan = planned.plan
-    audit.record(
-        "planner",
-        "plan",
-        source=plan.planner_source,
-        fallback_reason=planned.fallback_reason,
-        follows=follows.question if follows else None,
-        plan=plan.model_dump(mode="json"),
-    )
+    audit.extend(planned.audit_events(follows=follows))
     return audit
 
 
@@ -570,83 +471,3 @@ def _packet(
         verifier=outcome.result,
         uncertainties=outcome.uncertainties,
     )
-
-
-class Session:
-    """Keeps the last plan so a follow-up re-plans from it (``route_mode`` stays external);
-    ``last_plan`` resumes a session kept elsewhere (a server's shared session table).
-
-    ``history`` holds the answers, only the latest ``history_limit`` of them when a limit is
-    given (0 keeps none: a long-lived server needs the last plan, not every answer).
-    """
-
-    def __init__(
-        self,
-        service: ExternalQueryService,
-        *,
-        history_limit: int | None = None,
-        last_plan: ExternalQueryPlan | None = None,
-    ) -> None:
-        if history_limit is not None and history_limit < 0:
-            raise ValueError("history_limit must not be negative")
-        self._service = service
-        self._history_limit = history_limit
-        self._last_plan: ExternalQueryPlan | None = last_plan
-        self.history: list[ExternalAnswer] = []
-
-    @property
-    def last_plan(self) -> ExternalQueryPlan | None:
-        """The plan of the session's last question (None before the first)."""
-        return self._last_plan
-
-    def _keep(self, answer: ExternalAnswer) -> ExternalAnswer:
-        self._last_plan = answer.plan
-        self.history.append(answer)
-        if self._history_limit is not None:
-            del self.history[: len(self.history) - self._history_limit]
-        return answer
-
-    async def aask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
-        """Ask a new question in this session; it becomes the plan follow-ups continue from."""
-        return self._keep(await self._service.aanswer(question, query_semantics))
-
-    def ask(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
-        """Synchronous ``aask``."""
-        return self._service._portal.call(self.aask(question, query_semantics))
-
-    async def afollow_up(
-        self, question: str, query_semantics: SemanticsInput = None
-    ) -> ExternalAnswer:
-        """Continue the last question (same kind, targets, place and time range) with new
-        external attempts; without a previous question it is asked afresh."""
-        previous = self.last_plan
-        if previous is None:
-            return await self.aask(question, query_semantics)
-        return self._keep(await self._service._follow_up(question, previous, query_semantics))
-
-    def follow_up(self, question: str, query_semantics: SemanticsInput = None) -> ExternalAnswer:
-        """Synchronous ``afollow_up``."""
-        return self._service._portal.call(self.afollow_up(question, query_semantics))
-
-
-def _check_question(question: str) -> str:
-    if not isinstance(question, str):
-        raise InvalidQuery(
-            f"the question must be text, not {type(question).__name__}", reason="invalid_question"
-        )
-    text = question.strip()
-    if not text:
-        raise InvalidQuery("the question is empty", reason="empty_question")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise InvalidQuery(
-            f"the question is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
-            reason="question_too_long",
-        )
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: no digest or ledger record can hold it
-        raise InvalidQuery(
-            "the question holds characters that are not valid Unicode text",
-            reason="invalid_question",
-        ) from None
-    return text

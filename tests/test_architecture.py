@@ -152,7 +152,15 @@ def test_no_import_cycle_between_any_two_modules() -> None:
 
 #: The public top-level modules: the pipeline's vocabulary. Everything else lives in a
 #: folder or carries a leading underscore.
-PUBLIC_TOP_LEVEL = {"__init__", "errors", "mcp_server", "models", "service", "settings"}
+PUBLIC_TOP_LEVEL = {
+    "__init__",
+    "errors",
+    "mcp_server",
+    "models",
+    "service",
+    "settings",
+    "stages",
+}
 
 
 def test_the_top_level_is_the_pipeline_vocabulary() -> None:
@@ -274,3 +282,26 @@ def test_the_code_index_groups_the_folders_as_the_package_docstring_does() -> No
     assert _folder_groups(folders_part, "### ", r"^\| `(\w+)/`") == _folder_groups(
         external_query_service.__doc__ or "", "- "
     )
+
+
+def test_the_service_assembles_the_stages_and_its_run_fits_one_screen() -> None:
+    source = (ROOT / "service.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) < 480
+    tree = ast.parse(source)
+    [run] = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AsyncFunctionDef) and node.name == "_run"
+    ]
+    assert (run.end_lineno or run.lineno) - run.lineno + 1 <= 40
+    # The service writes no verifier or presenter audit field itself: their results do.
+    writes = [
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "record"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ]
+    assert set(writes) <= {"service"}

@@ -73,6 +73,17 @@ def test_every_lead_owned_exemption_is_still_needed() -> None:
     assert stale == set()
 
 
+#: The one name two public classes share on purpose: the evidence verifier stage
+#: (``stages.Verifier``) and the toolkit's protocol for checking a task's result
+#: (``toolkit.Verifier``), which keep their names in their own modules.
+SHARED_ON_PURPOSE = {
+    "Verifier": [
+        "external_query_service.toolkit._tasks",
+        "external_query_service.verifier._verifier",
+    ]
+}
+
+
 def test_no_two_public_classes_of_the_package_share_a_name() -> None:
     homes: dict[str, set[str]] = defaultdict(set)
     for module in package_modules():
@@ -83,4 +94,5 @@ def test_no_two_public_classes_of_the_package_share_a_name() -> None:
                 and not name.startswith("_")
             ):
                 homes[name].add(module.__name__)
-    assert {name: sorted(found) for name, found in homes.items() if len(found) > 1} == {}
+    shared = {name: sorted(found) for name, found in homes.items() if len(found) > 1}
+    assert shared == SHARED_ON_PURPOSE

@@ -20,6 +20,7 @@ from pydantic import JsonValue
 from .._frozen import Frozen
 from ..models import (
     AdapterAttempt,
+    AdmissionSummary,
     Evidence,
     ExternalQueryPlan,
     GatherResult,
@@ -119,6 +120,18 @@ class ChainRecord(Frozen):
     def admission_ids(self) -> tuple[str, ...]:
         """The id of each attempt's admission decision, in attempt order."""
         return tuple(link.admission.admission_id for link in self.links)
+
+    def summary(self, *, persisted: bool) -> AdmissionSummary:
+        """What the answer shows of this chain (``persisted``: written to the ledger)."""
+        return AdmissionSummary(
+            request_id=self.request.request_id,
+            plan_ids=self.plan_ids,
+            receipt_digests=self.receipt_digests,
+            admission_ids=self.admission_ids,
+            retirement_ready=self.retirement.ready,
+            retirement_reasons=self.retirement.reasons,
+            persisted=persisted,
+        )
 
     def audit_detail(self) -> dict[str, JsonValue]:
         """The compact part for an audit event (ids, decisions, readiness)."""

@@ -7,7 +7,7 @@ Playwright until a page is rendered, and with ``[browser] mode = "off"`` nothing
 
 from __future__ import annotations
 
-from ._chain import QuestionBrowser, question_browser, wants_rendering
+from ._chain import QuestionBrowser, browsing, question_browser, wants_rendering
 from ._provider import BrowserProvider, BrowserSession, Rendering, find_executable
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "BrowserSession",
     "QuestionBrowser",
     "Rendering",
+    "browsing",
     "find_executable",
     "question_browser",
     "wants_rendering",

@@ -2,7 +2,7 @@
 max_pages`` renderings in it, and the rule for which fetched pages are rendered.
 
 The service opens a ``QuestionBrowser`` around each question's gather when ``[browser]
-mode`` is not ``off`` and sets ``question_browser`` to it; the page walk
+mode`` is not ``off`` and sets ``question_browser`` to it (``browsing``); the page walk
 (``adapters/_pages.py``) asks ``wants_rendering`` about each page it read and renders the
 ones it names. The session (a browser context: cookies, storage) is made on the first
 rendering and closed when the question ends, so nothing is carried between questions.
@@ -11,7 +11,9 @@ rendering and closed when the question ends, so nothing is carried between quest
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from typing import Final
 
@@ -20,7 +22,13 @@ from ..net._fetch import FetchedPage
 from ..settings import BrowserMode
 from ._provider import BrowserProvider, BrowserSession, Rendering
 
-__all__ = ["FALLBACK_REASONS", "QuestionBrowser", "question_browser", "wants_rendering"]
+__all__ = [
+    "FALLBACK_REASONS",
+    "QuestionBrowser",
+    "browsing",
+    "question_browser",
+    "wants_rendering",
+]
 
 #: Extraction failures that a rendering may cure: the page's text is written by its scripts.
 FALLBACK_REASONS: Final = frozenset({"no_main_text", "too_short"})
@@ -73,3 +81,16 @@ class QuestionBrowser:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+@contextlib.asynccontextmanager
+async def browsing(provider: BrowserProvider) -> AsyncIterator[None]:
+    """One question's own browser session, set as ``question_browser`` while the block
+    runs, and closed as it ends: nothing is carried to the next question."""
+    visit = QuestionBrowser(provider)
+    token = question_browser.set(visit)
+    try:
+        yield
+    finally:
+        question_browser.reset(token)
+        await visit.close()

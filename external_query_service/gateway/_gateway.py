@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 
 from .._audit import AuditLog
+from .._lazy import renamed
 from ..adapters._base import Adapter
 from ..adapters._pages import gather_deadline
 from ..errors import AdapterError, FetchError, UpstreamStatus
@@ -33,12 +34,12 @@ from ..text._targets import mentions_target
 from ..verifier._needs import sources_needed
 from ._ranking import rank_adapters
 
-__all__ = ["ExternalQueryGateway"]
+__all__ = ["Gateway"]
 
 log = logging.getLogger("external_query_service.gateway")
 
 
-class ExternalQueryGateway:
+class Gateway:
     """Holds adapters; ``gather(plan)`` runs them within one per-question deadline."""
 
     def __init__(
@@ -299,3 +300,7 @@ def _unique(evidence: Sequence[Evidence]) -> list[Evidence]:
             seen.add(item.evidence_id)
             kept.append(item)
     return kept
+
+
+#: The old class name, kept for one release (a ``DeprecationWarning`` on use).
+__getattr__ = renamed(__name__, {"ExternalQueryGateway": "Gateway"})

@@ -28,10 +28,11 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from .._audit import StageEvent
 from ..models import ExternalQueryPlan, VerifierResult
 from ..text._parts import part_question, question_parts
 
-__all__ = ["MAX_SECOND_ROUND_QUERIES", "second_round_queries"]
+__all__ = ["MAX_SECOND_ROUND_QUERIES", "second_round_event", "second_round_queries"]
 
 #: At most this many queries in the second round.
 MAX_SECOND_ROUND_QUERIES = 3
@@ -86,3 +87,23 @@ def _time_terms(plan: ExternalQueryPlan) -> tuple[str, ...]:
 
 def _join(*terms: str | None) -> str:
     return " ".join(term.strip() for term in terms if term and term.strip())
+
+
+def second_round_event(queries: tuple[str, ...], first: VerifierResult) -> StageEvent:
+    """The gateway's audit record of a second round: its queries and the first verdict
+    that called for it."""
+    return StageEvent(
+        "gateway",
+        "second_round",
+        {
+            "round": 2,
+            "queries": list(queries),
+            "after": {
+                "status": first.status,
+                "reason": first.reason,
+                "missing_targets": list(first.missing_targets),
+                "missing_parts": list(first.missing_parts),
+                "conflicts": len(first.conflicts),
+            },
+        },
+    )

@@ -17,11 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from .._questions import SemanticsInput, coerce_semantics
 from ..errors import InputError, IntegrationUnavailable, InvalidQuery
 from ..models import Evidence, ExternalAnswer, QuerySemantics
 from ..runtime._closing import Closing
 from ..server.mcp import SEMANTICS_FIELD_DESCRIPTIONS
-from ..service import ExternalQueryService, SemanticsInput, coerce_semantics
+from ..service import ExternalQueryService
 from ..settings import Settings, format_validation_error
 
 __all__ = [

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._questions import SemanticsInput, coerce_semantics
 from ..models import Evidence, ExternalAnswer, QuerySemantics
-from ..service import ExternalQueryService, SemanticsInput, coerce_semantics
+from ..service import ExternalQueryService
 from ..settings import Settings
 from ._common import (
     DEFAULT_K,

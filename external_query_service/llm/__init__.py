@@ -1,13 +1,13 @@
 """The client for an optional OpenAI-compatible model (``ChatCompletionsClient``).
 
 One client per service, built from ``Settings.llm``; the planner's ``LLMPlanner`` and the
-presenter's ``LLMAnswerPresenter`` receive it and never build their own. The model proposes
+presenter's ``ModelPresenter`` receive it and never build their own. The model proposes
 and drafts; code validates, and every failure falls back to the model-free path with its
 reason.
 
     client = ChatCompletionsClient(settings.llm)
-    planner = ExternalQueryPlanner(LLMPlanner(client, clock=clock))
-    presenter = LLMAnswerPresenter(client)
+    planner = Planner(LLMPlanner(client, clock=clock))
+    presenter = ModelPresenter(client)
 """
 
 from ._client import (

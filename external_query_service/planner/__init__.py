@@ -1,6 +1,6 @@
 """The planner stage: question + host semantics -> ``ExternalQueryPlan``.
 
-``structured`` holds the planner every service runs (``ExternalQueryPlanner``: validates a
+``structured`` holds the planner every service runs (``Planner``: validates a
 proposal, falls back to a conservative plan built from structured fields only); ``model``
 holds the optional hook that asks an OpenAI-compatible model for a proposal (``LLMPlanner``).
 Names are imported on first access, so a service without a model never loads the client.
@@ -13,14 +13,14 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._model import LLMPlanner
     from ._structured import (
-        ExternalQueryPlanner,
+        Planner,
         PlannerResult,
         StructuredPlanner,
         default_contract,
     )
 
 _EXPORTS = {
-    "ExternalQueryPlanner": "._structured",
+    "Planner": "._structured",
     "LLMPlanner": "._model",
     "PlannerResult": "._structured",
     "StructuredPlanner": "._structured",
@@ -28,11 +28,13 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "ExternalQueryPlanner",
     "LLMPlanner",
+    "Planner",
     "PlannerResult",
     "StructuredPlanner",
     "default_contract",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(
+    __name__, _EXPORTS, old_names={"ExternalQueryPlanner": "Planner"}
+)

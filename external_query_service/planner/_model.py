@@ -1,14 +1,14 @@
 """The structured planner: a model proposes plan fields, code decides what to keep.
 
-``LLMPlanner`` is a ``StructuredPlanner`` hook for ``ExternalQueryPlanner``. It asks the
+``LLMPlanner`` is a ``StructuredPlanner`` hook for ``Planner``. It asks the
 model for the fields a planner may propose (``QuerySemantics``: kind, contract, location,
 entities, compare targets, time range, freshness, language, search queries, the value
 asked) under a JSON schema generated from that pydantic model, with ``query_kind`` limited
 to a vocabulary.
 The reply is validated strictly; a kind outside the vocabulary is a failure. Every failure
-raises, and ``ExternalQueryPlanner`` then falls back to the conservative plan and records
+raises, and ``Planner`` then falls back to the conservative plan and records
 why. Upstream semantics are shown to the model as fixed facts, and they win anyway: the
-merge happens in ``ExternalQueryPlanner``, not here.
+merge happens in ``Planner``, not here.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _MAX_QUESTION_CHARS = 2000
 
 
 class LLMPlanner:
-    """Proposes plan fields through ``client``; an ``ExternalQueryPlanner`` hook.
+    """Proposes plan fields through ``client``; an ``Planner`` hook.
 
     ``kinds`` is the query-kind vocabulary (the core kinds by default; add the kinds
     configured adapters declare); ``clock`` tells the model what "today" is, in the

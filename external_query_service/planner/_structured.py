@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._lazy import renamed
 from ..models import (
     STRUCTURED_FACT_KINDS,
     AnswerContract,
@@ -29,7 +30,7 @@ from ..settings import format_validation_error
 from ..text._language import detect_language
 
 __all__ = [
-    "ExternalQueryPlanner",
+    "Planner",
     "PlannerResult",
     "StructuredPlanner",
     "default_contract",
@@ -103,7 +104,7 @@ def _has_fields(semantics: QuerySemantics | None) -> bool:
     )
 
 
-class ExternalQueryPlanner:
+class Planner:
     """Plans a question. ``structured`` is optional; without it the fallback plans."""
 
     def __init__(self, structured: StructuredPlanner | None = None) -> None:
@@ -176,3 +177,7 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"structured plan is not JSON: {exc.msg}"
     return f"structured planner failed: {type(exc).__name__}: {exc}"
+
+
+#: The old class name, kept for one release (a ``DeprecationWarning`` on use).
+__getattr__ = renamed(__name__, {"ExternalQueryPlanner": "Planner"})

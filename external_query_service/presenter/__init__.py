@@ -1,9 +1,10 @@
 """The presenter stage: ``ExternalContextPacket`` -> the reader's answer, from the packet only.
 
-``extractive`` renders the answer contracts' templates from quoted evidence;
-``model`` lets an OpenAI-compatible model write the text and keeps it only when
-``grounding`` finds every sentence in the evidence it cites. Names are imported on first
-access, so a service without a model never loads the client.
+``Presenter`` is the stage, one object holding both ways of answering: ``extractive``
+renders the answer contracts' templates from quoted evidence; ``model`` lets an
+OpenAI-compatible model write the text and keeps it only when ``grounding`` finds every
+sentence in the evidence it cites. Names are imported on first access, so a service without
+a model never loads the client.
 """
 
 from typing import TYPE_CHECKING
@@ -15,23 +16,25 @@ if TYPE_CHECKING:
         ANSWER_PREFIX,
         ANSWER_PREFIXES,
         LINK_REMOVED,
-        ExternalAnswerPresenter,
+        ExtractivePresenter,
         ListedSource,
         display_sources,
         listed_sources,
         strip_invisible,
     )
-    from ._model import CheckedAnswer, LLMAnswerPresenter, ModelAnswer, check_answer
+    from ._model import CheckedAnswer, ModelAnswer, ModelPresenter, check_answer
+    from ._presenter import Presenter
 
 _EXPORTS = {
     "ANSWER_PREFIX": "._extractive",
     "ANSWER_PREFIXES": "._extractive",
     "LINK_REMOVED": "._extractive",
     "CheckedAnswer": "._model",
-    "ExternalAnswerPresenter": "._extractive",
-    "LLMAnswerPresenter": "._model",
+    "ExtractivePresenter": "._extractive",
+    "ModelPresenter": "._model",
     "ListedSource": "._extractive",
     "ModelAnswer": "._model",
+    "Presenter": "._presenter",
     "check_answer": "._model",
     "display_sources": "._extractive",
     "listed_sources": "._extractive",
@@ -43,14 +46,22 @@ __all__ = [
     "ANSWER_PREFIXES",
     "LINK_REMOVED",
     "CheckedAnswer",
-    "ExternalAnswerPresenter",
-    "LLMAnswerPresenter",
+    "ExtractivePresenter",
     "ListedSource",
     "ModelAnswer",
+    "ModelPresenter",
+    "Presenter",
     "check_answer",
     "display_sources",
     "listed_sources",
     "strip_invisible",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    _EXPORTS,
+    old_names={
+        "ExternalAnswerPresenter": "ExtractivePresenter",
+        "LLMAnswerPresenter": "ModelPresenter",
+    },
+)

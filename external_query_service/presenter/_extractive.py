@@ -36,6 +36,7 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from .._digests import sha256_digest
+from .._lazy import renamed
 from ..errors import InputError
 from ..models import (
     AdapterAttempt,
@@ -55,7 +56,7 @@ __all__ = [
     "ANSWER_PREFIX",
     "ANSWER_PREFIXES",
     "LINK_REMOVED",
-    "ExternalAnswerPresenter",
+    "ExtractivePresenter",
     "ListedSource",
     "display_sources",
     "listed_sources",
@@ -552,7 +553,7 @@ def _default_templates_dir() -> Path:
     raise FileNotFoundError("the presenter's prompts/ folder is missing from the installation")
 
 
-class ExternalAnswerPresenter:
+class ExtractivePresenter:
     """Renders the answer (extractive) and the LLM prompt for a packet."""
 
     def __init__(
@@ -817,3 +818,7 @@ def _texts(value: object) -> Iterable[str]:
             yield from _texts(item)
     elif isinstance(value, _PromptEvidenceView):
         yield from (value.evidence_id, value.site, value.title, value.text)
+
+
+#: The old class name, kept for one release (a ``DeprecationWarning`` on use).
+__getattr__ = renamed(__name__, {"ExternalAnswerPresenter": "ExtractivePresenter"})

@@ -1,7 +1,7 @@
 """The LLM presenter: a model writes the answer text, code decides whether it may stand.
 
 The prompt is the contract's template rendered from the packet only (``prompts/
-<contract>.prompt.j2`` through ``ExternalAnswerPresenter.render_prompt``: each evidence
+<contract>.prompt.j2`` through ``ExtractivePresenter.render_prompt``: each evidence
 between markers carrying a per-request random token, invisible characters stripped). The
 model answers ``{"text": ..., "citations": [evidence ids], "answered_by": [{"evidence_id",
 "quote"}]}``, and the reply is checked in
@@ -42,6 +42,7 @@ from pydantic import Field
 
 from .._digests import sha256_digest
 from .._frozen import Frozen
+from .._lazy import renamed
 from ..errors import AnswerRejected
 from ..llm._client import ChatCompletionsClient, ChatMessage, LLMError
 from ..models import (
@@ -57,7 +58,7 @@ from ..net._sites import registrable_domain
 from ..text._credentials import repeats_credential
 from ._extractive import (
     ANSWER_PREFIXES,
-    ExternalAnswerPresenter,
+    ExtractivePresenter,
     ListedSource,
     display_sources,
     listed_sources,
@@ -68,8 +69,8 @@ from ._grounding import EVIDENCE_ID, cited_numbers, ground_sentences, quoted_in
 __all__ = [
     "AnswerRejected",
     "CheckedAnswer",
-    "LLMAnswerPresenter",
     "ModelAnswer",
+    "ModelPresenter",
     "check_answer",
     "check_answerability",
 ]
@@ -311,20 +312,20 @@ def _numbered(text: str, numbering: Mapping[int, tuple[str, ...]]) -> str:
     return text
 
 
-class LLMAnswerPresenter:
+class ModelPresenter:
     """Writes answers through ``client``; falls back to ``extractive`` on any failure."""
 
     def __init__(
         self,
         client: ChatCompletionsClient,
         *,
-        extractive: ExternalAnswerPresenter | None = None,
+        extractive: ExtractivePresenter | None = None,
     ) -> None:
         self._client = client
-        self._extractive = extractive if extractive is not None else ExternalAnswerPresenter()
+        self._extractive = extractive if extractive is not None else ExtractivePresenter()
 
     @property
-    def extractive(self) -> ExternalAnswerPresenter:
+    def extractive(self) -> ExtractivePresenter:
         """The model-free presenter this one falls back to."""
         return self._extractive
 
@@ -421,3 +422,7 @@ class LLMAnswerPresenter:
                 "answerability": judged,
             }
         )
+
+
+#: The old class name, kept for one release (a ``DeprecationWarning`` on use).
+__getattr__ = renamed(__name__, {"LLMAnswerPresenter": "ModelPresenter"})

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 
+from .._lazy import renamed
 from ..models import (
     AdapterAttempt,
     AnswerStatus,
@@ -99,7 +100,7 @@ from ._values import differ_in_value
 
 __all__ = [
     "PLAUSIBLE_POPULATION_SHARE",
-    "EvidenceVerifier",
+    "Verifier",
     "VerifierOutcome",
     "plan_missing_slots",
 ]
@@ -140,7 +141,7 @@ class _Sources:
     enough: bool
 
 
-class EvidenceVerifier:
+class Verifier:
     """Judges a ``GatherResult``. Reads ``settings.sources``, ``.verifier`` and ``.network``."""
 
     def __init__(self, settings: Settings) -> None:
@@ -619,3 +620,7 @@ def _uncertainties(admitted: Iterable[_Judged], language: AnswerLanguage) -> tup
         elif item.evidence.basis == "provider_text":
             notes.append(ReaderNote("provider_text"))
     return tuple(dict.fromkeys(render_note(note, language) for note in notes))
+
+
+#: The old class name, kept for one release (a ``DeprecationWarning`` on use).
+__getattr__ = renamed(__name__, {"EvidenceVerifier": "Verifier"})

@@ -11,7 +11,7 @@ import pytest
 from external_query_service._audit import AuditLog
 from external_query_service.adapters._base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters._searxng import SearxngAdapter, time_range_bucket
-from external_query_service.gateway._gateway import ExternalQueryGateway
+from external_query_service.gateway._gateway import Gateway
 from external_query_service.models import (
     AdapterAttempt,
     ExternalQueryPlan,
@@ -352,7 +352,7 @@ def test_a_page_silent_at_the_question_deadline_is_dropped_and_the_read_page_kep
             clock=fixed_clock(NOW),
         )
         config = AdapterSettings(kind="searxng", id="searx", base_url=loopback.url("/searx"))
-        gateway = ExternalQueryGateway([SearxngAdapter(config, runtime)], deadline_s=2.0)
+        gateway = Gateway([SearxngAdapter(config, runtime)], deadline_s=2.0)
         try:
             gathered = await gateway.gather(plan(location="湛江"), AuditLog())
         finally:

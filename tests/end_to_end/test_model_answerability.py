@@ -146,6 +146,23 @@ def test_a_model_saying_none_answers_ends_insufficient_evidence(
     assert event.detail["reason"] == "no_matching_evidence"
 
 
+def test_a_model_saying_none_answers_is_audited_between_the_verdict_and_the_render(
+    world: World, chat: ChatServer
+) -> None:
+    model(chat, lambda _found: {"text": "没有。", "citations": [], "answered_by": []})
+    answer = ask(world, chat)
+    tail = [(item.stage, item.event) for item in answer.audit.events][-4:]
+    assert tail == [
+        ("verifier", "outcome"),
+        ("presenter", "none_answers"),
+        ("presenter", "render"),
+        ("service", "admission"),
+    ]
+    [event] = answer.audit.named("none_answers")
+    assert list(event.detail) == ["status", "reason", "detail"]
+    assert event.detail["status"] == "insufficient_evidence"
+
+
 def test_a_model_quoting_words_the_passage_it_names_does_not_hold_is_ignored(
     world: World, chat: ChatServer
 ) -> None:

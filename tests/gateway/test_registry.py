@@ -25,7 +25,7 @@ from external_query_service._digests import sha256_digest
 from external_query_service.adapters._base import AdapterRuntime, evidence_id
 from external_query_service.errors import FetchError
 from external_query_service.gateway import _registry as registry
-from external_query_service.gateway._gateway import ExternalQueryGateway
+from external_query_service.gateway._gateway import Gateway
 from external_query_service.models import (
     Evidence,
     ExternalQueryPlan,
@@ -176,7 +176,7 @@ def web_plan() -> ExternalQueryPlan:
 
 def test_a_search_that_found_only_denied_sites_does_not_stop_the_failover() -> None:
     deny = ("spam.test",)
-    gateway = ExternalQueryGateway(
+    gateway = Gateway(
         [
             canned("a-search", "news.spam.test", deny=deny),
             canned("b-search", "port.test", deny=deny),
@@ -192,7 +192,7 @@ def test_a_search_that_found_only_denied_sites_does_not_stop_the_failover() -> N
 
 
 def test_enough_evidence_from_the_first_search_skips_the_next_with_a_reason() -> None:
-    gateway = ExternalQueryGateway(
+    gateway = Gateway(
         [canned("a-search", "news-a.test"), canned("b-search", "news-b.test")], deadline_s=10
     )
     gathered = asyncio.run(gateway.gather(web_plan(), AuditLog()))
@@ -205,7 +205,7 @@ def test_enough_evidence_from_the_first_search_skips_the_next_with_a_reason() ->
 def test_every_probe_is_bounded_and_failures_keep_their_reason() -> None:
     disabled = canned("d-search", "x.test")
     disabled.config = disabled.config.model_copy(update={"enabled": False})
-    gateway = ExternalQueryGateway(
+    gateway = Gateway(
         [
             canned("a-ready", "a.test"),
             canned("b-slow", "b.test", cls=SlowProbe),
@@ -245,7 +245,7 @@ def test_a_kind_is_known_once_a_configured_adapter_declares_it() -> None:
 def test_a_comparison_without_targets_keeps_searching_until_the_per_target_bar_is_met() -> None:
     # The verifier holds a comparison without targets to the per-target bar (two sites
     # here), so the gateway does not stop at the summary bar (one site).
-    gateway = ExternalQueryGateway(
+    gateway = Gateway(
         [canned("a-search", "news-a.test"), canned("b-search", "news-b.test")],
         deadline_s=10,
         needs=VerifierSettings(min_sources_summary=1, min_sources_per_compare_target=2),
@@ -261,7 +261,7 @@ def test_a_comparison_without_targets_keeps_searching_until_the_per_target_bar_i
 def test_a_direct_fact_with_compare_targets_stops_at_its_own_bar_like_the_verifier() -> None:
     # Neither target is named by the canned pages: the verifier holds a direct_fact to its
     # count over the bundle, not to per-target coverage, so one site is enough here.
-    gateway = ExternalQueryGateway(
+    gateway = Gateway(
         [canned("a-search", "news-a.test"), canned("b-search", "news-b.test")], deadline_s=10
     )
     fact = web_plan().model_copy(

@@ -12,7 +12,7 @@ import pytest
 from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service._audit import AuditLog
 from external_query_service.errors import SettingsError
-from external_query_service.gateway._gateway import ExternalQueryGateway
+from external_query_service.gateway._gateway import Gateway
 from external_query_service.gateway._second_round import second_round_queries
 from external_query_service.models import (
     ExternalQueryPlan,
@@ -118,7 +118,7 @@ def test_the_second_round_keeps_to_the_question_deadline(loopback: LoopbackServe
     compare = plan(**COMPARE, answer_contract="compare_with_sources")
     settings = world.settings(world.searxng(), network=NETWORK)
 
-    async def rounds(gateway: ExternalQueryGateway) -> GatherResult:
+    async def rounds(gateway: Gateway) -> GatherResult:
         audit = AuditLog()
         first = await gateway.gather(compare, audit)
         # The question's deadline has passed by the time round 2 would start.

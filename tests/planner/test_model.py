@@ -15,7 +15,7 @@ from external_query_service import ExternalQueryService, Settings, fixed_clock
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.models import CORE_QUERY_KINDS, QuerySemantics, TimeRange
 from external_query_service.planner import LLMPlanner
-from external_query_service.planner._structured import ExternalQueryPlanner, PlannerResult
+from external_query_service.planner._structured import Planner, PlannerResult
 from external_query_service.testing import LoopbackServer
 from tests.support.llm_chat import CHAT_PATH, ChatServer, answer_json, api_error, completion
 from tests.support.world import NOW, World, forecast_reply, serve_zhanjiang_geocoding
@@ -43,13 +43,13 @@ def chat() -> Iterator[ChatServer]:
         yield server
 
 
-def planner_for(chat: ChatServer, **settings: Any) -> ExternalQueryPlanner:
+def planner_for(chat: ChatServer, **settings: Any) -> Planner:
     client = ChatCompletionsClient(chat.settings(**settings))
-    return ExternalQueryPlanner(LLMPlanner(client, clock=fixed_clock(NOW)))
+    return Planner(LLMPlanner(client, clock=fixed_clock(NOW)))
 
 
 def plan(
-    planner: ExternalQueryPlanner, semantics: QuerySemantics | None = None, question: str = QUESTION
+    planner: Planner, semantics: QuerySemantics | None = None, question: str = QUESTION
 ) -> PlannerResult:
     return asyncio.run(planner.plan(question, semantics))
 
@@ -175,7 +175,7 @@ def test_a_slow_model_times_out_into_the_conservative_plan(chat: ChatServer) -> 
 def test_kinds_declared_by_adapters_join_the_vocabulary(chat: ChatServer) -> None:
     chat.then(answer_json({**GOOD_PLAN, "query_kind": "flight_status"}))
     client = ChatCompletionsClient(chat.settings())
-    planner = ExternalQueryPlanner(
+    planner = Planner(
         LLMPlanner(client, kinds=(*CORE_QUERY_KINDS, "flight_status"), clock=fixed_clock(NOW))
     )
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from external_query_service.models import QuerySemantics, TimeRange
 from external_query_service.planner._structured import (
-    ExternalQueryPlanner,
+    Planner,
     PlannerResult,
     default_contract,
 )
@@ -21,12 +21,12 @@ from external_query_service.text._language import detect_language
 WEATHER_WORDS = "北京明天天气怎么样？会下雨吗？"
 
 
-def plan(planner: ExternalQueryPlanner, question: str, semantics: Any = None) -> PlannerResult:
+def plan(planner: Planner, question: str, semantics: Any = None) -> PlannerResult:
     return asyncio.run(planner.plan(question, semantics))
 
 
 def test_fallback_without_semantics_never_guesses_from_the_question() -> None:
-    result = plan(ExternalQueryPlanner(), WEATHER_WORDS)
+    result = plan(Planner(), WEATHER_WORDS)
     assert result.plan.query_kind == "generic_web"
     assert result.plan.answer_contract == "summary_with_sources"
     assert result.plan.search_queries == (WEATHER_WORDS,)
@@ -38,7 +38,7 @@ def test_fallback_without_semantics_never_guesses_from_the_question() -> None:
 
 def test_upstream_semantics_are_reused_and_imply_the_contract() -> None:
     semantics = QuerySemantics(query_kind="weather", location="北京")
-    result = plan(ExternalQueryPlanner(), WEATHER_WORDS, semantics)
+    result = plan(Planner(), WEATHER_WORDS, semantics)
     assert result.plan.planner_source == "upstream_semantics"
     assert result.plan.answer_contract == "direct_fact"
     assert result.plan.location == "北京"
@@ -61,7 +61,7 @@ def test_default_contract_follows_structured_fields(
 
 def test_compare_targets_each_get_a_search_query() -> None:
     semantics = QuerySemantics(compare_targets=("比亚迪", "特斯拉"))
-    result = plan(ExternalQueryPlanner(), "销量对比", semantics)
+    result = plan(Planner(), "销量对比", semantics)
     assert result.plan.search_queries == ("销量对比", "销量对比 比亚迪", "销量对比 特斯拉")
 
 
@@ -69,7 +69,7 @@ def test_structured_plan_is_used_and_upstream_semantics_win() -> None:
     def structured(question: str, semantics: QuerySemantics | None) -> str:
         return json.dumps({"query_kind": "weather", "location": "上海", "entities": ["上海"]})
 
-    result = plan(ExternalQueryPlanner(structured), WEATHER_WORDS, QuerySemantics(location="北京"))
+    result = plan(Planner(structured), WEATHER_WORDS, QuerySemantics(location="北京"))
     assert result.plan.planner_source == "structured"
     assert result.plan.query_kind == "weather"
     assert result.plan.location == "北京"
@@ -81,7 +81,7 @@ def test_async_structured_planner_is_awaited() -> None:
     async def structured(question: str, semantics: QuerySemantics | None) -> dict[str, Any]:
         return {"query_kind": "news"}
 
-    assert plan(ExternalQueryPlanner(structured), "q").plan.query_kind == "news"
+    assert plan(Planner(structured), "q").plan.query_kind == "news"
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_async_structured_planner_is_awaited() -> None:
     ],
 )
 def test_invalid_structured_output_falls_back_with_the_reason(reply: str, reason: str) -> None:
-    result = plan(ExternalQueryPlanner(lambda q, s: reply), WEATHER_WORDS)
+    result = plan(Planner(lambda q, s: reply), WEATHER_WORDS)
     assert result.plan.planner_source == "fallback"
     assert result.plan.query_kind == "generic_web"
     assert reason in (result.fallback_reason or "")
@@ -104,13 +104,13 @@ def test_crashing_structured_planner_falls_back_to_upstream_semantics() -> None:
     def structured(question: str, semantics: QuerySemantics | None) -> str:
         raise ConnectionError("model unreachable")
 
-    result = plan(ExternalQueryPlanner(structured), "q", QuerySemantics(query_kind="news"))
+    result = plan(Planner(structured), "q", QuerySemantics(query_kind="news"))
     assert result.plan.planner_source == "upstream_semantics"
     assert "model unreachable" in (result.fallback_reason or "")
 
 
 def test_follow_up_carries_targets_and_time_range() -> None:
-    planner = ExternalQueryPlanner()
+    planner = Planner()
     span = TimeRange.model_validate({"start": "2026-11-01", "end": "2026-11-30"})
     first = plan(planner, "湛江台风", QuerySemantics(location="湛江", time_range=span)).plan
     follow = planner.plan_follow_up("再查一下", first).plan
@@ -120,7 +120,7 @@ def test_follow_up_carries_targets_and_time_range() -> None:
 
 
 def test_the_value_asked_comes_from_structured_fields_and_carries_into_a_follow_up() -> None:
-    planner = ExternalQueryPlanner()
+    planner = Planner()
     asked = QuerySemantics(entities=["台风摩羯"], asked_value="event_date")
     first = plan(planner, "台风摩羯哪天登陆？", asked).plan
     assert first.asked_value == "event_date"
@@ -146,7 +146,7 @@ def test_without_structured_fields_no_question_changes_the_plan_but_its_text(
 ) -> None:
     # Whatever words the question holds (weather, dates, currencies, places, news), the
     # fallback plans the same way: nothing reads the question to guess kind, time or place.
-    result = plan(ExternalQueryPlanner(), question)
+    result = plan(Planner(), question)
     # The one thing the text decides is its language, from its script (not its words).
     assert result.plan.language == detect_language(question)
     assert result.plan.model_dump(exclude={"question", "search_queries", "language"}) == {

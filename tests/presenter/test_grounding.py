@@ -17,8 +17,8 @@ from external_query_service import ExternalQueryService, Settings
 from external_query_service.adapters._base import evidence_id
 from external_query_service.llm import ChatCompletionsClient
 from external_query_service.models import AnswerContract, Evidence, ExternalContextPacket
-from external_query_service.presenter import LLMAnswerPresenter
-from external_query_service.presenter._extractive import ExternalAnswerPresenter, Presentation
+from external_query_service.presenter import ModelPresenter
+from external_query_service.presenter._extractive import ExtractivePresenter, Presentation
 from external_query_service.presenter._grounding import split_sentences
 from external_query_service.testing import Reply
 from external_query_service.text._quantities import find_quantities
@@ -63,7 +63,7 @@ def packet(contract: AnswerContract = "summary_with_sources") -> ExternalContext
 
 def present(chat: ChatServer, text: str, contract: AnswerContract) -> Presentation:
     chat.then(answer_json({"text": text, "citations": [PORT_ID]}))
-    presenter = LLMAnswerPresenter(ChatCompletionsClient(chat.settings()))
+    presenter = ModelPresenter(ChatCompletionsClient(chat.settings()))
     return asyncio.run(presenter.present(packet(contract)))
 
 
@@ -95,7 +95,7 @@ def test_a_claim_the_cited_evidence_does_not_hold_falls_back_naming_the_check(
 ) -> None:
     shown = present(chat, text, contract)
 
-    expected = ExternalAnswerPresenter().present(packet(contract))
+    expected = ExtractivePresenter().present(packet(contract))
     assert shown.renderer == "extractive"
     assert shown.text == expected.text
     assert shown.fallback_reason is not None
@@ -157,7 +157,7 @@ def test_a_relative_year_is_read_from_the_cited_pages_publication_date(
 ) -> None:
     page = works_page(evidence_text)
     chat.then(answer_json({"text": answer, "citations": [page.evidence_id]}))
-    presenter = LLMAnswerPresenter(ChatCompletionsClient(chat.settings()))
+    presenter = ModelPresenter(ChatCompletionsClient(chat.settings()))
     bundle = make_packet((page,), question="跨海大桥什么时候完工？")
 
     shown = asyncio.run(presenter.present(bundle))
@@ -166,7 +166,7 @@ def test_a_relative_year_is_read_from_the_cited_pages_publication_date(
     if verdict == "wrong_date":
         # An unsupported relative date falls back to the extractive answer.
         assert shown.renderer == "extractive"
-        assert shown.text == ExternalAnswerPresenter().present(bundle).text
+        assert shown.text == ExtractivePresenter().present(bundle).text
         assert shown.fallback_reason is not None
         assert shown.fallback_reason.startswith("wrong_date: ")
     else:

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from external_query_service.models import AnswerContract
-from external_query_service.presenter._extractive import ExternalAnswerPresenter
+from external_query_service.presenter._extractive import ExtractivePresenter
 from external_query_service.testing import LoopbackServer
 from tests.support.packets import make_evidence, make_packet
 from tests.support.world import World, article, hit, make_service
@@ -75,7 +75,7 @@ def test_a_title_and_path_that_close_a_link_render_as_text(
     title, url = payload
     item = make_evidence(1, title=title, url=url, snippet="湛江 港口 吞吐量 2.6亿吨")
     packet = make_packet((item,), contract=contract, compare_targets=("湛江",))
-    text = ExternalAnswerPresenter().present(packet).text
+    text = ExtractivePresenter().present(packet).text
 
     page = assert_only_intended(text, {url})
     shown = "".join(page.text)
@@ -94,7 +94,7 @@ def test_markdown_in_snippets_titles_and_sites_stays_text() -> None:
     item = make_evidence(
         1, snippet=hostile, title="*t* `x`", site="s_1_.example", url="https://site1.example/p"
     )
-    text = ExternalAnswerPresenter().present(make_packet((item,))).text
+    text = ExtractivePresenter().present(make_packet((item,))).text
 
     page = assert_only_intended(text, {item.url, "https://site1.example/more"})
     links = [attrs["href"] for tag, attrs in page.tags if tag == "a"]
@@ -108,7 +108,7 @@ def test_markdown_in_snippets_titles_and_sites_stays_text() -> None:
 
 def test_a_url_that_is_not_http_is_shown_as_text_not_as_a_link() -> None:
     item = make_evidence(1, url="file:///srv/docs/a_(1)`](javascript:x).md")
-    text = ExternalAnswerPresenter().present(make_packet((item,))).text
+    text = ExtractivePresenter().present(make_packet((item,))).text
 
     page = assert_only_intended(text, set())
     assert "file:///srv/docs/a_(1)%60](javascript:x).md" in "".join(page.text)
@@ -119,11 +119,11 @@ def test_the_link_placeholder_follows_the_answer_language() -> None:
     snippet = "Port volume rose, see https://evil.example/x for more"
     item = make_evidence(1, snippet=snippet, title="Port report")
     english = make_packet((item,), question="What is the port's volume this year?")
-    text = ExternalAnswerPresenter(language="en").present(english).text
+    text = ExtractivePresenter(language="en").present(english).text
 
     assert "链接已移除" not in text
     assert "[link removed]" in "".join(rendered(text).text)
-    chinese = ExternalAnswerPresenter(language="zh").present(make_packet((item,))).text
+    chinese = ExtractivePresenter(language="zh").present(make_packet((item,))).text
     assert "[链接已移除]" in "".join(rendered(chinese).text)
 
 

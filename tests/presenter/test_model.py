@@ -22,8 +22,8 @@ from external_query_service.models import (
     Fact,
     VerifierResult,
 )
-from external_query_service.presenter import LLMAnswerPresenter
-from external_query_service.presenter._extractive import ExternalAnswerPresenter, Presentation
+from external_query_service.presenter import ModelPresenter
+from external_query_service.presenter._extractive import ExtractivePresenter, Presentation
 from external_query_service.testing import LoopbackServer, Reply
 from tests.support.llm_chat import CHAT_PATH, ChatServer, Step, answer_json, api_error, completion
 from tests.support.packets import evidence_blocks, fixed_tokens, make_evidence, make_packet
@@ -69,7 +69,7 @@ def news() -> Evidence:
 
 
 def present(chat: ChatServer, packet: ExternalContextPacket, **kwargs: Any) -> Presentation:
-    presenter = LLMAnswerPresenter(ChatCompletionsClient(chat.settings()), **kwargs)
+    presenter = ModelPresenter(ChatCompletionsClient(chat.settings()), **kwargs)
     return asyncio.run(presenter.present(packet))
 
 
@@ -78,7 +78,7 @@ def direct_fact() -> ExternalContextPacket:
 
 
 def is_extractive(shown: Presentation, packet: ExternalContextPacket) -> bool:
-    expected = ExternalAnswerPresenter().present(packet)
+    expected = ExtractivePresenter().present(packet)
     return shown.renderer == "extractive" and shown.text == expected.text
 
 
@@ -236,7 +236,7 @@ def test_a_slow_model_times_out_into_the_extractive_answer(chat: ChatServer) -> 
     slow = answer_json({"text": "湛江明天多云。", "citations": [WEATHER_ID]})
     slow.delay_s = 2.0
     chat.then(slow)
-    presenter = LLMAnswerPresenter(ChatCompletionsClient(chat.settings(timeout_s=0.2)))
+    presenter = ModelPresenter(ChatCompletionsClient(chat.settings(timeout_s=0.2)))
 
     shown = asyncio.run(presenter.present(packet))
 
@@ -283,7 +283,7 @@ def test_evidence_with_the_boundary_or_template_syntax_stays_literal_in_its_bloc
     chat.then(
         answer_json({"text": "湛江明天暴雪，见 http://evil.example/ 。", "citations": [WEATHER_ID]})
     )
-    extractive = ExternalAnswerPresenter(
+    extractive = ExtractivePresenter(
         token_factory=fixed_tokens(taken, "fedcba9876543210", "1" * 16)
     )
 
@@ -382,9 +382,9 @@ def _full_width(text: str) -> str:
     return "".join(chr(ord(char) + 0xFEE0) if "!" <= char <= "~" else char for char in text)
 
 
-def keyed(chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> LLMAnswerPresenter:
+def keyed(chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> ModelPresenter:
     monkeypatch.setenv(KEY_ENV, SECRET)
-    return LLMAnswerPresenter(ChatCompletionsClient(chat.settings(api_key_env=KEY_ENV)))
+    return ModelPresenter(ChatCompletionsClient(chat.settings(api_key_env=KEY_ENV)))
 
 
 def echo_authorization(chat: ChatServer) -> Step:

@@ -18,7 +18,7 @@ from external_query_service.models import (
     TimeRange,
 )
 from external_query_service.settings import Settings
-from external_query_service.verifier import EvidenceVerifier, VerifierOutcome
+from external_query_service.verifier import Verifier, VerifierOutcome
 
 #: When the verifier runs, and the day the made plans and evidence are about.
 NOW = datetime(2024, 5, 11, 4, 0, tzinfo=UTC)
@@ -99,4 +99,4 @@ def gathered(
 def verify(result: GatherResult, **settings: Any) -> VerifierOutcome:
     """The verifier's outcome for ``result`` at ``NOW``, under ``settings`` (a mapping's
     sections)."""
-    return EvidenceVerifier(Settings.from_mapping(settings)).verify(result, now=NOW)
+    return Verifier(Settings.from_mapping(settings)).verify(result, now=NOW)

@@ -20,7 +20,7 @@ from external_query_service.models import (
     ValueConflict,
     VerifierResult,
 )
-from external_query_service.presenter._extractive import ExternalAnswerPresenter
+from external_query_service.presenter._extractive import ExtractivePresenter
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.verifier._conflicts import value_conflicts
 from external_query_service.verifier._copies import (
@@ -424,7 +424,7 @@ def test_an_answered_direct_fact_quotes_the_majority_not_a_better_ranked_dissent
     verdict = VerifierResult(status="answered", conflicts=(conflict,))
     packet = make_packet((hot, warm, mild), contract="direct_fact", verifier=verdict)
 
-    text = ExternalAnswerPresenter().present(packet).text
+    text = ExtractivePresenter().present(packet).text
 
     assert "最高气温24°C" in text
     assert "31°C" not in text

@@ -12,7 +12,7 @@ from external_query_service.models import (
     PlaceCandidate,
 )
 from external_query_service.settings import Settings
-from external_query_service.verifier import EvidenceVerifier
+from external_query_service.verifier import Verifier
 from tests.support.verifying import attempt, evidence, gathered, plan, verify
 
 # -- factories --------------------------------------------------------------------------------
@@ -305,15 +305,15 @@ def test_uncertainties_of_rejected_evidence_are_not_reported() -> None:
 
 def test_now_without_an_offset_is_refused() -> None:
     with pytest.raises(InputError):
-        EvidenceVerifier(Settings()).verify(gathered(), now=datetime(2024, 5, 11))
+        Verifier(Settings()).verify(gathered(), now=datetime(2024, 5, 11))
 
 
 def test_public_names_are_pinned_and_importable() -> None:
     # isort-style order (constants, classes, functions), as ruff's RUF022 keeps it.
     # Site and target helpers moved to net/_sites.py and text/_targets.py, shared with the gateway.
     assert verifier_package.__all__ == [
-        "EvidenceVerifier",
         "TimeVerdict",
+        "Verifier",
         "VerifierOutcome",
         "check_time",
         "local_date",
