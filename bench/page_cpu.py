@@ -45,7 +45,7 @@ import trafilatura
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.runtime._analysis_pool import warm_pipeline
+from external_query_service.execution._analysis_pool import warm_pipeline
 from external_query_service.text._analyse import analyse_page
 from external_query_service.text._decode import decode_body
 from external_query_service.text._extract import FAST_READER, extract_page

@@ -36,7 +36,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
-from external_query_service.runtime._analysis_pool import usable_cores
+from external_query_service.execution._analysis_pool import usable_cores
 from external_query_service.testing import Reply, World, hit, json_reply, searx_body
 from external_query_service.testing.server import RecordedRequest
 

@@ -10,8 +10,8 @@ The folders, by what they are to a question:
 
 - the pipeline, one folder per stage, run in order by ``service.py``: ``planner/``,
   ``gateway/`` (with ``adapters/``, its sources), ``verifier/``, ``presenter/``;
-- infrastructure that serves the stages: ``net/``, ``text/``, ``runtime/``, ``llm/``,
-  ``storage/``, ``browser/``;
+- infrastructure that serves the stages: ``net/``, ``text/``, ``execution/``,
+  ``observability/``, ``llm/``, ``storage/``, ``browser/``;
 - the second product, evidence admission and the toolkit: ``admission/``, ``methods/``,
   ``toolkit/``;
 - the ways in, front ends and what hosts use: ``server/``, ``cli/``, ``testing/``,
@@ -25,6 +25,10 @@ from ._lazy import declared_exports, lazy_exports
 if TYPE_CHECKING:
     from ._audit import AuditEvent as AuditEvent
     from ._audit import AuditTrace as AuditTrace
+    from ._clock import Clock as Clock
+    from ._clock import fixed_clock as fixed_clock
+    from ._clock import system_clock as system_clock
+    from ._evidence_store import EvidenceStore as EvidenceStore
     from ._version import __version__ as __version__
     from .adapters._base import Adapter as Adapter
     from .adapters._base import AdapterOutcome as AdapterOutcome
@@ -68,6 +72,7 @@ if TYPE_CHECKING:
     from .errors import UnsoundLedger as UnsoundLedger
     from .errors import UnsupportedContent as UnsupportedContent
     from .errors import UpstreamStatus as UpstreamStatus
+    from .execution._collector import tune_collector as tune_collector
     from .gateway._registry import register_adapter as register_adapter
     from .models import AdapterAttempt as AdapterAttempt
     from .models import AdapterCapability as AdapterCapability
@@ -80,11 +85,6 @@ if TYPE_CHECKING:
     from .models import QuerySemantics as QuerySemantics
     from .models import TimeRange as TimeRange
     from .models import VerifierResult as VerifierResult
-    from .runtime._clock import Clock as Clock
-    from .runtime._clock import fixed_clock as fixed_clock
-    from .runtime._clock import system_clock as system_clock
-    from .runtime._collector import tune_collector as tune_collector
-    from .runtime._evidence_store import EvidenceStore as EvidenceStore
     from .service import ExternalQueryService as ExternalQueryService
     from .service import Session as Session
     from .settings import Settings as Settings

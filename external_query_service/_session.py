@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from ._questions import SemanticsInput
+from .execution._portal import Portal
 from .models import ExternalAnswer, ExternalQueryPlan
-from .runtime._portal import Portal
 
 __all__ = ["Session"]
 

@@ -19,22 +19,22 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._clock import Clock
+from ._evidence_store import EvidenceStore
+from ._memo import SharedMemo, ThreadMemo, held_bytes
 from .adapters._base import Adapter, AdapterRuntime, ToolObserver
 from .adapters._page_walk import RecordedWalks, WalkObserver
+from .execution._analysis_pool import AnalysisPool, warm_pipeline, warm_scoring
 from .gateway._gateway import Gateway
 from .gateway._registry import adapter_class
 from .models import CORE_QUERY_KINDS, Readiness
 from .net._cache import response_cache
 from .net._fetch import HttpRuntime
 from .net._sites import registrable_domain
+from .observability._events import CacheHits
 from .planner._structured import Planner, StructuredPlanner
 from .presenter._extractive import ExtractivePresenter
 from .presenter._presenter import Presenter
-from .runtime._analysis_pool import AnalysisPool, warm_pipeline, warm_scoring
-from .runtime._clock import Clock
-from .runtime._events import CacheHits
-from .runtime._evidence_store import EvidenceStore
-from .runtime._memo import SharedMemo, ThreadMemo, held_bytes
 from .settings import CacheSettings, Settings
 from .verifier import Verifier
 

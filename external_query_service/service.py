@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ._audit import AuditLog, caller
+from ._clock import Clock, system_clock
+from ._evidence_store import EvidenceStore
 from ._questions import MAX_QUESTION_CHARS, SemanticsInput, check_question, coerce_semantics
 from ._session import Session
 from ._wiring import WARM_UP_WORKERS_S, build_components
@@ -21,6 +23,10 @@ from .adapters._base import ToolObserver
 from .adapters._page_walk import RecordedWalks, WalkObserver
 from .admission._chain import ChainRecord, bind_answer, service_envelope
 from .errors import InvalidQuery, ServiceClosed
+from .execution._analysis_pool import AnalysisPool
+from .execution._closing import Closing
+from .execution._concurrency import QuestionGate
+from .execution._portal import Portal
 from .gateway._gateway import Gateway
 from .gateway._second_round import second_round_event, second_round_queries
 from .models import (
@@ -35,16 +41,10 @@ from .models import (
     VerifierResult,
 )
 from .net._fetch import HttpRuntime
+from .observability._events import CacheHits
+from .observability._tracing import span
 from .planner._structured import Planner, PlannerResult, StructuredPlanner
 from .presenter._presenter import Presenter
-from .runtime._analysis_pool import AnalysisPool
-from .runtime._clock import Clock, system_clock
-from .runtime._closing import Closing
-from .runtime._concurrency import QuestionGate
-from .runtime._events import CacheHits
-from .runtime._evidence_store import EvidenceStore
-from .runtime._portal import Portal
-from .runtime._tracing import span
 from .settings import Settings
 from .verifier import Verifier
 

@@ -553,7 +553,7 @@ class ServerSettings(Frozen):
     stream_heartbeat_s: float = Field(default=15.0, gt=0)
     #: The interpreter's generation-0 collection threshold, set once the service has warmed
     #: up (0: the interpreter's own, 700). Higher lets the containers a question allocates die
-    #: uncollected instead of being promoted and walked again (``runtime.tune_collector``).
+    #: uncollected instead of being promoted and walked again (``execution.tune_collector``).
     gc_threshold: int = Field(default=10_000, ge=0)
     #: After warm-up, move what the process holds into the collector's permanent generation.
     gc_freeze: bool = True

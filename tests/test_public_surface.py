@@ -152,7 +152,7 @@ def test_the_walk_sees_the_package_its_subpackages_and_their_modules() -> None:
         "external_query_service.cli.evidence",
         "external_query_service.testing._recorder",
     } <= names
-    assert {"external_query_service.runtime._portal", "external_query_service.cli._help"} <= names
+    assert {"external_query_service.execution._portal", "external_query_service.cli._help"} <= names
 
 
 @pytest.mark.parametrize("module", MODULES, ids=_ids(MODULES))

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, Settings, SettingsError
+from external_query_service.execution._concurrency import QuestionGate
 from external_query_service.models import QuerySemantics
-from external_query_service.runtime._concurrency import QuestionGate
 from external_query_service.testing import World
 from tests.support.air_show import QUESTION, slow_world_settings
 

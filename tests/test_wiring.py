@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from external_query_service import Settings, fixed_clock
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service._wiring import build_components
 from external_query_service.models import CORE_QUERY_KINDS, QuerySemantics, Readiness
 from external_query_service.net._fetch import HttpRuntime
 from external_query_service.planner import LLMPlanner
-from external_query_service.runtime._evidence_store import EvidenceStore
 
 CLOCK = fixed_clock(datetime(2026, 11, 30, 2, tzinfo=UTC))
 

@@ -18,7 +18,10 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
+from .._clock import Clock
 from .._digests import sha256_digest
+from .._evidence_store import EvidenceStore
+from .._memo import ThreadMemo
 from ..errors import NotRecorded, UpstreamStatus
 from ..models import (
     AdapterCapability,
@@ -32,9 +35,6 @@ from ..models import (
 )
 from ..net._failures import status_failure_class
 from ..net._sites import url_host_port
-from ..runtime._clock import Clock
-from ..runtime._evidence_store import EvidenceStore
-from ..runtime._memo import ThreadMemo
 from ..settings import AdapterSettings, NetworkSettings, SourceSettings
 from ._page_walk import RecordedWalks, WalkObserver
 from .options import AdapterOptions

@@ -57,6 +57,8 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
+from .._evidence_store import ref_digest
+from .._memo import Digested
 from ..browser._chain import QuestionBrowser, question_browser, wants_rendering
 from ..errors import (
     BlockedDestination,
@@ -81,9 +83,7 @@ from ..models import (
 )
 from ..net._fetch import FetchedPage
 from ..net._sites import source_allowed
-from ..runtime._evidence_store import ref_digest
-from ..runtime._memo import Digested
-from ..runtime._tracing import span
+from ..observability._tracing import span
 from ..text._analyse import PageAnalysis, analyse_page
 from ..text._chunk import Chunk
 from ..text._credentials import SECRET_IN_RESULT, repeats_credential

@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._digests import sha256_digest
 from ..errors import BrowserUnavailable, FetchError, RenderFailed
+from ..execution._portal import Portal
 from ..net._fetch import FetchedPage, SafeFetcher
-from ..runtime._portal import Portal
 from ..settings import BrowserSettings, NetworkSettings
 
 if TYPE_CHECKING:

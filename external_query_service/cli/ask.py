@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._audit import AuditEvent, listening
+from .._clock import fixed_clock, parse_now
 from .._jsonio import load_json_file, read_regular_file
 from ..errors import InputError
 from ..models import ExternalAnswer
-from ..runtime._clock import fixed_clock, parse_now
-from ..runtime._progress import describe, progress_event
+from ..observability._progress import describe, progress_event
 from ..service import MAX_QUESTION_CHARS, ExternalQueryService, coerce_semantics
 from ..settings import Settings
 from . import PROG

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, JsonValue
 
+from .._clock import system_clock
 from .._frozen import Frozen
 from .._jsonio import read_text_file
 from ..admission import (
@@ -60,7 +61,6 @@ from ..errors import InputError, SettingsError
 from ..gateway._registry import known_kinds
 from ..methods._public_github import PROVIDER_ID as PUBLIC_GITHUB
 from ..methods._public_github import PublicGitHub, github_endpoints, provider_row
-from ..runtime._clock import system_clock
 from ..service import ExternalQueryService
 from ..settings import LedgerSettings, Settings
 from ..storage import (

@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._clock import parse_now
 from .._jsonio import load_json_file
 from ..errors import InputError
-from ..runtime._clock import parse_now
 from ..service import coerce_semantics
 from ..settings import Settings
 from ..testing._recorder import NothingAnswered, record_world

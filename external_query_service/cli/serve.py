@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .._clock import fixed_clock
 from ..errors import InputError
-from ..runtime._clock import fixed_clock
 from ._help import Subparsers, add_command
 from ._model import add_model_flags
 from .ask import _settings as settings_from_flags

@@ -28,10 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._clock import Clock, fixed_clock, parse_now
 from .._jsonio import load_json_file
 from ..errors import InputError, ToolkitError
 from ..llm._client import ChatCompletionsClient
-from ..runtime._clock import Clock, fixed_clock, parse_now
 from ..service import ExternalQueryService
 from ..settings import Settings
 from ..toolkit._delegate import DelegationResult

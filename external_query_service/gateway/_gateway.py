@@ -28,7 +28,7 @@ from ..models import (
 )
 from ..net._failures import failure_class
 from ..net._sites import registrable_domain, source_allowed, url_host
-from ..runtime._tracing import span
+from ..observability._tracing import span
 from ..settings import SourceSettings, VerifierSettings
 from ..text._targets import mentions_target
 from ..verifier._needs import sources_needed

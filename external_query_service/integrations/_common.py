@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .._questions import SemanticsInput, coerce_semantics
 from ..errors import InputError, IntegrationUnavailable, InvalidQuery
+from ..execution._closing import Closing
 from ..models import Evidence, ExternalAnswer, QuerySemantics
-from ..runtime._closing import Closing
 from ..server.mcp import SEMANTICS_FIELD_DESCRIPTIONS
 from ..service import ExternalQueryService
 from ..settings import Settings, format_validation_error

@@ -39,13 +39,13 @@ from typing import Any, Generic, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from .._clock import Clock, system_clock
 from .._jsonio import loads_strict
 from .._version import __version__
 from ..errors import FetchError, InputError, LLMError, SettingsError
 from ..net._backend import guarded_client, verifying_context
 from ..net._policy import normalize_host
 from ..net._retry_after import retry_after
-from ..runtime._clock import Clock, system_clock
 from ..settings import LLMSettings, NetworkSettings, format_validation_error
 
 __all__ = [

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from .._clock import Clock
 from .._digests import sha256_digest
 from ..admission._models import PROTOCOL, EvidencePlan, EvidenceReceipt, ProviderRow, parse_model
 from ..admission._plan import build_plan, build_request, verify_plan
@@ -32,7 +33,6 @@ from ..admission._projection import compact
 from ..errors import ContractRejected, FetchError, UpstreamStatus
 from ..net._fetch import TrustedEndpoint, check_url
 from ..net._policy import Resolver
-from ..runtime._clock import Clock
 from ..settings import GitHubSettings, NetworkSettings
 
 __all__ = [

@@ -39,7 +39,7 @@ entries in memory they run inline (no thread hop for a dictionary lookup).
 
 Every fresh reply served is a hit, told to ``on_hit`` with the kind of caller it was kept
 for (the key's first part: ``page``, ``search`` or ``api``) as it happens
-(``runtime/_events.py``); a revalidated reply (a 304) is not counted as one.
+(``observability/_events.py``); a revalidated reply (a 304) is not counted as one.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from ..runtime._clock import Clock, system_clock
-from ..runtime._memo import SharedStore, SizedLRU, held_bytes
+from .._clock import Clock, system_clock
+from .._memo import SharedStore, SizedLRU, held_bytes
 from ..settings import CacheSettings
 
 __all__ = [

@@ -23,8 +23,8 @@ from typing import NamedTuple, TypeVar
 
 import httpx
 
-from ..runtime._clock import Clock
-from ..runtime._memo import SingleFlight
+from .._clock import Clock
+from .._memo import SingleFlight
 from ._cache import CacheKey, HttpExchange, ResponseCache
 
 __all__ = ["CachedExchange", "Received", "Send"]

@@ -29,6 +29,7 @@ from urllib.parse import unquote
 import httpx
 from pydantic import JsonValue
 
+from .._clock import Clock, system_clock
 from .._digests import sha256_digest
 from ..errors import (
     BlockedDestination,
@@ -41,7 +42,6 @@ from ..errors import (
     UnsupportedContent,
     UpstreamStatus,
 )
-from ..runtime._clock import Clock, system_clock
 from ..settings import NetworkSettings
 from ._backend import guarded_backend, guarded_client, verifying_context
 from ._body import media_type, read_body

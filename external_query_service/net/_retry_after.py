@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import email.utils
 
-from ..runtime._clock import Clock
+from .._clock import Clock
 
 __all__ = ["MAX_RETRY_AFTER_S", "retry_after"]
 

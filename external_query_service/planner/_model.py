@@ -17,9 +17,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from .._clock import Clock, system_clock
 from ..llm._client import ChatCompletionsClient, ChatMessage, LLMError, json_schema_for
 from ..models import CORE_QUERY_KINDS, QuerySemantics
-from ..runtime._clock import Clock, system_clock
 
 __all__ = ["LLMPlanner"]
 

@@ -21,12 +21,12 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from .._evidence_store import MAX_READ_CHARS, ReadWindow
 from .._version import __version__
 from ..errors import ApiError, ServiceClosed
+from ..execution._collector import tune_collector
 from ..models import ExternalAnswer
-from ..runtime._collector import tune_collector
-from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
-from ..runtime._tracing import span
+from ..observability._tracing import span
 from ..service import ExternalQueryService
 from ..settings import ServerSettings
 from ._access import AccessRules, Guard, document_access
@@ -114,7 +114,7 @@ def create_app(
     (``awarm_up``: the first questions then find the text pipeline loaded and the analysis
     workers running; requests are served meanwhile). An app that ``owns_process`` (``serve``
     and its workers, not a host's thread) then sets the garbage collector from ``[server]
-    gc_threshold`` and ``gc_freeze`` (``runtime.tune_collector``). On shutdown in-flight
+    gc_threshold`` and ``gc_freeze`` (``execution.tune_collector``). On shutdown in-flight
     questions get ``shutdown_grace_s`` to finish and are then cancelled; the service is closed
     unless ``close_service`` is False."""
     limits = service.settings.server

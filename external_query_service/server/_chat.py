@@ -39,7 +39,7 @@ from pydantic import ConfigDict, Field
 from .._frozen import Frozen
 from ..errors import ApiError, InvalidQuery
 from ..models import ExternalAnswer, QuerySemantics
-from ..runtime._progress import describe
+from ..observability._progress import describe
 from ..service import ExternalQueryService, Session, coerce_semantics
 from ._schemas import ErrorBody
 from ._streaming import stream_answer

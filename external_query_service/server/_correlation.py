@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._audit import on_behalf_of
 from ..models import ExternalAnswer
-from ..runtime._tracing import continue_trace, trace_id_of
+from ..observability._tracing import continue_trace, trace_id_of
 from ._errors import error_response
 
 __all__ = ["ANSWER_LOG", "MAX_REQUEST_ID_CHARS", "RequestIds", "log_answer", "request_id"]

@@ -43,7 +43,7 @@ from prometheus_client import (
 )
 
 from ..models import ExternalAnswer
-from ..runtime._events import CACHE_HIT_KINDS
+from ..observability._events import CACHE_HIT_KINDS
 from ..service import ExternalQueryService
 
 __all__ = ["CONTENT_TYPE_LATEST", "MULTIPROC_ENV", "ServerMetrics"]

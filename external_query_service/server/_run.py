@@ -45,8 +45,8 @@ from ._logs import LogFormat, logging_config
 from ._metrics import MULTIPROC_ENV
 
 if TYPE_CHECKING:
+    from .._clock import Clock
     from ..adapters._page_walk import RecordedWalks
-    from ..runtime._clock import Clock
 
 __all__ = [
     "QUIET_LOGGERS",

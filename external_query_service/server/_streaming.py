@@ -27,7 +27,7 @@ from fastapi.responses import StreamingResponse
 
 from .._audit import AuditEvent, listening
 from ..errors import ApiError, InputError, InvalidQuery, ServiceClosed
-from ..runtime._progress import ProgressEvent, progress_event
+from ..observability._progress import ProgressEvent, progress_event
 
 __all__ = [
     "ANSWER_EVENTS",

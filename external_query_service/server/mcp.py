@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field, WithJsonSchema
 
+from .._evidence_store import MAX_READ_CHARS, ReadWindow
 from .._version import __version__
 from ..errors import ExternalQueryError, McpUnavailable
 from ..llm._client import json_schema_for
 from ..models import ExternalAnswer, QuerySemantics
-from ..runtime._evidence_store import MAX_READ_CHARS, ReadWindow
 from ..service import ExternalQueryService
 from ..toolkit._delegate import MAX_GOAL_CHARS, DelegationResult
 from ..toolkit._operations import (

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Literal, Protocol, Self
 
+from .._clock import Clock
 from .._digests import sha256_digest
 from ..admission._admit import admission_id_of, check_admission, verify_admission
 from ..admission._canonical import canonical_json, content_id
@@ -31,7 +32,6 @@ from ..admission._plan import normalize_one_line, verify_plan
 from ..admission._projection import compact
 from ..admission._receipt import check_identity, parse_receipt, receipt_digest
 from ..errors import ContractRejected, EvidenceInputError
-from ..runtime._clock import Clock
 from ._models import (
     Backend,
     LedgerCopy,

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, Self
 
+from .._clock import Clock, system_clock
 from ..admission._chain import ChainRecord
 from ..admission._models import Admission, EvidencePlan, EvidenceReceipt, LedgerCoverage
-from ..runtime._clock import Clock, system_clock
 from ..settings import LedgerSettings, Settings, is_ledger_url
 from ._base import DEFAULT_SOURCE_BUDGET, BaseLedger, RecordKind, copy_ledger
 from ._models import (

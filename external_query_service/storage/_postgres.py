@@ -34,7 +34,7 @@ import psycopg
 from psycopg import IsolationLevel, errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..runtime._clock import Clock, system_clock
+from .._clock import Clock, system_clock
 from ._base import SCHEMA_V1, BaseLedger, Tx
 from ._models import LedgerError, LedgerHead, show_target
 

@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
+from .._memo import SharedMemo
 from ..errors import InputError
-from ..runtime._memo import SharedMemo
 from ..settings import CacheSettings
 from ._signing import TAG_BYTES, EntrySigner, entry_signer
 

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..runtime._clock import Clock, system_clock
+from .._clock import Clock, system_clock
 from ._base import SCHEMA_V1, BaseLedger, Tx
 from ._models import LedgerError, LedgerHead
 

@@ -39,10 +39,10 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
+from .._clock import fixed_clock
 from .._frozen import Frozen
 from ..errors import ExternalQueryError, InputError
 from ..models import AnswerContract, AnswerStatus, ExternalAnswer, QuerySemantics
-from ..runtime._clock import fixed_clock
 from ..service import ExternalQueryService
 from ..settings import format_validation_error
 from .world import open_world

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import httpx
 
+from .._clock import fixed_clock
 from .._digests import sha256_digest
 from ..adapters._base import ToolCall
 from ..adapters._page_walk import WalkRecord
@@ -52,7 +53,6 @@ from ..gateway._registry import adapter_options
 from ..models import ExternalAnswer, QuerySemantics
 from ..net._fetch import ApiResponse, FetchedPage, HttpRuntime, SafeFetcher, TrustedEndpoint
 from ..net._policy import Resolver
-from ..runtime._clock import fixed_clock
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, NetworkSettings, Settings
 from ._faults import ORIGIN_FAULTS, Fault

@@ -42,14 +42,14 @@ from urllib.parse import parse_qsl
 import httpx
 from pydantic import ValidationError
 
+from .._clock import Clock, fixed_clock, system_clock
 from .._digests import sha256_digest
 from ..adapters._page_walk import RecordedWalks
 from ..adapters.options import Endpoints
 from ..errors import InputError, SettingsError
+from ..execution._closing import Closing
 from ..gateway._registry import adapter_options
 from ..net._fetch import NOT_RECORDED_HEADER
-from ..runtime._clock import Clock, fixed_clock, system_clock
-from ..runtime._closing import Closing
 from ..service import ExternalQueryService
 from ..settings import AdapterSettings, Settings, format_validation_error
 from ._faults import BLOCKED_ADDRESS, DRIP_BYTES_PER_S, ORIGIN_FAULTS, Fault, fault_reply

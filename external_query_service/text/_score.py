@@ -126,7 +126,8 @@ class TextTerms:
 
 
 # The kept cuts, least recently used first. A plain ordered map under a lock: this module is
-# pure text work, so it keeps its own few lines of LRU instead of the runtime's memo.
+# pure text work, so it keeps its own few lines of LRU instead of the package's memo
+# (``_memo.py``).
 _TERMS: OrderedDict[str, tuple[TextTerms, int]] = OrderedDict()  # text -> (cut, its bytes)
 _TERMS_LOCK = threading.Lock()
 _terms_bytes = 0  # the bytes of the kept cuts, added up

@@ -15,8 +15,8 @@ Tools come from toolkits (``Toolkit``: ``name``, ``observe()``, ``install(task)`
 (``external_query_service.server.mcp``) exposes a session.
 """
 
+from .._evidence_store import EvidenceStore
 from ..errors import BoundaryRefused, BudgetExhausted, StaleState, ToolkitError, UnsafePlatform
-from ..runtime._evidence_store import EvidenceStore
 from ._delegate import DelegationResult
 from ._kits import WebToolkit, WorkspaceToolkit
 from ._operations import Observation, OperationResult, ToolkitSession

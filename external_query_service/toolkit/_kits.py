@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, JsonValue
 
-from ..runtime._evidence_store import MAX_READ_CHARS, EvidenceStore, Passage
+from .._evidence_store import MAX_READ_CHARS, EvidenceStore, Passage
 from ..settings import NetworkSettings
 from ._reports import ArtifactReceipt, EvidenceRecord
 from ._tools import CandidateValue, Parameter, Tool, ToolDefinition, ToolRegistry

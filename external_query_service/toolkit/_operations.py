@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 from pydantic import JsonValue
 
+from .._evidence_store import MAX_READ_CHARS, EvidenceStore
 from ..errors import StaleState, TaskDefinitionError, ToolkitError
-from ..runtime._evidence_store import MAX_READ_CHARS, EvidenceStore
 from ._contracts import (
     MAX_OPTIONS,
     OBSERVED_CAPTURES,

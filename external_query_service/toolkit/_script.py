@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from .._clock import Clock
+from .._evidence_store import EvidenceStore
 from .._jsonio import loads_strict
 from ..errors import InputError, TaskDefinitionError, ToolkitError
-from ..runtime._clock import Clock
-from ..runtime._evidence_store import EvidenceStore
 from ..settings import NetworkSettings, format_validation_error
 from ._fsguard import split_relpath
 from ._operations import ToolkitSession

@@ -62,12 +62,12 @@ from pydantic import (
     field_validator,
 )
 
+from .._clock import Clock
 from .._digests import sha256_digest
+from .._evidence_store import EvidenceStore
 from .._frozen import Frozen
 from .._jsonio import load_json_file, read_text_file
 from ..errors import InputError, ToolkitError
-from ..runtime._clock import Clock
-from ..runtime._evidence_store import EvidenceStore
 from ..settings import NetworkSettings, format_validation_error
 from ._fsguard import split_relpath
 from ._origins import OriginSet

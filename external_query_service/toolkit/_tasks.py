@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._clock import Clock, system_clock
 from .._digests import sha256_digest
+from .._evidence_store import EvidenceStore, Passage
 from .._frozen import Frozen
 from ..errors import BoundaryRefused, BudgetExhausted, TaskDefinitionError, ToolkitError
-from ..runtime._clock import Clock, system_clock
-from ..runtime._evidence_store import EvidenceStore, Passage
 from ..settings import NetworkSettings
 from ._contracts import CaptureSummary
 from ._fsguard import SafeRoot, split_relpath

@@ -35,8 +35,8 @@ from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import JsonValue
 
+from .._evidence_store import EvidenceStore
 from ..errors import TaskDefinitionError
-from ..runtime._evidence_store import EvidenceStore
 from ..settings import NetworkSettings
 from ._confidence import Selection
 from ._contracts import CaptureSummary, Effect, ParameterContract, ToolContract

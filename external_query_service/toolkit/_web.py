@@ -23,6 +23,7 @@ from lxml import etree  # type: ignore[import-untyped]
 from trafilatura.utils import load_html
 
 from .._digests import sha256_digest
+from .._evidence_store import EvidenceStore
 from .._frozen import Frozen
 from ..errors import (
     BoundaryRefused,
@@ -33,7 +34,6 @@ from ..errors import (
     UnsafeURL,
 )
 from ..net._fetch import FetchedPage, SafeFetcher
-from ..runtime._evidence_store import EvidenceStore
 from ..settings import NetworkSettings
 from ..text._analyse import PDF_MAX_PAGES
 from ..text._decode import decode_body

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._digests import sha256_digest
+from .._evidence_store import EvidenceStore
 from .._frozen import Frozen
 from ..errors import ToolkitError
-from ..runtime._evidence_store import EvidenceStore
 from ..text._decode import decode_body
 from ._fsguard import SafeRoot
 

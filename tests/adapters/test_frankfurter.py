@@ -6,12 +6,12 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from external_query_service._clock import fixed_clock
 from external_query_service._digests import sha256_digest
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.adapters._base import AdapterRuntime
 from external_query_service.adapters._frankfurter import FrankfurterAdapter, currency_pair
 from external_query_service.models import ExternalQueryPlan, Readiness, TimeRange
-from external_query_service.runtime._clock import fixed_clock
-from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.testing import LoopbackServer, json_reply
 from tests.support.fact_runtime import Endpoints, NoFetcher, gather, run

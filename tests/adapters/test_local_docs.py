@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from external_query_service import ExternalQueryService, SettingsError
+from external_query_service._clock import fixed_clock
 from external_query_service._digests import sha256_digest
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.adapters import _local_docs as local_docs
 from external_query_service.adapters._base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters._local_docs import LocalDocsAdapter
 from external_query_service.models import ExternalQueryPlan, Readiness
 from external_query_service.net._fetch import ApiResponse, FetchedPage
-from external_query_service.runtime._clock import fixed_clock
-from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import AdapterSettings, NetworkSettings, Settings
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)

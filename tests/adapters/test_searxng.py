@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from external_query_service._audit import AuditLog
+from external_query_service._clock import fixed_clock
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.adapters._base import AdapterOutcome, AdapterRuntime
 from external_query_service.adapters._searxng import SearxngAdapter, time_range_bucket
 from external_query_service.gateway._gateway import Gateway
@@ -20,8 +22,6 @@ from external_query_service.models import (
     TimeRange,
 )
 from external_query_service.net._fetch import HttpRuntime
-from external_query_service.runtime._clock import fixed_clock
-from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import AdapterSettings, NetworkSettings
 from external_query_service.testing import (
     LoopbackServer,

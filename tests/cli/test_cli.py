@@ -12,9 +12,9 @@ import pytest
 
 import external_query_service.cli
 from external_query_service import __version__
+from external_query_service._clock import parse_now
 from external_query_service.cli import main
 from external_query_service.errors import InputError
-from external_query_service.runtime._clock import parse_now
 from external_query_service.testing import LoopbackServer
 from tests.support.world import World, article, docs_folder, hit
 

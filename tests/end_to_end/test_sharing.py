@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from external_query_service import ExternalQueryService, Settings, fixed_clock
+from external_query_service._evidence_store import EvidenceEvicted
 from external_query_service.admission._chain import service_envelope
 from external_query_service.models import ExternalAnswer
-from external_query_service.runtime._evidence_store import EvidenceEvicted
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from tests.support.http_cache import START as NOW
 from tests.support.http_cache import Clock

@@ -22,6 +22,7 @@ from external_query_service import (
 )
 from external_query_service._audit import AuditLog
 from external_query_service._digests import sha256_digest
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.adapters._base import AdapterRuntime, evidence_id
 from external_query_service.errors import FetchError
 from external_query_service.gateway import _registry as registry
@@ -32,7 +33,6 @@ from external_query_service.models import (
     ProviderType,
     Readiness,
 )
-from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import (
     AdapterSettings,
     NetworkSettings,

@@ -11,11 +11,11 @@ from email.utils import format_datetime
 import pytest
 from pydantic import BaseModel
 
+from external_query_service._clock import fixed_clock
 from external_query_service.errors import UpstreamStatus
 from external_query_service.llm import ChatCompletionsClient, ChatMessage
 from external_query_service.net._fetch import SafeFetcher
 from external_query_service.net._retry_after import MAX_RETRY_AFTER_S, retry_after
-from external_query_service.runtime._clock import fixed_clock
 from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from tests.support.llm_chat import ChatServer, answer_json, api_error

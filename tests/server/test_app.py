@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, ServiceClosed, Settings
+from external_query_service._evidence_store import MAX_READ_CHARS
 from external_query_service.models import ExternalAnswer, QuerySemantics
-from external_query_service.runtime._evidence_store import MAX_READ_CHARS
 from external_query_service.testing import World, article, hit, json_reply, searx_body
 from tests.support.air_show import QUESTION, slow_world_settings
 from tests.support.serving import DOCS, DOCS_QUESTION, write_docs

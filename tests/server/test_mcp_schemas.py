@@ -16,8 +16,8 @@ from external_query_service import (
     Settings,
     register_adapter,
 )
+from external_query_service._evidence_store import MAX_READ_CHARS
 from external_query_service.models import CORE_QUERY_KINDS, ExternalQueryPlan, ProviderType
-from external_query_service.runtime._evidence_store import MAX_READ_CHARS
 from external_query_service.server.mcp import build_server
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import ToolkitSession

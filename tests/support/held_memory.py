@@ -10,7 +10,7 @@ import sys
 import tracemalloc
 from collections.abc import Callable
 
-from external_query_service.runtime._memo import held_bytes
+from external_query_service._memo import held_bytes
 from external_query_service.text._analyse import PageAnalysis, analyse_page
 from external_query_service.text._score import text_terms
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from external_query_service._clock import fixed_clock
 from external_query_service.cli import main
-from external_query_service.runtime._clock import fixed_clock
 from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import EvidenceTask, load_task

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from external_query_service.runtime._memo import held_bytes
+from external_query_service._memo import held_bytes
 from external_query_service.text import _echo, _score
 from external_query_service.text._chunk import Chunk, chunk_text
 from external_query_service.text._echo import answer_terms, breadcrumb_spans, fold, question_spans

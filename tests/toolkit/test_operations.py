@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from external_query_service.runtime._evidence_store import EvidenceStore
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.testing import LoopbackServer
 from external_query_service.toolkit import (
     EvidenceTask,

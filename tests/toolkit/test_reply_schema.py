@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from external_query_service.runtime._evidence_store import EvidenceStore
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import ToolkitSession
 from external_query_service.toolkit._kits import ALIASES, PASSAGES_PER_PAGE

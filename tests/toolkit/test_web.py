@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 import pytest
 
 from external_query_service._digests import sha256_digest
+from external_query_service._evidence_store import EvidenceStore
 from external_query_service.errors import UnsafeURL
 from external_query_service.net._fetch import SafeFetcher
-from external_query_service.runtime._evidence_store import EvidenceStore
 from external_query_service.settings import NetworkSettings
 from external_query_service.testing import LoopbackServer, Reply
 from external_query_service.toolkit import BoundaryRefused, BudgetExhausted, WebBudget, WebTools

@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
+from external_query_service._memo import ThreadMemo
 from external_query_service.net._cache import ResponseCache
 from external_query_service.net._fetch import HttpRuntime
-from external_query_service.runtime._events import CACHE_HIT_KINDS, CacheHits
-from external_query_service.runtime._memo import ThreadMemo
+from external_query_service.observability._events import CACHE_HIT_KINDS, CacheHits
 from external_query_service.settings import CacheSettings
 from external_query_service.testing import LoopbackServer, json_reply
 from tests.support.http_cache import Clock, network, page, url
@@ -30,7 +30,7 @@ def test_every_listener_hears_each_hit_until_it_unsubscribes(
     stop_first = hits.subscribe(first.append)
     hits.subscribe(broken)
     hits.subscribe(second.append)
-    with caplog.at_level(logging.ERROR, logger="external_query_service.runtime"):
+    with caplog.at_level(logging.ERROR, logger="external_query_service.observability"):
         hits.hit("page")
     stop_first()
     stop_first()  # a second call is harmless

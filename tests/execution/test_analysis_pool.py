@@ -22,8 +22,8 @@ from external_query_service import (
     SettingsError,
     fixed_clock,
 )
+from external_query_service.execution._analysis_pool import AnalysisPool, usable_cores
 from external_query_service.models import ExternalAnswer
-from external_query_service.runtime._analysis_pool import AnalysisPool, usable_cores
 from external_query_service.settings import AnalysisSettings, Settings
 from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
 from external_query_service.text._analyse import PageAnalysis, analyse_page

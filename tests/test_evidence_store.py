@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service._digests import sha256_digest
-from external_query_service.runtime._evidence_store import (
+from external_query_service._evidence_store import (
     MAX_READ_CHARS,
     PASSAGE_CHARS,
     EvidenceEvicted,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from external_query_service import ExternalQueryService
-from external_query_service.runtime import _tracing as tracing_module
+from external_query_service.observability import _tracing as tracing_module
 from external_query_service.testing import World
 from tests.support.air_show import PAGE, QUESTION
 
@@ -151,7 +151,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from external_query_service.runtime import _tracing
+from external_query_service.observability import _tracing
 
 assert _tracing.otel_available()
 caller = trace.NonRecordingSpan(

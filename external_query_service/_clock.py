@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ..errors import InputError
+from .errors import InputError
 
 __all__ = ["Clock", "fixed_clock", "parse_now", "system_clock"]
 

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from .._digests import sha256_digest
-from .._frozen import Frozen
-from ..errors import EvidenceEvicted
-from ..text._chunk import chunk_text
+from ._digests import sha256_digest
+from ._frozen import Frozen
 from ._memo import SizedLRU
+from .errors import EvidenceEvicted
+from .text._chunk import chunk_text
 
 __all__ = [
     "CAPTURE_OVERHEAD",

@@ -16,7 +16,7 @@ from typing import Final
 
 __all__ = ["CACHE_HIT_KINDS", "CacheHits", "HitListener"]
 
-log = logging.getLogger("external_query_service.runtime")
+log = logging.getLogger("external_query_service.observability")
 
 #: Every kind a hit is reported with.
 CACHE_HIT_KINDS: Final = ("search", "api", "page", "analysis")

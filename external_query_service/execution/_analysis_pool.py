@@ -95,11 +95,11 @@ _PIPE_BYTES = 1024 * 1024
 #: ``OSError`` or, when the close lands mid-read, a ``TypeError`` (its handle became None).
 _PIPE_GONE = (EOFError, OSError, TypeError)
 
-log = logging.getLogger("external_query_service.runtime")
+log = logging.getLogger("external_query_service.execution")
 
 _BOOT = (
     "import os, sys, json; os.nice(int(sys.argv[4])); sys.path[:] = json.loads(sys.argv[1]); "
-    "from external_query_service.runtime._analysis_pool import _worker_main; "
+    "from external_query_service.execution._analysis_pool import _worker_main; "
     "_worker_main(int(sys.argv[2]), int(sys.argv[3]))"
 )
 

@@ -13,15 +13,15 @@ from datetime import UTC, datetime
 import pytest
 
 from external_query_service._digests import sha256_digest
-from external_query_service._wiring import analysis_memo
-from external_query_service.net._cache import CachedResponse, HttpExchange
-from external_query_service.runtime._memo import (
+from external_query_service._memo import (
     Digested,
     SingleFlight,
     SizedLRU,
     ThreadMemo,
     held_bytes,
 )
+from external_query_service._wiring import analysis_memo
+from external_query_service.net._cache import CachedResponse, HttpExchange
 from external_query_service.settings import CacheSettings
 from external_query_service.text._analyse import analyse_page
 from tests.support.held_memory import allocated_by, page_html_bytes, port_analysis
