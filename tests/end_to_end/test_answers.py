@@ -22,11 +22,13 @@ from external_query_service.testing import (
 )
 from tests.support.world import (
     NOW,
+    RECENT,
     closed_port,
     docs_folder,
     forecast_reply,
     make_service,
     serve_zhanjiang_geocoding,
+    stale_world,
 )
 
 TOMORROW = "2026-12-01"
@@ -225,28 +227,6 @@ def test_plan_target_matches_a_longer_place_name_but_not_another_city(world: Wor
     }
     assert other_ids
     assert all(rejected[evidence_id] == "target_mismatch" for evidence_id in other_ids)
-
-
-def stale_world(world: World) -> str:
-    question = "湛江最近有台风吗？"
-    stale = world.page(
-        "stale-d.test",
-        "/typhoon",
-        article(
-            "台风过境湛江",
-            ["2025年9月5日，台风在湛江市沿海登陆，湛江市全市停课停工，多趟航班取消。"],
-            published="2025-09-05",
-        ),
-    )
-    world.results(question, [hit(stale, "台风过境湛江", "台风")])
-    return question
-
-
-RECENT = {
-    "location": "湛江",
-    "query_kind": "news",
-    "time_range": {"start": "2026-11-23", "end": "2026-11-30"},
-}
 
 
 def test_evidence_outside_the_time_range_gives_insufficient_evidence(world: World) -> None:

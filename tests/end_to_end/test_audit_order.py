@@ -9,18 +9,13 @@ import pytest
 
 from external_query_service.models import ExternalAnswer, PlannerResult, VerifierOutcome
 from external_query_service.testing import LoopbackServer, World, article, hit
-from tests.support.world import NOW, make_service
+from tests.support.world import NOW, RECENT, make_service, stale_world
 
 WEATHER_QUESTION = "湛江明天天气怎么样？"
 WEATHER = {
     "query_kind": "weather",
     "location": "湛江",
     "time_range": {"start": "2026-12-01", "end": "2026-12-01"},
-}
-RECENT = {
-    "location": "湛江",
-    "query_kind": "news",
-    "time_range": {"start": "2026-11-23", "end": "2026-11-30"},
 }
 
 
@@ -54,18 +49,7 @@ def answered(world: World) -> ExternalAnswer:
 
 
 def refused(world: World) -> ExternalAnswer:
-    question = "湛江最近有台风吗？"
-    stale = world.page(
-        "stale-d.test",
-        "/typhoon",
-        article(
-            "台风过境湛江",
-            ["2025年9月5日，台风在湛江市沿海登陆，湛江市全市停课停工，多趟航班取消。"],
-            published="2025-09-05",
-        ),
-    )
-    world.results(question, [hit(stale, "台风过境湛江", "台风")])
-    return ask(world, question, RECENT)
+    return ask(world, stale_world(world), RECENT)
 
 
 def clarify(world: World) -> ExternalAnswer:

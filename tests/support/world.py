@@ -237,3 +237,28 @@ def provider_receipt(plan: dict[str, Any], refs: list[str]) -> dict[str, Any]:
         for ref in refs
     ]
     return receipt_for(plan, sources, completed_at="2026-03-01T10:05:00Z")
+
+
+#: A recent-news question's semantics: 湛江 over the week before ``NOW``.
+RECENT = {
+    "location": "湛江",
+    "query_kind": "news",
+    "time_range": {"start": "2026-11-23", "end": "2026-11-30"},
+}
+
+
+def stale_world(world: World) -> str:
+    """A search whose only page about 湛江 and a typhoon was written over a year before
+    ``NOW``; returns the question it answers."""
+    question = "湛江最近有台风吗？"
+    stale = world.page(
+        "stale-d.test",
+        "/typhoon",
+        article(
+            "台风过境湛江",
+            ["2025年9月5日，台风在湛江市沿海登陆，湛江市全市停课停工，多趟航班取消。"],
+            published="2025-09-05",
+        ),
+    )
+    world.results(question, [hit(stale, "台风过境湛江", "台风")])
+    return question
