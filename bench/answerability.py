@@ -64,13 +64,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranking import _contains_any, _Okapi, fold, half, read_squad
+from ranking import _contains_any, _Okapi, article_analysis, fold, half, read_squad
 from snippet_quality import make_judge
 
-from external_query_service.adapters._pages import PAGE_MIN_SCORE
-from external_query_service.errors import ExtractionFailed
-from external_query_service.testing.content import article
-from external_query_service.text._analyse import analyse_page
 from external_query_service.text._answerability import AnswerabilityModel
 from external_query_service.text._answerability import model_from_json as judge_from_json
 from external_query_service.text._ranker import RankerModel, load_model, model_from_json
@@ -232,17 +228,8 @@ def analyse(pooled: Pooled) -> Analysed:
         len(pooled.answering) + len(pooled.other),
     )
     for index, (title, text) in enumerate((*pooled.answering, *pooled.other)):
-        body = article(title, text.split("\n"), site_name=f"站点{index}").encode("utf-8")
-        try:
-            analysis = analyse_page(
-                body,
-                url=f"https://site{index}.test/page",
-                declared_charset="utf-8",
-                content_type="text/html",
-                query=pooled.question,
-                min_score=PAGE_MIN_SCORE,
-            )
-        except ExtractionFailed:
+        analysis = article_analysis(title, text.split("\n"), index, pooled.question)
+        if analysis is None:
             continue
         done.stats[index] = analysis.stats
         done.snippets[index] = [

@@ -25,30 +25,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _measure import spread
+from _port_world import QUESTION, port_engine
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
+from external_query_service.testing import World
 
 CLOCK = fixed_clock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
-QUESTION = "湛江港今年吞吐量是多少？"
-ANSWER = "湛江港集团发布数据显示，今年前十个月湛江港货物吞吐量达到2.6亿吨，同比增长百分之八。"
 NETWORK = {"max_pages": 5, "timeout_s": 30.0, "deadline_s": 30.0}
 
 
 def serve(world: World, name: str, drip: bool) -> dict[str, str]:
     """Engine ``name``'s answer (the drip first, then four good pages) and its pages."""
-    hits = []
+    ahead = []
     if drip:
-        url = world.fault(f"http://drip.{name}.test/port", "drip", drip_bytes_per_s=20)
-        hits.append(hit(url, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"))
-    for n in range(4):
-        url = world.url(f"good{n}.{name}.test", "/port")
-        body = article(f"湛江港吞吐量再创新高 {n}", [ANSWER], published="2026-11-20")
-        world.route(url, Reply(body=body))
-        hits.append(hit(url, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"))
-    base = world.url(f"search-{name}.test", "/searx")
-    world.route(f"{base}/search", json_reply(searx_body(QUESTION, hits)))
-    return {"kind": "searxng", "id": name, "base_url": base}
+        ahead.append(world.fault(f"http://drip.{name}.test/port", "drip", drip_bytes_per_s=20))
+    return port_engine(world, name, ahead, good=4)
 
 
 def once(world: World, adapter: dict[str, str]) -> tuple[float, float]:

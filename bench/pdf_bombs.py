@@ -29,14 +29,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _measure import tree_rss
+from _port_world import QUESTION, port_engine
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.testing import Reply, World, article, hit, json_reply, searx_body
+from external_query_service.testing import Reply, World
 from tests.support.pdfs import deflate_bomb, shared_stream_bomb
 
 CLOCK = fixed_clock(datetime(2026, 11, 30, 2, 0, tzinfo=UTC))
-QUESTION = "湛江港今年吞吐量是多少？"
-ANSWER = "湛江港集团发布数据显示，今年前十个月湛江港货物吞吐量达到2.6亿吨，同比增长百分之八。"
 NETWORK = {"max_pages": 5, "max_page_bytes": 4_000_000, "timeout_s": 60.0, "deadline_s": 120.0}
 PDF = "application/pdf"
 MIB = 1024 * 1024
@@ -45,19 +44,12 @@ MIB = 1024 * 1024
 def serve(world: World, name: str, bombs: dict[str, bytes]) -> dict[str, str]:
     """Serve engine ``name``'s answer (the bombs first, then three good pages) and its pages;
     the adapter settings that search it."""
-    hits = []
+    ahead = []
     for page, body in bombs.items():
         url = world.url(f"{page}.{name}.test", "/notice.pdf")
         world.route(url, Reply(body=body, content_type=PDF))
-        hits.append(hit(url, "湛江港吞吐量公告", "湛江港货物吞吐量", "2026-11-20"))
-    for n in range(3):
-        url = world.url(f"good{n}.{name}.test", "/port")
-        body = article(f"湛江港吞吐量再创新高 {n}", [ANSWER], published="2026-11-20")
-        world.route(url, Reply(body=body))
-        hits.append(hit(url, "湛江港吞吐量", "湛江港货物吞吐量", "2026-11-20"))
-    base = world.url(f"search-{name}.test", "/searx")
-    world.route(f"{base}/search", json_reply(searx_body(QUESTION, hits)))
-    return {"kind": "searxng", "id": name, "base_url": base}
+        ahead.append(url)
+    return port_engine(world, name, ahead, good=3)
 
 
 class Peak:

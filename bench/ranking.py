@@ -70,7 +70,7 @@ from snippet_quality import make_judge, pages_of
 from external_query_service.adapters._pages import PAGE_MIN_SCORE
 from external_query_service.errors import ExtractionFailed
 from external_query_service.testing.content import article
-from external_query_service.text._analyse import analyse_page
+from external_query_service.text._analyse import PageAnalysis, analyse_page
 from external_query_service.text._chunk import Chunk, chunk_text
 from external_query_service.text._ranker import (
     RankerModel,
@@ -271,23 +271,33 @@ class _Okapi:
 # -- the page chain ----------------------------------------------------------------------
 
 
+def article_analysis(
+    title: str, paragraphs: Sequence[str], number: int, query: str
+) -> PageAnalysis | None:
+    """One page rendered as a real HTML article (site ``number``) and analysed for ``query`` as
+    the page chain does; None when it holds no document."""
+    body = article(title, list(paragraphs), site_name=f"站点{number}").encode("utf-8")
+    try:
+        return analyse_page(
+            body,
+            url=f"https://site{number}.test/page",
+            declared_charset="utf-8",
+            content_type="text/html",
+            query=query,
+            min_score=PAGE_MIN_SCORE,
+        )
+    except ExtractionFailed:
+        return None
+
+
 def serve(question: Question) -> Served:
     """Every page rendered as HTML and analysed as the page chain does (module docstring)."""
     stats = TermStats()
     chunks: list[str] = []
     kept: list[RankerPassage] = []
     for rank, (title, paragraphs) in enumerate(question.pages):
-        body = article(title, paragraphs, site_name=f"站点{rank}").encode("utf-8")
-        try:
-            analysis = analyse_page(
-                body,
-                url=f"https://site{rank}.test/page",
-                declared_charset="utf-8",
-                content_type="text/html",
-                query=question.question,
-                min_score=PAGE_MIN_SCORE,
-            )
-        except ExtractionFailed:
+        analysis = article_analysis(title, paragraphs, rank, question.question)
+        if analysis is None:
             continue
         stats += analysis.stats
         chunks += [chunk.text for chunk in chunk_text(analysis.text)]
