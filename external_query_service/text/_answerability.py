@@ -50,7 +50,7 @@ from ._echo import fold, question_spans
 from ._ranker import FEATURES as RANKER_FEATURES
 from ._ranker import RankerPassage
 from ._ranker import features as ranker_features
-from ._score import MAX_QUERY_CHARS, TermStats
+from ._score import MAX_QUERY_CHARS, TermStats, text_terms
 from ._tokens import query_terms
 
 __all__ = [
@@ -140,7 +140,8 @@ def answerability_features(
     question = fold(query[:MAX_QUERY_CHARS])
     named = tuple(dict.fromkeys(query_terms(query[:MAX_QUERY_CHARS])))
     grams = _bigrams(question)
-    folded = [fold(p.text) for p in passages]
+    # The ranker cut each passage already (``text_terms`` keeps the cut): its folded text.
+    folded = [text_terms(p.text).folded for p in passages]
     held = [{g for g in grams if g in text} for text in folded]
     n = len(passages)
     weight = {

@@ -104,7 +104,8 @@ def _answers(
     judge: AnswerabilityModel,
 ) -> list[bool]:
     """Whether each passage answers ``query`` (or, naming only some of ``parts``, its part)."""
-    asked = [_part_of(query, p.text, parts) for p in passages]
+    named = _Parts(parts)
+    asked = [named.part_of(query, p.text) for p in passages]
     out = [False] * len(passages)
     for part in dict.fromkeys(asked):
         picked = [i for i, q in enumerate(asked) if q == part]
@@ -116,29 +117,40 @@ def _answers(
     return out
 
 
-def _part_of(query: str, text: str, parts: Sequence[str]) -> str:
-    """``query`` without the ``parts`` that ``text`` does not name, when it names some. A part
-    is named when the text holds it, or holds its share of the part's own terms (those no
-    other part has, ``_parts.COVERED_SHARE``): a sentence of a question asked in sentences
-    is never written out whole by the passage that answers it."""
-    if len(parts) < 2:
-        return query
-    folded = fold(text)
-    held = set(text_terms(text).present)
-    cut = [frozenset(query_terms(part)) for part in parts]
-    named = []
-    for index, part in enumerate(parts):
-        own = cut[index].difference(*(terms for i, terms in enumerate(cut) if i != index))
-        holds = sum(term in held for term in own)
-        if fold(part) in folded or (own and holds >= COVERED_SHARE * len(own)):
-            named.append(part)
-    if not named or len(named) == len(parts):
-        return query
-    part_query = query
-    for part in parts:
-        if part not in named:
-            part_query = part_query.replace(part, " ")
-    return part_query
+class _Parts:
+    """A question's parts, folded, with each part's own terms (those no other part has),
+    read once for all the passages judged against them."""
+
+    def __init__(self, parts: Sequence[str]) -> None:
+        self.parts = tuple(parts) if len(parts) >= 2 else ()
+        cut = [frozenset(query_terms(part)) for part in self.parts]
+        self.folded = [fold(part) for part in self.parts]
+        self.own = [
+            cut[index].difference(*(terms for i, terms in enumerate(cut) if i != index))
+            for index in range(len(cut))
+        ]
+
+    def part_of(self, query: str, text: str) -> str:
+        """``query`` without the parts that ``text`` does not name, when it names some. A
+        part is named when the text holds it, or holds its share of the part's own terms
+        (``_parts.COVERED_SHARE``): a sentence of a question asked in sentences is never
+        written out whole by the passage that answers it."""
+        if not self.parts:
+            return query
+        cut = text_terms(text)
+        folded, held = cut.folded, cut.present
+        named = [
+            part
+            for part, whole, own in zip(self.parts, self.folded, self.own, strict=True)
+            if whole in folded or (own and sum(t in held for t in own) >= COVERED_SHARE * len(own))
+        ]
+        if not named or len(named) == len(self.parts):
+            return query
+        part_query = query
+        for part in self.parts:
+            if part not in named:
+                part_query = part_query.replace(part, " ")
+        return part_query
 
 
 def _target_shares(
