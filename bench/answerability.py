@@ -55,7 +55,9 @@ import json
 import os
 import pickle
 import random
+import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +81,7 @@ PASSAGES = 5
 SAMPLE = 600
 QUOTED = 3
 HALVES = ("fitting", "checking")
+CPU_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -378,6 +381,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--weights", help="a ranker model file instead of the packaged one")
     parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="also time the second pass with the judgment against the ranker alone",
+    )
+    parser.add_argument(
         "--answerability", help="an answerability model file instead of the packaged one"
     )
     return parser.parse_args(argv)
@@ -421,6 +429,47 @@ def _unpacked(fields: dict[str, Any]) -> Analysed:
     )
 
 
+def cpu(sets: list[tuple[str, list[Analysed]]], rounds: int = CPU_ROUNDS) -> None:
+    """The second pass's CPU per question under the ``three`` condition, with the judgment
+    (as the service runs it) and with the ranker alone (``judged=False``, the pass before the
+    judgment), in interleaved rounds: min / median / max of each, and the load average."""
+    asked = []
+    for _, items in sets:
+        for item in items:
+            pages = condition(item, "three")
+            if pages is None:
+                continue
+            stats, candidates = TermStats(), []
+            for rank, index in enumerate(p for p in pages if p in item.snippets):
+                stats += item.stats[index]
+                candidates += [
+                    Candidate(s.text, item.question, s.title, rank, s.offset)
+                    for s in item.snippets[index]
+                ]
+            asked.append((candidates, stats))
+    spent: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(rounds):
+        for judged in (False, True):
+            start = time.process_time()
+            for candidates, stats in asked:
+                rerank(candidates, stats, judged=judged)
+            spent[judged].append(1000 * (time.process_time() - start) / max(len(asked), 1))
+    load = os.getloadavg()[0]
+    snippets = sum(len(c) for c, _ in asked) / max(len(asked), 1)
+    print(
+        f"second pass CPU per question ({len(asked)} questions, {snippets:.1f} snippets each, "
+        f"{rounds} interleaved rounds, load {load:.2f}):"
+    )
+    for judged, label in ((False, "ranker alone"), (True, "with the judgment")):
+        values = sorted(spent[judged])
+        print(
+            f"  {label:<17} min {values[0]:.2f} / median {statistics.median(values):.2f} / "
+            f"max {values[-1]:.2f} ms"
+        )
+    ratio = statistics.median(spent[True]) / max(statistics.median(spent[False]), 1e-9)
+    print(f"  ratio of the medians {ratio:.2f}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     model = (
@@ -433,8 +482,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.answerability
         else None
     )
-    for name, analysed in analysed_sets(args):
+    sets = analysed_sets(args)
+    for name, analysed in sets:
         report(name, analysed, service_decision(model, judge))
+    if args.cpu:
+        cpu(sets)
     return 0
 
 
