@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
+import importlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -114,13 +114,11 @@ class Components:
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
         # httpcore asks anyio for the running loop's backend on its first request; anyio
-        # imports that backend then. One empty run here imports it instead, on a thread of
-        # its own (this one may be running a loop already).
-        import anyio
-
-        runner = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="eqs-warm-up")
-        runner.start()
-        runner.join()
+        # imports that backend then. It is imported here instead, as a module: not by an
+        # empty anyio run on a thread, whose new event loop needs a file descriptor of its
+        # own (a server at its descriptor limit, with a thousand idle sockets open, saw that
+        # thread die with EMFILE and a traceback in its log).
+        importlib.import_module("anyio._backends._asyncio")
         self.analysis.wait_ready(WARM_UP_WORKERS_S)
 
     async def prepare_loop(self, threads: int) -> None:

@@ -116,9 +116,11 @@ def test_with_analysis_workers_warm_up_leaves_the_extraction_to_them() -> None:
         "with ExternalQueryService(settings) as service:\n"
         "    service.warm_up()\n"
         "    ready = service.analysis.ready\n"
-        "print(ready, tokens._jieba.cache_info().currsize, 'trafilatura' in sys.modules)\n"
+        "print(ready, tokens._jieba.cache_info().currsize, 'trafilatura' in sys.modules,\n"
+        "      'anyio._backends._asyncio' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
-    assert done.stdout.split() == ["1", "1", "False"]
+    # anyio's asyncio backend is imported before the first request asks for it.
+    assert done.stdout.split() == ["1", "1", "False", "True"]

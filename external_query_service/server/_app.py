@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
 import math
 import os
@@ -43,12 +42,6 @@ from ._schemas import AnswerRequest, ErrorBody, Health, ReadinessReport, ServedA
 from ._sessions import SessionTable, SharedSessionTable
 from ._streaming import EVENT_STREAM, SSE_EVENT_SCHEMA, stream_answer, wants_stream
 from ._verify_route import add_verify_route
-
-# httpcore asks anyio for the running loop's backend on a request, and anyio imports it on
-# the first ask. Imported here, before any loop serves, so that the service's warm-up thread
-# and a first request never import it at once: two threads importing one module together can
-# each find it half made ("Exception in thread eqs-warm-up", a traceback in the server log).
-importlib.import_module("anyio._backends._asyncio")
 
 __all__ = ["create_app"]
 
