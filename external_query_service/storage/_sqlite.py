@@ -177,13 +177,18 @@ class SQLiteLedger(BaseLedger):
             if problem is not None and head != before:
                 self._rollback()
                 raise self._refuse_unverified(problem)
-            try:
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise _mapped(exc, self.path) from None
-            if head is not None and head != self._anchored:
-                self._write_head(head)
+            moved = head is not None and head != self._anchored
+            # The head lock is held from the commit until the head file follows it: another
+            # writer's check reads the head under the same lock (``_stored_head_in``), so it
+            # never sees records whose head is still being written.
+            with self._head_lock(fcntl.LOCK_EX if moved else None):
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    self._rollback()
+                    raise _mapped(exc, self.path) from None
+                if moved and head is not None:
+                    self._write_head(head)
 
     def _rollback(self) -> None:
         if self._db.in_transaction:
@@ -217,17 +222,38 @@ class SQLiteLedger(BaseLedger):
             raise LedgerError("ledger_head_mismatch", f"{self.head_path}: {exc}") from None
         return LedgerHead.from_sealed_json(text, str(self.head_path))
 
-    def _write_head(self, head: LedgerHead) -> None:
-        """Replace the head file with ``head`` unless it already holds a later one."""
+    @contextmanager
+    def _head_lock(self, mode: int | None) -> Iterator[None]:
+        """``<file>.head.lock`` held in ``mode`` (``fcntl.LOCK_EX`` or ``LOCK_SH``) for the
+        block; no lock at all with ``None``."""
+        if mode is None:
+            yield
+            return
         lock_path = self.path.with_name(self.path.name + ".head.lock")
         try:
-            with open(lock_path, "a", encoding="utf-8") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                # An unreadable head is left as it is (``LedgerError``): it is the evidence
-                # ``verify`` reports, and was readable when this write began.
-                kept = self.stored_head()
-                if kept is None or kept.seq < head.seq:
-                    _replace(self.head_path, head.sealed_json() + "\n")
+            lock = open(lock_path, "a", encoding="utf-8")  # noqa: SIM115 (held for the block)
+        except OSError as exc:
+            raise LedgerError("ledger_unavailable", f"{lock_path}: {exc}") from None
+        with lock:
+            try:
+                fcntl.flock(lock, mode)
+            except OSError as exc:
+                raise LedgerError("ledger_unavailable", f"{lock_path}: {exc}") from None
+            yield
+
+    def _stored_head_in(self, tx: Tx) -> LedgerHead | None:
+        with self._head_lock(fcntl.LOCK_SH):
+            return self.stored_head()
+
+    def _write_head(self, head: LedgerHead) -> None:
+        """Replace the head file with ``head`` unless it already holds a later one (the
+        caller holds the head lock)."""
+        try:
+            # An unreadable head is left as it is (``LedgerError``): it is the evidence
+            # ``verify`` reports, and was readable when this write began.
+            kept = self.stored_head()
+            if kept is None or kept.seq < head.seq:
+                _replace(self.head_path, head.sealed_json() + "\n")
         except OSError as exc:
             # The records are committed; a head left behind is caught by ``verify``.
             raise LedgerError("ledger_unavailable", f"{self.head_path}: {exc}") from None
