@@ -40,6 +40,8 @@ __all__ = ["COVERED_SHARE", "Part", "covers", "part_question", "question_parts",
 COVERED_SHARE = 0.2
 _NOMINAL_TAGS = ("n", "eng", "j")
 _ENUMERATION = "、"
+_PREPOSITION = "p"
+_POSSESSIVE = "uj"
 _QUESTION_ENDS = "？?"
 
 
@@ -97,6 +99,8 @@ def _coordination(question: str) -> list[tuple[int, int]]:
         right = _run(tagged, index + 1, 1)
         if left is None or right is None:
             continue
+        if tag == _PREPOSITION and not _coordinates(tagged, index, right):
+            continue
         spans = [left, right]
         # Further conjuncts: 甲、乙和丙.
         before = left[0]
@@ -119,7 +123,18 @@ def _coordination(question: str) -> list[tuple[int, int]]:
 
 
 def _joins(word: str, tag: str) -> bool:
-    return tag == "c" or word == _ENUMERATION
+    return tag in ("c", _PREPOSITION) or word == _ENUMERATION
+
+
+def _coordinates(tagged: list[tuple[str, str, int]], index: int, right: tuple[int, int]) -> bool:
+    """Whether the preposition at ``index`` joins its two sides as a conjunction would (see
+    the module docstring): ``A与B的X``, not ``A在B的X`` nor ``A与B合作``."""
+    if tagged[index - 1][1] != tagged[index + 1][1]:
+        return False
+    after = _index_at(tagged, right[1], end=True) + 1
+    while after < len(tagged) and tagged[after][1] in ("m", "t"):
+        after += 1
+    return after < len(tagged) and tagged[after][1] == _POSSESSIVE
 
 
 def _class(tag: str) -> str | None:

@@ -224,6 +224,11 @@ def plan(**fields: Any) -> ExternalQueryPlan:
             VerifierResult(status="answered", missing_parts=("特斯拉",)),
             ("2025年特斯拉的销量分别是多少？",),
         ),
+        (  # the same with a preposition the question reads as a conjunction
+            plan(question="2020年甲公司与乙公司的销量分别是多少？"),
+            VerifierResult(status="answered", missing_parts=("乙公司",)),
+            ("2020年乙公司的销量分别是多少？",),
+        ),
         (plan(entities=("x",)), VerifierResult(status="answered"), ()),
         (
             plan(entities=("x",)),

@@ -36,3 +36,14 @@ def test_a_coordination_of_numerals_or_time_words_makes_parts_of_one_class_each(
     # The run stops where the word class changes: 比亚迪 stays in the frame of both.
     assert part_question(years, parts, parts[1]) == "2025年比亚迪的销量分别是多少"
     assert [p.text for p in question_parts("苹果和华为去年的出货量分别是多少")] == ["苹果", "华为"]
+
+
+def test_a_preposition_joins_as_a_conjunction_only_where_the_question_reads_it_as_one() -> None:
+    sales = "2020年甲公司与乙公司的销量分别是多少"
+    parts = question_parts(sales)
+    assert [part.text for part in parts] == ["甲公司", "乙公司"]
+    assert part_question(sales, parts, parts[1]) == "2020年乙公司的销量分别是多少"
+    assert [p.text for p in question_parts("北京跟上海的人口分别是多少")] == ["北京", "上海"]
+    # The X of B, not of A and B: the two sides are tagged apart, or a verb follows B.
+    assert question_parts("苹果在中国的销量是多少") == ()
+    assert question_parts("华为与小米合作的项目有哪些") == ()
