@@ -9,14 +9,20 @@ each of the bench's four conditions (five passages, none, one, three or all answ
 snippet the page chain kept is a row of ``text._answerability.FEATURES`` computed over that
 condition's passages, labelled by whether it holds a gold answer. Three steps, deterministic:
 
-1. **Logistic regression** (Newton's method from zero weights, an L2 penalty on the weights,
-   not the bias): each condition of each question weighs the same, each set the same in all,
-   and within a condition the answering and the other snippets weigh half each, so the many
-   related snippets do not teach the model that nothing answers. A weight whose feature's
-   meaning settles its side (``SIGNS``) stays on that side: a fit on reading-comprehension
-   sets alone found, say, that terms no passage holds made a passage more likely to answer,
-   which no search result bears out; while a weight is on the wrong side, the worst such
-   feature is held at 0 and the rest fitted again.
+1. **Logistic regression of the decision** (multiple-instance learning): the service
+   answers a question when its *best* passage reaches the threshold, so what is fitted is
+   that best passage, not each passage on its own. Every question-condition is a bag: a
+   negatives-only condition's bag holds all its snippets and must stay under the line; an
+   answering condition's bag holds the snippets that hold a gold answer and must reach it.
+   A bag's score is the smooth maximum of its snippets' scores (``TAU``), its loss the log
+   loss of that score, with an L2 penalty on the weights (not the bias); each set weighs
+   the same, and negatives-only bags and answering bags half each. Fitted by
+   Adam from zero weights, ``STEPS`` steps (deterministic). A passage judged against its own
+   neighbours (which one answers) is the ranker's business; fitting each passage apart, as
+   the first version did, taught the model mostly that, and let the best of five related
+   passages through. A weight whose feature's meaning settles its side (``SIGNS``) stays on
+   that side: while a weight is on the wrong side, the worst such feature is held at 0 and
+   the rest fitted again.
 2. **The penalty by cross-validation** on the fitting halves: ``FOLDS`` folds by a hash of
    the question id, the penalty of ``PENALTIES`` with the least held-out log loss.
 3. **The threshold** a question's best snippet must reach: among the fitted probabilities,
@@ -34,6 +40,7 @@ import argparse
 import hashlib
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,6 +66,10 @@ from external_query_service.text._ranker import RankerPassage
 from external_query_service.text._score import TermStats
 
 PENALTIES = (0.00003, 0.0001, 0.0003, 0.001, 0.01)
+#: The smooth maximum's temperature: ``TAU × log Σ exp(z / TAU)`` over a bag.
+TAU = 0.5
+STEPS = 1500
+RATE = 0.05
 FOLDS = 4
 MERIT_MIN = 30
 #: The side a weight must be on, where the feature's meaning settles it: restating the
@@ -77,7 +88,7 @@ SIGNS: dict[str, int] = dict.fromkeys(
     ),
     -1,
 )
-VERSION = 1
+VERSION = 2
 
 
 def rows_of(item: Analysed, pages: list[int]) -> tuple[list[list[float]], list[bool]]:
@@ -118,32 +129,59 @@ def blocks(sets: list[tuple[str, list[Analysed]]], which: str) -> list[Block]:
     return out
 
 
-def sample_weights(data: list[Block]) -> np.ndarray:
-    """Each condition of each question the same, each set the same (module docstring)."""
-    per_set: dict[str, int] = {}
-    for name, *_ in data:
-        per_set[name] = per_set.get(name, 0) + 1
-    parts = []
-    for name, _, _, _, y in data:
-        positives = y.sum()
-        negatives = len(y) - positives
-        w = np.where(
-            y > 0,
-            0.5 / max(positives, 1) if negatives else 1 / max(positives, 1),
-            0.5 / max(negatives, 1) if positives else 1 / max(negatives, 1),
+class Bags:
+    """The fitting rows as the decision sees them (the module docstring's step 1): one bag a
+    question-condition, its rows and label, and each bag's weight."""
+
+    def __init__(self, data: list[Block]) -> None:
+        rows, starts, labels, names = [], [], [], []
+        for name, _, cond, x, y in data:
+            answering = cond != "negatives"
+            if answering and not y.any():
+                continue  # no kept snippet holds the answer: nothing to learn of this bag
+            starts.append(sum(len(r) for r in rows))
+            rows.append(x[y > 0] if answering else x)
+            labels.append(float(answering))
+            names.append(name)
+        self.x = np.hstack([np.concatenate(rows), np.ones((starts[-1] + len(rows[-1]), 1))])
+        self.starts = np.array(starts)
+        self.bag = np.repeat(np.arange(len(starts)), np.diff([*starts, len(self.x)]))
+        self.y = np.array(labels)
+        # Each set the same, and negatives-only bags and answering bags half each over all
+        # (not within each set: a set with a handful of negatives-only bags would let each
+        # of them weigh as much as a thousand of another's).
+        per_set = Counter(names)
+        per_label = Counter(labels)
+        weight = np.array(
+            [1 / per_set[n] / per_label[y] for n, y in zip(names, labels, strict=True)]
         )
-        parts.append(w / per_set[name])
-    weights = np.concatenate(parts)
-    return weights / weights.sum() * len(weights)
+        self.weight = weight / weight.sum()
+
+    def loss(self, w: np.ndarray, penalty: float) -> tuple[float, np.ndarray]:
+        """The penalised log loss of the bags' smooth maxima, and its gradient."""
+        z = self.x @ w
+        top = np.maximum.reduceat(z, self.starts)
+        e = np.exp((z - top[self.bag]) / TAU)
+        total = np.add.reduceat(e, self.starts)
+        s = top + TAU * np.log(total)
+        p = 1 / (1 + np.exp(-s))
+        loss = -(
+            self.weight * (self.y * np.log(p + 1e-12) + (1 - self.y) * np.log(1 - p + 1e-12))
+        ).sum()
+        gradient = self.x.T @ ((self.weight * (p - self.y))[self.bag] * e / total[self.bag])
+        ridge = penalty * w
+        ridge[-1] = 0.0
+        return float(loss + 0.5 * penalty * (w[:-1] @ w[:-1])), gradient + ridge
 
 
 def fit(data: list[Block], penalty: float) -> np.ndarray:
     """Weights then bias with every weight on the side ``SIGNS`` says (step 1): fitted, and
     while a weight has the wrong sign, the worst such feature is held at 0 and the rest
     fitted again."""
+    bags = Bags(data)
     held: set[int] = set()
     while True:
-        w = _fit(data, penalty, held)
+        w = _fit(bags, penalty, held)
         wrong = {
             i: -SIGNS[name] * w[i]
             for i, name in enumerate(FEATURES)
@@ -154,35 +192,25 @@ def fit(data: list[Block], penalty: float) -> np.ndarray:
         held.add(max(wrong, key=lambda i: (wrong[i], -i)))
 
 
-def _fit(data: list[Block], penalty: float, held: set[int]) -> np.ndarray:
-    """Weights then bias, by Newton's method from zero; the features in ``held`` at 0."""
-    x = np.concatenate([b[3] for b in data])
-    x[:, sorted(held)] = 0.0
-    x = np.hstack([x, np.ones((len(x), 1))])
-    y = np.concatenate([b[4] for b in data])
-    s = sample_weights(data)
-    n = len(y)
-    w = np.zeros(x.shape[1])
-    ridge = np.eye(x.shape[1]) * penalty * n
-    ridge[-1, -1] = 0.0
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-(x @ w)))
-        gradient = x.T @ (s * (p - y)) + ridge @ w
-        hessian = (x * (s * p * (1 - p))[:, None]).T @ x + ridge + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-10:
-            break
+def _fit(bags: Bags, penalty: float, held: set[int]) -> np.ndarray:
+    """Weights then bias by Adam from zero, ``STEPS`` steps (deterministic); the features in
+    ``held`` at 0."""
+    free = np.ones(bags.x.shape[1])
+    free[sorted(held)] = 0.0
+    w = np.zeros(bags.x.shape[1])
+    first = np.zeros_like(w)
+    second = np.zeros_like(w)
+    for step in range(1, STEPS + 1):
+        _, gradient = bags.loss(w, penalty)
+        gradient *= free
+        first = 0.9 * first + 0.1 * gradient
+        second = 0.999 * second + 0.001 * gradient**2
+        w -= RATE * (first / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
     return w
 
 
 def log_loss(data: list[Block], w: np.ndarray) -> float:
-    x = np.concatenate([b[3] for b in data])
-    x = np.hstack([x, np.ones((len(x), 1))])
-    y = np.concatenate([b[4] for b in data])
-    s = sample_weights(data)
-    p = np.clip(1 / (1 + np.exp(-(x @ w))), 1e-9, 1 - 1e-9)
-    return float(-(s * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum() / s.sum())
+    return Bags(data).loss(w, 0.0)[0]
 
 
 def _fold(block: Block) -> int:

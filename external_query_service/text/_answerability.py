@@ -8,8 +8,8 @@ and how close together, never how it compares with its neighbours or where the s
 listed it. Its features (``FEATURES``, each a number in 0..1):
 
 - ``coverage``, ``answering``, ``bm25``, ``proximity``, ``title``, ``length``,
-  ``question_share``, ``link_share``, ``agreement``, ``title_lines``, ``told_length``: the
-  ranker's features of the same names (``_ranker``'s docstring), its absolute ones only;
+  ``question_share``, ``link_share``, ``title_lines``, ``told_length``: the ranker's features
+  of the same names (``_ranker``'s docstring), those that describe the passage itself;
 - ``gram_coverage``: the rarity-weighted share of the question's character bigrams the
   passage holds. Segmentation cuts a name or a compound one way in the question and another
   way in a passage (``BX700Pro`` and ``BX 700 Pro``), and a colloquial word meets its written
@@ -20,6 +20,11 @@ listed it. Its features (``FEATURES``, each a number in 0..1):
   question's specifics stated together, as an answer states them;
 - ``gram_answering``: ``gram_coverage`` counting only bigrams outside spans that restate the
   question (``echo``): a passage that asks the question again does not answer it;
+- ``alignment``: how much of the question, in its own order, a stretch of the passage as long
+  as the question states (rapidfuzz's ``partial_ratio`` over letters and digits, spans that
+  restate the question left out). A passage that answers states the question's words as a
+  statement, in their order, with the answer in place of the question word; one that shares
+  the topic scatters them;
 - ``terms_held``, ``terms_missing``, ``longest_missing``: the share of the question's terms
   the passage holds (as folded text, so a term inside a longer word counts), how many it
   misses and the longest it misses (each up to ``_MISSING_CAP``, over it);
@@ -46,6 +51,8 @@ from importlib import resources
 from itertools import pairwise
 from typing import Final
 
+from rapidfuzz import fuzz
+
 from ._echo import fold, question_spans
 from ._ranker import FEATURES as RANKER_FEATURES
 from ._ranker import RankerPassage
@@ -64,12 +71,14 @@ __all__ = [
 ]
 
 #: The ranker's features this judgment reads: those that describe a passage on its own, not
-#: how it compares with the others gathered (``*_best``), where the engine listed its page or
-#: where on its page it sits (every passage of a reading-comprehension set opens its page).
+#: how it compares with the others gathered (``*_best``, ``agreement``), where the engine
+#: listed its page or where on its page it sits (every passage of a reading-comprehension set
+#: opens its page). ``agreement`` would learn the sets' shape, not answers: a reading set's
+#: answering paragraph is often asked alone, its unanswering ones with their article's others.
 _SHARED: Final = tuple(
     name
     for name in RANKER_FEATURES
-    if name not in ("page_position", "offset_position") and not name.endswith("_best")
+    if name not in ("page_position", "offset_position", "agreement") and not name.endswith("_best")
 )
 #: The features, in the order of the weights in ``ANSWERABILITY_FILE``.
 FEATURES: Final = (
@@ -77,6 +86,7 @@ FEATURES: Final = (
     "gram_coverage",
     "gram_proximity",
     "gram_answering",
+    "alignment",
     "terms_held",
     "terms_missing",
     "longest_missing",
@@ -138,6 +148,7 @@ def answerability_features(
     the same passages when already computed, are reused."""
     rows = ranker_rows if ranker_rows is not None else ranker_features(query, passages, stats)
     question = fold(query[:MAX_QUERY_CHARS])
+    letters = _letters(question)
     named = tuple(dict.fromkeys(query_terms(query[:MAX_QUERY_CHARS])))
     grams = _bigrams(question)
     # The ranker cut each passage already (``text_terms`` keeps the cut): its folded text.
@@ -160,6 +171,7 @@ def answerability_features(
                 _share(have, weight, total),
                 _window(text, have, weight, total),
                 _share(told, weight, total),
+                _alignment(letters, text, asked),
             ]
         )
     nowhere = [t for t in named if not any(t in text for text in folded)]
@@ -193,6 +205,24 @@ def _bigrams(folded: str) -> tuple[str, ...]:
             grams[a + b] = None
         run = []
     return tuple(grams)
+
+
+def _letters(text: str) -> str:
+    return "".join(char for char in text if char.isalnum())
+
+
+def _alignment(letters: str, text: str, asked: list[bool]) -> float:
+    """The best alignment of the question's ``letters`` within the passage's folded ``text``
+    outside the spans that restate the question (``asked``), 0..1."""
+    if not letters:
+        return 0.0
+    # ``asked`` has one more entry than ``text`` has characters (the end).
+    told = "".join(
+        char
+        for char, inside in zip(text, asked[: len(text)], strict=True)
+        if not inside and char.isalnum()
+    )
+    return fuzz.partial_ratio(letters, told) / 100
 
 
 def _share(have: set[str], weight: dict[str, float], total: float) -> float:

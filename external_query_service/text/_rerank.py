@@ -146,11 +146,38 @@ class _Parts:
         ]
         if not named or len(named) == len(self.parts):
             return query
-        part_query = query
-        for part in self.parts:
-            if part not in named:
-                part_query = part_query.replace(part, " ")
-        return part_query
+        return _without(query, [part for part in self.parts if part not in named], named)
+
+
+#: The most characters between two parts that only join them (「和」, 「、」, " and ").
+_JOINER = 5
+
+
+def _without(query: str, dropped: Sequence[str], kept: Sequence[str]) -> str:
+    """``query`` with each ``dropped`` part left out, and with it what joins it to a ``kept``
+    part next to it (「比亚迪和特斯拉的销量」 without 特斯拉 is 「比亚迪 的销量」, not
+    「比亚迪和 的销量」): a dangling conjunction is a term no passage answering the part holds."""
+    spans = []
+    for part in dropped:
+        start = query.find(part)
+        while start >= 0:
+            end = start + len(part)
+            before = max(
+                (query.rfind(k, 0, start) + len(k) for k in kept if k in query[:start]), default=-1
+            )
+            after = min((query.find(k, end) for k in kept if k in query[end:]), default=-1)
+            if before >= 0 and start - before <= _JOINER:
+                start = before
+            elif after >= 0 and after - end <= _JOINER:
+                end = after
+            spans.append((start, end))
+            start = query.find(part, end)
+    pieces, at = [], 0
+    for start, end in sorted(spans):
+        pieces.append(query[at : max(at, start)])
+        at = max(at, end)
+    pieces.append(query[at:])
+    return " ".join(piece.strip() for piece in pieces if piece.strip())
 
 
 def _target_shares(

@@ -135,5 +135,46 @@ def test_a_passage_answering_one_sentence_of_a_question_in_sentences_answers_its
     by_part = {item.index: item.reaches for item in rerank(passages, stats, parts=parts)}  # type: ignore[arg-type]
     # Judged against the whole question, the population misses the bridge's terms; against
     # its own sentence it answers. The aside answers neither.
-    assert whole == {0: True, 1: False, 2: False}
+    assert not whole[1]
+    assert not whole[2]
     assert by_part == {0: True, 1: True, 2: False}
+
+
+def test_a_restated_question_does_not_align_as_an_answer_does() -> None:
+    question = "庆大霉素是哪一年被发现的？"
+    answer = "庆大霉素于1963年被美国先灵公司的科学家发现，是一种氨基糖苷类抗生素。"
+    echo = "网友提问：庆大霉素是哪一年被发现的？我上网查了半天也没有找到答案，有没有人知道？"
+    rows = answerability_features(
+        question,
+        [RankerPassage(answer), RankerPassage(echo)],
+        stats_of(answer, echo),  # type: ignore[arg-type]
+    )
+    # The answer states the question's words in its order, the year in place of the question
+    # word; the restatement is left out of the alignment, and nothing else of it aligns.
+    stated, restated = column("alignment", rows)
+    assert stated > 0.4 > restated
+    judge = load_answerability()
+    assert judge.probability(rows[0]) > judge.probability(rows[1])
+
+
+def test_features_never_read_how_a_passage_agrees_with_its_neighbours() -> None:
+    # Reading sets ask a question's answering paragraph alone and its other paragraphs with
+    # their article's: agreement would learn that shape, not what answers.
+    assert "agreement" not in FEATURES
+    assert not any(name.endswith("_best") for name in FEATURES)
+
+
+def test_passages_about_another_subject_that_share_the_asked_words_are_declined() -> None:
+    # Asked for one fish's depth, the passages are all about another fish; one of them gives
+    # that fish's depth. The subject named nowhere, nothing answers.
+    question = "浪花鱼生活区域的水深是多少？"
+    texts = [
+        "日本绿鹦嘴鱼分布于太平洋区，包括台湾、日本、菲律宾等海域，生活在水深3至30公尺的珊瑚礁区。",
+        "本鱼体延长而略侧扁，头部轮廓呈平滑的弧型，齿板之外表面平滑。",
+        "雌鱼体为深红棕色，唯尾鳍为较淡的棕红色，胸鳍稍黄。",
+    ]
+    passages = [Candidate(text, question) for text in texts]
+    assert not any(item.reaches for item in rerank(passages, stats_of(*texts)))  # type: ignore[arg-type]
+    answered = [*texts, "浪花鱼生活在近岸浅海，栖息区域的水深一般为5至40米。"]
+    ranked = rerank([Candidate(text, question) for text in answered], stats_of(*answered))  # type: ignore[arg-type]
+    assert [item.index for item in ranked if item.reaches] == [3]

@@ -186,3 +186,16 @@ def test_evidence_0_tells_the_ending_rather_than_the_first_page_asking_for_it(
     assert answer.status == "answered"
     assert answer.evidence[0].url == tells
     assert "海边重逢" in answer.evidence[0].snippet
+
+
+def test_a_passage_naming_one_part_is_judged_against_that_part_without_its_joiner() -> None:
+    from external_query_service.text._rerank import _Parts
+
+    parts = _Parts(("比亚迪", "特斯拉"))
+    question = "2025年比亚迪和特斯拉的销量分别是多少？"
+    # The conjunction that joined the part left out goes with it: no passage holds it.
+    assert parts.part_of(question, "比亚迪2025年销量427万辆。") == "2025年比亚迪 的销量分别是多少？"
+    assert parts.part_of(question, "特斯拉交付164万辆。") == "2025年 特斯拉的销量分别是多少？"
+    assert parts.part_of(question, "两家公司的销量都创新高。") == question
+    three = _Parts(("北京", "上海", "广州"))
+    assert three.part_of("北京、上海和广州的人口", "北京常住人口2185万。") == "北京 的人口"
