@@ -25,26 +25,11 @@ from external_query_service.text._rerank import Candidate, rerank
 from external_query_service.text._score import TermStats, term_stats
 from external_query_service.text._semantic import require_semantic, similarities
 from external_query_service.text._tokens import terms
+from tests.support.tower import ABOUT_THE_TOWER, HEIGHT, TOWER
 
 QUESTION = "湛江港今年货物吞吐量是多少？"
 ANSWER = "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
 UNRELATED = "今年秋天的新茶上市以后，茶农们忙着采摘、炒制和包装，茶叶价格比去年略高。"
-
-TOWER = "How tall is the Eiffel Tower in metres?"
-#: Passages about the tower that never state its height: the default judgment lets the best
-#: of them through (their words and their order match the question's), the semantic one
-#: reads that none is about its height.
-ABOUT_THE_TOWER = (
-    "The Eiffel Tower attracts millions of visitors every year, and the queues at its lifts "
-    "can be long in summer.",
-    "Tickets for the Eiffel Tower can be bought online; the top floor is closed in strong wind.",
-    "At night the Eiffel Tower sparkles with twenty thousand light bulbs for five minutes "
-    "every hour.",
-)
-HEIGHT = (
-    "The Eiffel Tower in Paris is 330 metres tall, including its antennas, and was finished "
-    "in 1889."
-)
 
 
 def stats_of(texts: tuple[str, ...]) -> TermStats:
