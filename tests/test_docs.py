@@ -29,6 +29,7 @@ from external_query_service.cli import build_parser, main
 from external_query_service.gateway._registry import adapter_options
 from external_query_service.settings import (
     AnalysisSettings,
+    AnswerabilitySettings,
     BundleSettings,
     CacheSettings,
     GatewaySettings,
@@ -144,6 +145,7 @@ def test_every_builtin_adapter_option_is_documented_in_the_settings_doc(kind: st
         ServerSettings,
         CacheSettings,
         AnalysisSettings,
+        AnswerabilitySettings,
         GatewaySettings,
         BundleSettings,
     ],

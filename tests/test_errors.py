@@ -174,6 +174,7 @@ WITHOUT_REASON = {
     "CaseFailed",
     "IntegrationUnavailable",
     "ServerUnavailable",
+    "SemanticUnavailable",
     "BrowserUnavailable",
     "EvidenceEvicted",
     "_Stop",  # the delegation loop's private stop signal: its ``cause`` is a stop code

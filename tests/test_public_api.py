@@ -54,6 +54,7 @@ EXPECTED = [
     "NothingAnswered",
     "QuerySemantics",
     "RenderFailed",
+    "SemanticUnavailable",
     "ServerUnavailable",
     "ServiceClosed",
     "Session",

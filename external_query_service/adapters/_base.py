@@ -149,6 +149,9 @@ class AdapterRuntime:
     #: The trusted client of a search engine's API root (its replies are ``search`` cache
     #: hits, not ``api`` ones); None: ``endpoint``.
     search_endpoint: EndpointFactory | None = None
+    #: The second pass judges gathered passages with the semantic answerability judgment
+    #: (``[answerability] semantic``; ``text/_rerank.py``).
+    semantic: bool = False
 
     def search_client(self, base_url: str) -> EndpointClient:
         """The client a search adapter calls its engine through."""

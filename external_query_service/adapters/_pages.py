@@ -318,7 +318,7 @@ async def harvest_pages(
         if not (read.failure or "").startswith("cut_off"):
             rank += 1
     stats = sum((read.stats for _, read in reads), TermStats())
-    evidence = _best_first(evidence, ranks, plan, stats)
+    evidence = await _best_first(evidence, ranks, plan, stats, semantic=runtime.semantic)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
     received = sum(read.received for _, read in reads)
     renderings = tuple((hit.url, read.rendered) for hit, read in reads if read.rendered)
@@ -327,15 +327,25 @@ async def harvest_pages(
     )
 
 
-def _best_first(
-    evidence: list[Evidence], ranks: list[int], plan: ExternalQueryPlan, stats: TermStats
+async def _best_first(
+    evidence: list[Evidence],
+    ranks: list[int],
+    plan: ExternalQueryPlan,
+    stats: TermStats,
+    *,
+    semantic: bool = False,
 ) -> list[Evidence]:
     """The second pass: every snippet ranked over ``stats`` (all the pages' chunks) by the
     answerability judgment and the fitted ranker (``ranks``: each snippet's hit's place in the
     walk, the search engine's order, a hint the ranker weighs), best first; equal scores keep
     the hits' order. None at all when the answerability judgment finds no snippet that
     answers: quotes that only mention the question are no evidence (the outcome is then
-    ``insufficient_evidence / no_matching_evidence``)."""
+    ``insufficient_evidence / no_matching_evidence``).
+
+    With ``semantic`` (``[answerability] semantic``) the judgment is the semantic one, whose
+    embeddings cost about 0.4 s of CPU a snippet: the pass then runs in a thread, so the
+    event loop goes on serving the other questions' network and verification meanwhile (the
+    default pass, a millisecond or two, stays on the loop)."""
     passages = [
         Candidate(
             item.snippet,
@@ -348,13 +358,14 @@ def _best_first(
     ]
     # A news question asks for reports about its target in its time range: any such report
     # answers it, and the verifier's target and time checks judge that.
-    ranked = rerank(
-        passages,
-        stats,
-        plan.targets,
-        parts=plan.compare_targets or _question_parts(plan.question),
-        judged=plan.query_kind != "news",
-    )
+    parts = plan.compare_targets or _question_parts(plan.question)
+    judged = plan.query_kind != "news"
+    if semantic and judged:
+        ranked = await asyncio.to_thread(
+            rerank, passages, stats, plan.targets, parts=parts, judged=judged, semantic=True
+        )
+    else:
+        ranked = rerank(passages, stats, plan.targets, parts=parts, judged=judged)
     if not any(item.reaches for item in ranked):
         return []
     return [evidence[item.index].model_copy(update={"score": item.score}) for item in ranked]

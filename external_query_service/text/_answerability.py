@@ -38,6 +38,13 @@ same topic that do not, from public reading-comprehension and search sets under 
 probability a passage must reach to count as answering: a question none of whose passages
 reaches it is declined (``no_matching_evidence``). No list of question words or answer types
 is written here: whatever cue the model uses, it learnt from data.
+
+**The semantic judgment** (optional, the ``[semantic]`` extra; ``[answerability] semantic``):
+``SEMANTIC_FEATURES`` are ``FEATURES`` plus ``semantic``, the cosine of the question's e5
+embedding to the passage's (``_semantic.similarities``), and ``semantic_squared``, its square
+(the cosine sits high for every passage on the topic, so the judgment gains from bending it).
+Fitted the same way, on the same passages, its weights ship in ``SEMANTIC_FILE``; the default
+judgment and its file are untouched by it.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ from ._tokens import query_terms
 __all__ = [
     "ANSWERABILITY_FILE",
     "FEATURES",
+    "SEMANTIC_FEATURES",
+    "SEMANTIC_FILE",
     "WINDOW",
     "AnswerabilityModel",
     "answerability_features",
@@ -93,10 +102,14 @@ FEATURES: Final = (
     "held_nowhere",
     "longest_nowhere",
 )
+#: The semantic judgment's features, in the order of the weights in ``SEMANTIC_FILE``.
+SEMANTIC_FEATURES: Final = (*FEATURES, "semantic", "semantic_squared")
 #: The window within which the question's bigrams count as stated together.
 WINDOW: Final = 80
 #: The fitted weights, inside the package.
 ANSWERABILITY_FILE: Final = "answerability_weights.json"
+#: The semantic judgment's fitted weights, inside the package.
+SEMANTIC_FILE: Final = "answerability_semantic_weights.json"
 _MISSING_CAP: Final = 4
 _SHARED_INDEX: Final = tuple(RANKER_FEATURES.index(name) for name in _SHARED)
 
@@ -104,12 +117,14 @@ _SHARED_INDEX: Final = tuple(RANKER_FEATURES.index(name) for name in _SHARED)
 @dataclass(frozen=True)
 class AnswerabilityModel:
     """A weight per feature and a bias, and ``threshold``: the probability a question's best
-    passage must reach for the question to be answered."""
+    passage must reach for the question to be answered. ``semantic``: the weights are for
+    ``SEMANTIC_FEATURES`` (else ``FEATURES``)."""
 
     version: int
     weights: tuple[float, ...]
     bias: float
     threshold: float
+    semantic: bool = False
 
     def probability(self, values: Sequence[float]) -> float:
         """The calibrated probability that a passage with these feature values answers."""
@@ -118,23 +133,29 @@ class AnswerabilityModel:
 
 
 def model_from_json(data: str) -> AnswerabilityModel:
-    """An ``AnswerabilityModel`` from the JSON ``tools/fit_answerability.py`` writes;
-    ``ValueError`` when it names other features than ``FEATURES``."""
+    """An ``AnswerabilityModel`` from the JSON ``tools/fit_answerability.py`` writes, for the
+    features it names; ``ValueError`` when they are neither ``FEATURES`` nor
+    ``SEMANTIC_FEATURES``."""
     document = json.loads(data)
-    if tuple(document["features"]) != FEATURES:
-        raise ValueError("answerability weights name other features than FEATURES")
+    named = tuple(document["features"])
+    if named not in (FEATURES, SEMANTIC_FEATURES):
+        raise ValueError(
+            "answerability weights name other features than FEATURES or SEMANTIC_FEATURES"
+        )
     return AnswerabilityModel(
         version=int(document["version"]),
-        weights=tuple(float(document["weights"][name]) for name in FEATURES),
+        weights=tuple(float(document["weights"][name]) for name in named),
         bias=float(document["bias"]),
         threshold=float(document["threshold"]),
+        semantic=named == SEMANTIC_FEATURES,
     )
 
 
 @cache
-def load_answerability() -> AnswerabilityModel:
-    """The packaged model (read once)."""
-    text = resources.files(__package__).joinpath(ANSWERABILITY_FILE).read_text("utf-8")
+def load_answerability(semantic: bool = False) -> AnswerabilityModel:
+    """The packaged model (read once): the semantic judgment's when ``semantic``."""
+    name = SEMANTIC_FILE if semantic else ANSWERABILITY_FILE
+    text = resources.files(__package__).joinpath(name).read_text("utf-8")
     return model_from_json(text)
 
 
@@ -143,9 +164,11 @@ def answerability_features(
     passages: Sequence[RankerPassage],
     stats: TermStats,
     ranker_rows: Sequence[Sequence[float]] | None = None,
+    semantic: Sequence[float] | None = None,
 ) -> list[list[float]]:
     """``FEATURES`` of each passage for ``query``; ``ranker_rows``, the ranker's features of
-    the same passages when already computed, are reused."""
+    the same passages when already computed, are reused. With ``semantic``, each passage's
+    similarity to ``query`` (``_semantic.similarities``), ``SEMANTIC_FEATURES``."""
     rows = ranker_rows if ranker_rows is not None else ranker_features(query, passages, stats)
     question = fold(query[:MAX_QUERY_CHARS])
     letters = _letters(question)
@@ -187,6 +210,9 @@ def answerability_features(
             min(max((len(t) for t in missing), default=0), _MISSING_CAP) / _MISSING_CAP,
             *question_wide,
         ]
+    if semantic is not None:
+        for r, similarity in zip(out, semantic, strict=True):
+            r += [similarity, similarity * similarity]
     return out
 
 
