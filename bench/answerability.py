@@ -74,12 +74,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranking import _contains_any, _Okapi, article_analysis, fold, half, read_squad
+from ranking import _contains_any, _Okapi, article_analysis, fold, half, ranker_of, read_squad
 from snippet_quality import make_judge
 
 from external_query_service.text._answerability import AnswerabilityModel
 from external_query_service.text._answerability import model_from_json as judge_from_json
-from external_query_service.text._ranker import RankerModel, load_model, model_from_json
+from external_query_service.text._ranker import RankerModel
 from external_query_service.text._rerank import Candidate, Similarity, rerank
 from external_query_service.text._score import TermStats
 from external_query_service.text._semantic import similarities
@@ -555,11 +555,7 @@ def cpu(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    model = (
-        model_from_json(Path(args.weights).read_text(encoding="utf-8"))
-        if args.weights
-        else load_model()
-    )
+    model = ranker_of(args.weights)
     judge = (
         judge_from_json(Path(args.answerability).read_text(encoding="utf-8"))
         if args.answerability

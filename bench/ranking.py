@@ -525,13 +525,14 @@ def cpu(sets: list[tuple[str, list[Served]]], model: RankerModel) -> None:
     )
 
 
+def ranker_of(weights: str | None) -> RankerModel:
+    """The ranker in the weights file ``weights`` (``--weights``), else the packaged one."""
+    return model_from_json(Path(weights).read_text(encoding="utf-8")) if weights else load_model()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    model = (
-        model_from_json(Path(args.weights).read_text(encoding="utf-8"))
-        if args.weights
-        else load_model()
-    )
+    model = ranker_of(args.weights)
     sets = served_sets(args)
     for name, served in sets:
         report(name, served, model)
