@@ -38,10 +38,10 @@ Every passage is its own page, rendered as a real HTML article (``testing.articl
 order shuffled by a hash of the question and condition: the answer is as often last as first.
 Each page goes through the page chain (``analyse_page``), and the pages' snippets through the
 second pass the service runs (``text._rerank.rerank``, with its refusal rule). Printed per
-set, half and condition: *declined* (no snippet is judged to answer), *answered with the
-answer* (one of the first three snippets, the ones quoted, holds a gold answer), *top-1* (the
-first snippet holds one), *answered with it nowhere* (answered, no kept snippet holds
-one), *refused although a kept snippet answered*, and plain BM25's top-1 over the same
+set, half and condition: *declined* (the first snippet is not judged to answer), *answered
+with the answer* (one of the first three snippets, the ones quoted, holds a gold answer),
+*top-1* (the first snippet holds one), *answered with it nowhere* (answered, no kept snippet
+holds one), *refused although a kept snippet answered*, and plain BM25's top-1 over the same
 snippets beside.
 
 Every set is split into a *fitting* and a *checking* half by a hash of the question id (the
@@ -369,8 +369,9 @@ def ask(item: Analysed, pages: list[int], decide: Decide) -> Outcome:
                 Candidate(snippet.text, item.question, snippet.title, rank, snippet.offset)
             )
     order = decide(item.question, candidates, stats)
-    # As the service keeps them: every snippet, best first, once one answers; none else.
-    answered = any(reaches for _, reaches in order)
+    # As the service keeps them: every snippet, best first, once the first answers
+    # (``_rerank.answered``); none else.
+    answered = bool(order) and order[0][1]
     evidence = [kept[i] for i, _ in order] if answered else []
     holds = any(s.holds for s in kept)
     okapi = _Okapi([terms(s.text) for s in kept])

@@ -32,8 +32,8 @@ the evidence, refused (``insufficient_evidence``). This is what a user gets, and
 no page title heads a page's text there and the ranker sees other features than it was
 fitted on).
 
-Printed: top-1 / top-2 / top-3 of the final order; the ranker's refusals (no kept snippet
-reaches its threshold: ``Reranked.reaches``) as ``bench/ranking.py`` counts them — answered with
+Printed: top-1 / top-2 / top-3 of the final order; the refusals (the first kept snippet is
+not judged to answer: ``_rerank.answered``) as ``bench/ranking.py`` counts them — answered with
 the answer first, answered with the answer nowhere in the kept snippets, refused although a kept
 snippet held it; "all chunks" (every chunk of every page
 scored with the question's statistics, no per-page cut); the baseline (the first paragraph of
@@ -62,7 +62,7 @@ from external_query_service import ExternalQueryService
 from external_query_service.adapters._pages import PAGE_MIN_SCORE
 from external_query_service.testing import World, article, hit
 from external_query_service.text._chunk import chunk_text
-from external_query_service.text._rerank import Candidate, rerank
+from external_query_service.text._rerank import Candidate, answered, rerank
 from external_query_service.text._score import TermStats, score_chunks, score_with_stats
 
 ANSWER_PREFIX = 80
@@ -187,7 +187,7 @@ def main() -> int:
         if order:
             (hit_scores if hit(firsts[0]) else miss_scores).append(order[0].score)
         holds = any(hit(passage.text) for passage in kept)
-        answers = any(item.reaches for item in order)
+        answers = answered(order)
         first += answers and bool(firsts) and hit(firsts[0])
         nowhere += answers and not holds
         refused += not answers and holds

@@ -87,9 +87,10 @@ from ..observability._tracing import span
 from ..text._analyse import PageAnalysis, analyse_page
 from ..text._chunk import Chunk
 from ..text._credentials import SECRET_IN_RESULT, repeats_credential
+from ..text._currencies import currency_aliases, currency_code
 from ..text._dates import find_dates
 from ..text._parts import question_parts
-from ..text._rerank import Candidate, rerank
+from ..text._rerank import Candidate, answered, rerank
 from ..text._score import TermStats, best_snippets
 from ._base import AdapterRuntime, evidence_id
 from ._page_walk import (
@@ -338,9 +339,10 @@ async def _best_first(
     """The second pass: every snippet ranked over ``stats`` (all the pages' chunks) by the
     answerability judgment and the fitted ranker (``ranks``: each snippet's hit's place in the
     walk, the search engine's order, a hint the ranker weighs), best first; equal scores keep
-    the hits' order. None at all when the answerability judgment finds no snippet that
-    answers: quotes that only mention the question are no evidence (the outcome is then
-    ``insufficient_evidence / no_matching_evidence``).
+    the hits' order. None at all when the answerability judgment finds that the snippet
+    ranked first does not answer (``text._rerank.answered``): quotes that only mention the
+    question are no evidence (the outcome is then ``insufficient_evidence /
+    no_matching_evidence``).
 
     With ``semantic`` (``[answerability] semantic``) the judgment is the semantic one, whose
     embeddings cost about 0.4 s of CPU a snippet: the pass then runs in a thread, so the
@@ -360,15 +362,35 @@ async def _best_first(
     # answers it, and the verifier's target and time checks judge that.
     parts = plan.compare_targets or _question_parts(plan.question)
     judged = plan.query_kind != "news"
+    spellings = _spellings(plan)
     if semantic and judged:
         ranked = await asyncio.to_thread(
-            rerank, passages, stats, plan.targets, parts=parts, judged=judged, semantic=True
+            rerank,
+            passages,
+            stats,
+            plan.targets,
+            parts=parts,
+            spellings=spellings,
+            judged=judged,
+            semantic=True,
         )
     else:
-        ranked = rerank(passages, stats, plan.targets, parts=parts, judged=judged)
-    if not any(item.reaches for item in ranked):
+        ranked = rerank(
+            passages, stats, plan.targets, parts=parts, spellings=spellings, judged=judged
+        )
+    if not answered(ranked, judged=judged):
         return []
     return [evidence[item.index].model_copy(update={"score": item.score}) for item in ranked]
+
+
+def _spellings(plan: ExternalQueryPlan) -> dict[str, tuple[str, ...]]:
+    """The names each target goes by, for the answerability judgment: an exchange-rate
+    plan's currencies by every unambiguous CLDR name (the verifier's target check reads
+    them so too); other targets only by themselves, so none is given."""
+    if plan.query_kind != "exchange_rate":
+        return {}
+    codes = {target: currency_code(target) for target in plan.targets}
+    return {target: currency_aliases(code) for target, code in codes.items() if code}
 
 
 def _question_parts(question: str) -> tuple[str, ...]:

@@ -8,15 +8,23 @@ fitted ranker (``ranker``): its calibrated probability that the snippet holds th
 snippet's score (basis points), scaled by the share of the plan's targets the snippet names
 (``(6 + 4 × share) / 10``, the target weight of ``score``) when there are targets. Nothing is
 dropped here; ``Reranked.reaches`` says whether a snippet reaches the answerability
-judgment's threshold, and the caller refuses a question none of whose snippets does. With
+judgment's threshold, and ``answered`` whether the question is answered: when the snippet
+ranked first, the one quoted first, answers it. With
 ``semantic``, the judgment is the semantic one (``_answerability``'s docstring): each
 snippet's similarity to its query is computed once, by the embedding model, and the ranker's
 order is unchanged.
+
+A target may go by several names (an exchange-rate plan's currencies: ``USD``, 美元, US$):
+with ``spellings``, a passage that names a target only by another of its names is judged
+against the question written with that name (「美元兑人民币汇率」 read as 「USD兑人民币汇率」
+for a rate page that writes ``USD/CNY``): the judgment reads words, and a code is not the
+question's word for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ._answerability import AnswerabilityModel, answerability_features, load_answerability
@@ -29,7 +37,7 @@ from ._score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, score_chunks, text_t
 from ._semantic import similarities
 from ._tokens import query_terms
 
-__all__ = ["Candidate", "Reranked", "Similarity", "rerank"]
+__all__ = ["Candidate", "Reranked", "Similarity", "answered", "rerank"]
 
 #: The similarity of each of some passages' texts to a question, each 0..1
 #: (``_semantic.similarities``, or a benchmark's cache of the same embeddings).
@@ -65,6 +73,7 @@ def rerank(
     targets: Sequence[str] = (),
     *,
     parts: Sequence[str] = (),
+    spellings: Mapping[str, Sequence[str]] | None = None,
     judged: bool = True,
     model: RankerModel | None = None,
     judge: AnswerabilityModel | None = None,
@@ -79,7 +88,8 @@ def rerank(
 
     ``parts`` are the things a question asks about one by one (a comparison's targets): a
     passage that names some of them and not the others answers its part, so it is judged
-    against the question without the parts it does not name. With ``judged`` false, a
+    against the question without the parts it does not name. ``spellings`` are the
+    targets' names (the module docstring). With ``judged`` false, a
     passage reaches when the ranker's own probability reaches the ranker's threshold (for
     questions whose answer is any report about their target, which the verifier judges)."""
     model = model or load_model()
@@ -101,6 +111,7 @@ def rerank(
                 stats,
                 rows,
                 parts,
+                spellings or {},
                 judge,
                 similarity(query, [c.text for c in chosen]) if semantic else None,
             )
@@ -117,12 +128,24 @@ def rerank(
     return [Reranked(i, ranked[i][0], ranked[i][2]) for i in order]
 
 
+def answered(ranked: Sequence[Reranked], *, judged: bool = True) -> bool:
+    """Whether a question whose passages ``rerank`` ranked is answered. Judged: when its
+    first passage, the one quoted first, answers it (the judgment is fitted on first
+    passages: five related passages always have a best one that looks like an answer, and a
+    later one that reaches behind a first that does not is quoted after a passage that does
+    not answer). Not judged: when any passage reaches the ranker's threshold."""
+    if judged:
+        return bool(ranked) and ranked[0].reaches
+    return any(item.reaches for item in ranked)
+
+
 def _answers(
     query: str,
     passages: Sequence[RankerPassage],
     stats: TermStats,
     rows: Sequence[Sequence[float]],
     parts: Sequence[str],
+    spellings: Mapping[str, Sequence[str]],
     judge: AnswerabilityModel,
     semantic: Sequence[float] | None,
 ) -> list[bool]:
@@ -130,7 +153,7 @@ def _answers(
     ``semantic``, each passage's similarity to ``query`` for the semantic judgment (to the
     whole question, as fitted, also for a passage judged against its part)."""
     named = _Parts(parts)
-    asked = [named.part_of(query, p.text) for p in passages]
+    asked = [_spelled(named.part_of(query, p.text), p.text, spellings) for p in passages]
     out = [False] * len(passages)
     for part in dict.fromkeys(asked):
         picked = [i for i, q in enumerate(asked) if q == part]
@@ -144,6 +167,20 @@ def _answers(
         for i, values in zip(picked, facts, strict=True):
             out[i] = judge.probability(values) >= judge.threshold
     return out
+
+
+def _spelled(question: str, text: str, spellings: Mapping[str, Sequence[str]]) -> str:
+    """``question`` with each target it names written as ``text`` names it, when ``text``
+    names it only by another of its ``spellings`` (the text's case folded)."""
+    folded = fold(text)
+    for names in spellings.values():
+        asked = [m for name in names if (m := re.search(re.escape(name), question, re.I))]
+        if not asked or any(fold(m.group()) in folded for m in asked):
+            continue
+        written = next((name for name in names if fold(name) in folded), None)
+        if written is not None:
+            question = question[: asked[0].start()] + written + question[asked[0].end() :]
+    return question
 
 
 class _Parts:

@@ -199,3 +199,33 @@ def test_a_passage_naming_one_part_is_judged_against_that_part_without_its_joine
     assert parts.part_of(question, "两家公司的销量都创新高。") == question
     three = _Parts(("北京", "上海", "广州"))
     assert three.part_of("北京、上海和广州的人口", "北京常住人口2185万。") == "北京 的人口"
+
+
+def test_a_passage_naming_a_target_by_another_name_is_judged_against_the_question_so_written() -> (
+    None
+):
+    from external_query_service.text._currencies import currency_aliases
+    from external_query_service.text._rerank import _spelled
+
+    spellings = {code: currency_aliases(code) for code in ("USD", "CNY")}
+    question = "美元兑人民币汇率是多少"
+    assert _spelled(question, "人民币汇率中间价：USD/CNY 7.1", spellings) == "USD兑人民币汇率是多少"
+    assert _spelled(question, "1 US dollar buys 7.1 CNY", spellings) == "US Dollar兑CNY汇率是多少"
+    # A passage that writes a target as the question does, or names it by no name, leaves it.
+    assert _spelled(question, "美元兑人民币 7.1，USD/CNY", spellings) == question
+    assert _spelled(question, "港币兑人民币 0.88", spellings) == question
+    assert _spelled("usd兑人民币汇率", "USD/CNY 7.1", spellings) == "usd兑CNY汇率"
+    assert _spelled(question, "USD/CNY 7.1", {}) == question
+
+
+def test_a_judged_question_is_answered_when_the_passage_quoted_first_answers() -> None:
+    from external_query_service.text._rerank import answered
+
+    first_answers = [Reranked(0, 9000, True), Reranked(1, 8000, False)]
+    later_answers = [Reranked(0, 9000, False), Reranked(1, 8000, True)]
+    assert answered(first_answers)
+    assert not answered(later_answers)
+    # Unjudged (news), any passage reaching the ranker's threshold answers.
+    assert answered(later_answers, judged=False)
+    assert not answered([])
+    assert not answered([], judged=False)
