@@ -26,13 +26,16 @@ condition's passages, labelled by whether it holds a gold answer. Three steps, d
    (``SIGNS``) stays on that side: while a weight is on the wrong side, the worst such
    feature is held at 0 and the rest fitted again.
 2. **The penalty by cross-validation** on the fitting halves: ``FOLDS`` folds by a hash of
-   the question id, the penalty of ``PENALTIES`` whose weights and threshold, fitted on the
-   other folds, reach the best merit (step 3's mean) on the held-out one. The held-out log
-   loss prefers a larger penalty, with weights that put fewer questions on the right side.
+   the question id; each penalty of ``PENALTIES`` is fitted on the other folds (weights and
+   threshold) and scored by its merit (step 3) on the held-out one, and the largest penalty
+   within one standard error of the best mean is kept (``choose_penalty``). The held-out log
+   loss, used before, prefers a penalty whose weights put fewer questions on the right side.
 3. **The threshold** a question's first snippet must reach: among the fitted probabilities,
-   the one that maximises, on the fitting halves, the mean over the sets' conditions (each
-   asked of at least ``MERIT_MIN`` questions) of the share of negatives-only questions
-   declined and of one-answering and all-answering questions answered with an answer quoted.
+   the one that maximises, on the fitting halves, the *merit*: per set, the share of
+   negatives-only questions declined and the mean share of one-answering and all-answering
+   questions answered with an answer quoted, half each (declining what no passage answers
+   weighs as much as answering what one does, as in the fit), averaged over the sets (each
+   condition asked of at least ``MERIT_MIN`` questions).
 
 Writes the weights file (``--out``, by default the package's ``ANSWERABILITY_FILE``) and
 prints the bench's figures for both halves of every set with it.
@@ -238,9 +241,12 @@ def _fold(block: Block) -> int:
 
 
 def choose_penalty(data: list[Block]) -> float:
-    """The penalty of step 2: the best mean held-out merit over ``FOLDS`` folds, each
-    fold's threshold chosen on the other folds (ties to the larger penalty)."""
-    merits = {}
+    """The penalty of step 2: the largest whose mean held-out merit over ``FOLDS`` folds
+    (each fold's threshold chosen on the other folds) is within one standard error of the
+    best mean (the one-standard-error rule: the shares of the question a passage states
+    overlap, and a smaller penalty buys no merit the folds can tell apart with weights of
+    opposite signs on features that mean nearly the same)."""
+    merits: dict[float, np.ndarray] = {}
     for penalty in PENALTIES:
         held = []
         for k in range(FOLDS):
@@ -248,9 +254,11 @@ def choose_penalty(data: list[Block]) -> float:
             w = fit(rest, penalty)
             threshold = choose_threshold(rest, w)
             held.append(Decisions([b for b in data if _fold(b) == k], w).merit([threshold])[0])
-        merits[penalty] = sum(held) / FOLDS
-        print(f"  penalty {penalty:g}: held-out merit {merits[penalty]:.4f}")
-    return max(merits, key=lambda p: (merits[p], p))
+        merits[penalty] = np.array(held)
+        print(f"  penalty {penalty:g}: held-out merit {merits[penalty].mean():.4f}")
+    best = max(merits, key=lambda p: merits[p].mean())
+    floor = merits[best].mean() - merits[best].std(ddof=1) / np.sqrt(FOLDS)
+    return max(p for p in merits if merits[p].mean() >= floor)
 
 
 def choose_threshold(data: list[Block], w: np.ndarray) -> float:
@@ -273,23 +281,27 @@ class Decisions:
         self.firsts = np.array([f for values in per.values() for f, _ in values])
         # A condition of a set counts when at least MERIT_MIN questions were asked under it:
         # a handful would move the threshold by chance.
-        self.counted = [
-            (cond == "negatives", np.array(values))
-            for (_, cond), values in per.items()
-            if cond in ("negatives", "one", "all") and len(values) >= MERIT_MIN
-        ]
+        self.counted: dict[str, list[tuple[bool, np.ndarray]]] = {}
+        for (name, cond), values in per.items():
+            if cond in ("negatives", "one", "all") and len(values) >= MERIT_MIN:
+                self.counted.setdefault(name, []).append((cond == "negatives", np.array(values)))
 
     def merit(self, thresholds: Sequence[float] | np.ndarray) -> np.ndarray:
-        """For each threshold, the mean over the counted conditions of the share declined
-        (negatives-only) or answered with an answer quoted (the others)."""
+        """For each threshold, step 3's mean: per set, the share of negatives-only questions
+        declined and the mean share of answering ones answered with an answer quoted, half
+        each (as the fit weighs them); then the mean over the sets."""
         t = np.asarray(thresholds, dtype=float)[:, None]
-        rates = [
-            (values[:, 0] < t).mean(axis=1)
-            if negatives
-            else ((values[:, 0] >= t) & (values[:, 1] > 0)).mean(axis=1)
-            for negatives, values in self.counted
-        ]
-        return np.mean(rates, axis=0) if rates else np.zeros(len(t))
+        per_set = []
+        for conditions in self.counted.values():
+            declined = [(v[:, 0] < t).mean(axis=1) for negatives, v in conditions if negatives]
+            answered = [
+                ((v[:, 0] >= t) & (v[:, 1] > 0)).mean(axis=1)
+                for negatives, v in conditions
+                if not negatives
+            ]
+            halves = [np.mean(rates, axis=0) for rates in (declined, answered) if rates]
+            per_set.append(np.mean(halves, axis=0))
+        return np.mean(per_set, axis=0) if per_set else np.zeros(len(t))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
