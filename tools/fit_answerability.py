@@ -19,12 +19,12 @@ condition's passages, labelled by whether it holds a gold answer. Three steps, d
    an L2 penalty on the weights (not the bias); each set weighs the same, and negatives-only
    and answering rows half each. Fitted by Adam from zero weights, ``STEPS`` steps
    (deterministic). The first passage of five related ones is the one that looks most like
-   an answer, so it is what the judgment has to see through; the version before fitted the
+   an answer, so it is what the judgment has to see through. The version before fitted the
    best of each question's passages by the judgment's own reading (a smooth maximum over
-   them), which answered more questions whose first quote did not answer and declined no
-   more of the unanswerable ones. A weight whose feature's meaning settles its side
-   (``SIGNS``) stays on that side: while a weight is on the wrong side, the worst such
-   feature is held at 0 and the rest fitted again.
+   them), often not the one quoted first; on the same features, fitting the first passage
+   raised the mean of the nine weighed checking figures from 81.0% to 82.0%. A weight
+   whose feature's meaning settles its side (``SIGNS``) stays on that side: while a weight
+   is on the wrong side, the worst such feature is held at 0 and the rest fitted again.
 2. **The penalty by cross-validation** on the fitting halves: ``FOLDS`` folds by a hash of
    the question id; each penalty of ``PENALTIES`` is fitted on the other folds (weights and
    threshold) and scored by its merit (step 3) on the held-out one, and the largest penalty

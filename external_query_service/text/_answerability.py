@@ -32,12 +32,13 @@ listed it. Its features (``FEATURES``, each a number in 0..1):
   holds (the same for every passage of a question).
 
 A passage's probability is ``1 / (1 + exp(-(w · x + bias)))``, a logistic regression fitted
-(``tools/fit_answerability.py``) on passages that hold a gold answer against passages of the
-same topic that do not, from public reading-comprehension and search sets under noise ratios
-0, 0.4, 0.8 and 1; its weights ship in ``ANSWERABILITY_FILE``. ``threshold`` is the
-probability a passage must reach to count as answering: a question none of whose passages
-reaches it is declined (``no_matching_evidence``). No list of question words or answer types
-is written here: whatever cue the model uses, it learnt from data.
+(``tools/fit_answerability.py``) on the passage the ranker puts first among five: one that
+holds a gold answer against one of five same-topic passages none of which does, from public
+reading-comprehension sets under noise ratios 0, 0.8 and 1; its weights ship in
+``ANSWERABILITY_FILE``. ``threshold`` is the probability a passage must reach to count as
+answering: a question whose first passage, the one quoted first, does not reach it is
+declined (``no_matching_evidence``; ``_rerank.answered``). No list of question words or
+answer types is written here: whatever cue the model uses, it learnt from data.
 
 **The semantic judgment** (optional, the ``[semantic]`` extra; ``[answerability] semantic``):
 ``SEMANTIC_FEATURES`` are ``FEATURES`` plus ``semantic``, the cosine of the question's e5
@@ -116,9 +117,9 @@ _SHARED_INDEX: Final = tuple(RANKER_FEATURES.index(name) for name in _SHARED)
 
 @dataclass(frozen=True)
 class AnswerabilityModel:
-    """A weight per feature and a bias, and ``threshold``: the probability a question's best
-    passage must reach for the question to be answered. ``semantic``: the weights are for
-    ``SEMANTIC_FEATURES`` (else ``FEATURES``)."""
+    """A weight per feature and a bias, and ``threshold``: the probability a question's first
+    passage (in the ranker's order) must reach for the question to be answered.
+    ``semantic``: the weights are for ``SEMANTIC_FEATURES`` (else ``FEATURES``)."""
 
     version: int
     weights: tuple[float, ...]
