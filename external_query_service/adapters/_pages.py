@@ -345,9 +345,9 @@ async def _best_first(
     no_matching_evidence``).
 
     With ``semantic`` (``[answerability] semantic``) the judgment is the semantic one, whose
-    embeddings cost about 0.4 s of CPU a snippet: the pass then runs in a thread, so the
-    event loop goes on serving the other questions' network and verification meanwhile (the
-    default pass, a millisecond or two, stays on the loop)."""
+    model reads the question and the first snippet, about 0.6 s of CPU: the pass then runs
+    in a thread, so the event loop goes on serving the other questions' network and
+    verification meanwhile (the default pass, a millisecond or two, stays on the loop)."""
     passages = [
         Candidate(
             item.snippet,

@@ -82,9 +82,10 @@ def rerank(
 ) -> list[Reranked]:
     """Every passage once, best first (by score, then by the ranker's fitted score); equal
     scores keep the input order (deterministic). ``model`` and ``judge`` default to the
-    packaged ranker and answerability judgment (the semantic one when ``semantic``: each
-    query's passages are then read by ``similarity`` once, about 0.4 s of CPU a passage with
-    the embedding model; ``SemanticUnavailable`` without the ``[semantic]`` extra).
+    packaged ranker and answerability judgment (the semantic one when ``semantic``: only the
+    first passage is then judged, read by ``similarity`` once, about 0.4 s of CPU with the
+    embedding model, and the others' ``reaches`` is False; ``SemanticUnavailable`` without
+    the ``[semantic]`` extra).
 
     ``parts`` are the things a question asks about one by one (a comparison's targets): a
     passage that names some of them and not the others answers its part, so it is judged
@@ -96,36 +97,39 @@ def rerank(
     judge = judge or load_answerability(semantic)
     if judge.semantic != semantic:
         raise ValueError("the answerability judgment's features do not match `semantic`")
-    ranked: dict[int, tuple[int, float, bool]] = {}
-    by_query: dict[str, list[int]] = {}
+    ranked: dict[int, tuple[int, float]] = {}
+    reaches: dict[int, bool] = {}
+    groups: dict[str, tuple[list[int], list[RankerPassage], list[list[float]]]] = {}
     for index, passage in enumerate(passages):
-        by_query.setdefault(passage.query, []).append(index)
-    for query, indexes in by_query.items():
+        groups.setdefault(passage.query, ([], [], []))[0].append(index)
+    for query, (indexes, described, rows) in groups.items():
         chosen = [passages[i] for i in indexes]
-        described = [RankerPassage(c.text, c.title, c.page, c.offset) for c in chosen]
-        rows = ranker_features(query, described, stats)
-        answers = (
-            _answers(
-                query,
-                described,
-                stats,
-                rows,
-                parts,
-                spellings or {},
-                judge,
-                similarity(query, [c.text for c in chosen]) if semantic else None,
-            )
-            if judged
-            else [model.probability(row) >= model.threshold for row in rows]
-        )
+        described += [RankerPassage(c.text, c.title, c.page, c.offset) for c in chosen]
+        rows += ranker_features(query, described, stats)
         shares = _target_shares(chosen, indexes, query, targets, stats)
-        for i, row, answering in zip(indexes, rows, answers, strict=True):
+        for i, row in zip(indexes, rows, strict=True):
             probability = model.probability(row)
             scale = (QUERY_WEIGHT + TARGET_WEIGHT * shares[i]) / (QUERY_WEIGHT + TARGET_WEIGHT)
-            score = max(0, min(10000, round(10000 * probability * scale)))
-            ranked[i] = (score, model.score(row), answering)
+            ranked[i] = (max(0, min(10000, round(10000 * probability * scale))), model.score(row))
+            reaches[i] = not judged and probability >= model.threshold
     order = sorted(ranked, key=lambda i: (-ranked[i][0], -ranked[i][1], i))
-    return [Reranked(i, ranked[i][0], ranked[i][2]) for i in order]
+    if judged and order:
+        judging = {c.query for c in passages} if not semantic else {passages[order[0]].query}
+        for query in judging:
+            indexes, described, rows = groups[query]
+            # With ``semantic`` only the first passage is read by the model: the decision
+            # (``answered``) reads no other, and each costs a model call.
+            semantic_values = None
+            if semantic:
+                at = indexes.index(order[0])
+                semantic_values = [0.0] * len(indexes)
+                semantic_values[at] = similarity(query, [described[at].text])[0]
+            answers = _answers(
+                query, described, stats, rows, parts, spellings or {}, judge, semantic_values
+            )
+            for i, answering in zip(indexes, answers, strict=True):
+                reaches[i] = answering and (not semantic or i == order[0])
+    return [Reranked(i, ranked[i][0], reaches[i]) for i in order]
 
 
 def answered(ranked: Sequence[Reranked], *, judged: bool = True) -> bool:

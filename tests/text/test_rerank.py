@@ -229,3 +229,26 @@ def test_a_judged_question_is_answered_when_the_passage_quoted_first_answers() -
     assert answered(later_answers, judged=False)
     assert not answered([])
     assert not answered([], judged=False)
+
+
+def test_the_semantic_judgment_reads_only_the_passage_quoted_first() -> None:
+    # The decision reads the first passage alone, so the model (0.4 s of CPU a passage) is
+    # asked about that one only; the others are not judged.
+    question = "湛江港今年货物吞吐量是多少？"
+    texts = [
+        "湛江港今年前十个月货物吞吐量达到2.6亿吨，同比增长百分之八。",
+        "湛江港是中国西南沿海的重要港口，港区岸线很长。",
+        "今年秋天的新茶上市以后，茶农们忙着采摘和包装。",
+    ]
+    asked: list[tuple[str, list[str]]] = []
+
+    def similarity(query: str, passages: list[str]) -> list[float]:
+        asked.append((query, list(passages)))
+        return [0.95] * len(passages)
+
+    stats = term_stats(terms(text) for text in texts)
+    ranked = rerank(
+        [Candidate(text, question) for text in texts], stats, semantic=True, similarity=similarity
+    )
+    assert asked == [(question, [texts[ranked[0].index]])]
+    assert not any(item.reaches for item in ranked[1:])
