@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from external_query_service.testing import LoopbackServer, World, article, hit
-from tests.support.world import make_service
+from external_query_service.testing import LoopbackServer, World
+from tests.support.world import make_service, serve_articles
 
 QUESTION = "蓝湾大桥的主跨长度是多少米？"
 #: Passages about the bridge that never state its span.
@@ -30,16 +30,15 @@ def world(loopback: LoopbackServer) -> World:
 
 def serve(world: World, question: str, texts: tuple[str, ...]) -> list[str]:
     """One article page a passage, listed in this order by the search engine."""
-    urls = [
-        world.page(
-            f"site{n}.test",
-            "/a",
-            article(f"滨海新区新闻{n}", [text], published="2026-11-29", site_name=f"新闻{n}"),
-        )
-        for n, text in enumerate(texts)
-    ]
-    world.results(question, [hit(url, "蓝湾大桥", "滨海新区") for url in urls])
-    return urls
+    return serve_articles(
+        world,
+        question,
+        texts,
+        site="site",
+        title="滨海新区新闻",
+        published="2026-11-29",
+        listed=("蓝湾大桥", "滨海新区"),
+    )
 
 
 def ask(world: World, question: str) -> object:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from external_query_service import Settings, SettingsError
-from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.testing import LoopbackServer, World
 from tests.support.tower import ABOUT_THE_TOWER, HEIGHT, TOWER
-from tests.support.world import NOW, make_service
+from tests.support.world import NOW, make_service, serve_articles
 
 
 @pytest.fixture
@@ -24,16 +24,15 @@ def world(loopback: LoopbackServer) -> World:
 
 def serve(world: World, texts: tuple[str, ...]) -> list[str]:
     """One article page a passage, listed in this order by the search engine."""
-    urls = [
-        world.page(
-            f"paris{n}.test",
-            "/tower",
-            article(f"Paris guide {n}", [text], published="2026-11-20", site_name=f"Guide {n}"),
-        )
-        for n, text in enumerate(texts)
-    ]
-    world.results(TOWER, [hit(url, "Eiffel Tower", "Paris") for url in urls])
-    return urls
+    return serve_articles(
+        world,
+        TOWER,
+        texts,
+        site="paris",
+        title="Paris guide",
+        published="2026-11-20",
+        listed=("Eiffel Tower", "Paris"),
+    )
 
 
 def ask(world: World, *, semantic: bool) -> Any:

@@ -52,6 +52,7 @@ __all__ = [
     "provider_row",
     "receipt_for",
     "receipt_source",
+    "serve_articles",
     "serve_port_news",
     "serve_zhanjiang_geocoding",
 ]
@@ -65,6 +66,31 @@ def make_service(world: World, *adapters: dict[str, Any], **sections: Any) -> Ex
     """A service over ``world`` with ``adapters`` (and settings ``sections``), clocked at
     ``NOW``."""
     return ExternalQueryService(world.settings(*adapters, **sections), clock=fixed_clock(NOW))
+
+
+def serve_articles(
+    world: World,
+    question: str,
+    texts: tuple[str, ...],
+    *,
+    site: str,
+    title: str,
+    published: str,
+    listed: tuple[str, str],
+) -> list[str]:
+    """One article page a passage (``<site><n>.test``, titled ``<title> <n>``), listed in this
+    order by the search engine for ``question``, each hit titled and described by ``listed``;
+    the pages' URLs."""
+    urls = [
+        world.page(
+            f"{site}{n}.test",
+            "/a",
+            article(f"{title} {n}", [text], published=published, site_name=f"{title} {n}"),
+        )
+        for n, text in enumerate(texts)
+    ]
+    world.results(question, [hit(url, *listed) for url in urls])
+    return urls
 
 
 def docs_folder(parent: Path, files: Mapping[str, str]) -> Path:

@@ -12,6 +12,7 @@ from external_query_service.text import _answerability as answerability_module
 from external_query_service.text._answerability import (
     ANSWERABILITY_FILE,
     FEATURES,
+    SEMANTIC_FILE,
     answerability_features,
     load_answerability,
     model_from_json,
@@ -45,10 +46,9 @@ def test_the_packaged_judgment_is_versioned_and_names_its_features() -> None:
     assert 0 < model.threshold < 1
 
 
-def test_weights_for_other_features_are_refused() -> None:
-    document = json.loads(
-        files(answerability_module.__package__).joinpath(ANSWERABILITY_FILE).read_text("utf-8")
-    )
+@pytest.mark.parametrize("name", [ANSWERABILITY_FILE, SEMANTIC_FILE])
+def test_weights_for_other_features_are_refused(name: str) -> None:
+    document = json.loads(files(answerability_module.__package__).joinpath(name).read_text("utf-8"))
     document["features"] = [*document["features"], "page_position"]
     with pytest.raises(ValueError, match="other features"):
         model_from_json(json.dumps(document))

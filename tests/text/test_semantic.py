@@ -18,7 +18,6 @@ from external_query_service.text._answerability import (
     SEMANTIC_FILE,
     answerability_features,
     load_answerability,
-    model_from_json,
 )
 from external_query_service.text._ranker import RankerPassage
 from external_query_service.text._rerank import Candidate, rerank
@@ -77,15 +76,6 @@ def test_the_semantic_weights_name_the_semantic_features_and_load() -> None:
     # The default judgment stays the default.
     assert not load_answerability().semantic
     assert len(load_answerability().weights) == len(FEATURES)
-
-
-def test_weights_for_other_features_are_still_refused() -> None:
-    document = json.loads(
-        files(answerability_module.__package__).joinpath(SEMANTIC_FILE).read_text("utf-8")
-    )
-    document["features"] = [*document["features"], "page_position"]
-    with pytest.raises(ValueError, match="other features"):
-        model_from_json(json.dumps(document))
 
 
 def test_the_similarity_and_its_square_follow_the_other_features() -> None:
