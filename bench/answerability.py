@@ -34,6 +34,11 @@ three      three answering passages and two that do not (noise ratio 0.4)
 all        every passage answers (noise ratio 0)
 ========== ================================================================
 
+and ``all×3`` and ``all×5``: the ``all`` condition with every page given three and five
+times, as one article syndicated on several sites is (``pages_stats`` counts a copied page's
+term statistics once, and the judgment a copied passage's rarity once: it must be answered
+as often as the pages given once).
+
 Every passage is its own page, rendered as a real HTML article (``testing.article``), the
 order shuffled by a hash of the question and condition: the answer is as often last as first.
 Each page goes through the page chain (``analyse_page``), and the pages' snippets through the
@@ -81,11 +86,14 @@ from external_query_service.text._answerability import AnswerabilityModel
 from external_query_service.text._answerability import model_from_json as judge_from_json
 from external_query_service.text._ranker import RankerModel
 from external_query_service.text._rerank import Candidate, Similarity, rerank
-from external_query_service.text._score import TermStats
+from external_query_service.text._score import TermStats, pages_stats
 from external_query_service.text._semantic import similarities
 from external_query_service.text._tokens import terms
 
 CONDITIONS = {"negatives": 0, "one": 1, "three": 3, "all": 5}
+#: The ``all`` condition asked again with every page given this many times (``all×3``): the
+#: same article syndicated or mirrored on other sites. It must be answered as often as once.
+COPIES = (3, 5)
 PASSAGES = 5
 SAMPLE = 600
 QUOTED = 3
@@ -280,6 +288,14 @@ def condition(item: Analysed, name: str) -> list[int] | None:
     return chosen
 
 
+def copied(item: Analysed, name: str) -> list[int] | None:
+    """``condition``'s pages, and for ``all×K`` the ``all`` condition's pages K times over
+    (``COPIES``)."""
+    cond, _, times = name.partition("×")
+    pages = condition(item, cond)
+    return None if pages is None else pages * int(times or 1)
+
+
 @dataclass
 class Outcome:
     """One question under one condition."""
@@ -387,19 +403,25 @@ class Embeddings:
         return [min(1.0, max(0.0, float(self.passages[text] @ asked))) for text in texts]
 
 
+def gathered(item: Analysed, pages: list[int]) -> tuple[TermStats, list[Snippet], list[Candidate]]:
+    """What the service gathers for ``item`` asked with ``pages`` (pool indexes in the
+    engine's order): the question's term statistics (``pages_stats``, as the service counts
+    them), every kept snippet, and each as the second pass's candidate."""
+    present = [(rank, index) for rank, index in enumerate(pages) if index in item.snippets]
+    stats = pages_stats(
+        (item.stats[index], [s.text for s in item.snippets[index]]) for _, index in present
+    )
+    kept = [snippet for _, index in present for snippet in item.snippets[index]]
+    candidates = [
+        Candidate(snippet.text, item.question, snippet.title, rank, snippet.offset)
+        for rank, index in present
+        for snippet in item.snippets[index]
+    ]
+    return stats, kept, candidates
+
+
 def ask(item: Analysed, pages: list[int], decide: Decide) -> Outcome:
-    stats = TermStats()
-    kept: list[Snippet] = []
-    candidates: list[Candidate] = []
-    for rank, index in enumerate(pages):
-        if index not in item.snippets:
-            continue
-        stats += item.stats[index]
-        for snippet in item.snippets[index]:
-            kept.append(snippet)
-            candidates.append(
-                Candidate(snippet.text, item.question, snippet.title, rank, snippet.offset)
-            )
+    stats, kept, candidates = gathered(item, pages)
     order = decide(item.question, candidates, stats)
     # As the service keeps them: every snippet, best first, once the first answers
     # (``_rerank.answered``); none else.
@@ -426,10 +448,10 @@ def report(name: str, analysed: list[Analysed], decide: Decide) -> dict[str, dic
     for which in HALVES:
         part = [a for a in analysed if a.half == which]
         print(f"{name} {which} half ({len(part)} questions):")
-        for cond in CONDITIONS:
+        for cond in (*CONDITIONS, *(f"all×{times}" for times in COPIES)):
             outcomes = []
             for item in part:
-                pages = condition(item, cond)
+                pages = copied(item, cond)
                 if pages is not None:
                     outcomes.append(ask(item, pages, decide))
             n = len(outcomes)
@@ -542,13 +564,7 @@ def cpu(
             pages = condition(item, "three")
             if pages is None:
                 continue
-            stats, candidates = TermStats(), []
-            for rank, index in enumerate(p for p in pages if p in item.snippets):
-                stats += item.stats[index]
-                candidates += [
-                    Candidate(s.text, item.question, s.title, rank, s.offset)
-                    for s in item.snippets[index]
-                ]
+            stats, _, candidates = gathered(item, pages)
             asked.append((candidates, stats))
     spent: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(rounds):

@@ -79,7 +79,7 @@ from external_query_service.text._ranker import (
     load_model,
     model_from_json,
 )
-from external_query_service.text._score import TermStats, score_chunks, term_stats
+from external_query_service.text._score import TermStats, pages_stats, score_chunks, term_stats
 from external_query_service.text._tokens import terms
 
 PAGES = 8
@@ -292,19 +292,20 @@ def article_analysis(
 
 def serve(question: Question) -> Served:
     """Every page rendered as HTML and analysed as the page chain does (module docstring)."""
-    stats = TermStats()
+    pages: list[tuple[TermStats, list[str]]] = []
     chunks: list[str] = []
     kept: list[RankerPassage] = []
     for rank, (title, paragraphs) in enumerate(question.pages):
         analysis = article_analysis(title, paragraphs, rank, question.question)
         if analysis is None:
             continue
-        stats += analysis.stats
+        pages.append((analysis.stats, [item.chunk.text for item in analysis.snippets]))
         chunks += [chunk.text for chunk in chunk_text(analysis.text)]
         kept += [
             RankerPassage(item.chunk.text, analysis.title, rank, item.chunk.offset)
             for item in analysis.snippets
         ]
+    stats = pages_stats(pages)
     labels = [question.hit(passage.text) for passage in kept]
     # Today's scorer: the second pass as it was before the fitted ranker, every kept snippet
     # scored by rarity-weighted coverage over all the pages' statistics (the offset carries

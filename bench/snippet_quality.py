@@ -63,7 +63,12 @@ from external_query_service.adapters._pages import PAGE_MIN_SCORE
 from external_query_service.testing import World, article, hit
 from external_query_service.text._chunk import chunk_text
 from external_query_service.text._rerank import Candidate, answered, rerank
-from external_query_service.text._score import TermStats, score_chunks, score_with_stats
+from external_query_service.text._score import (
+    TermStats,
+    pages_stats,
+    score_chunks,
+    score_with_stats,
+)
 
 ANSWER_PREFIX = 80
 BIGRAM_SHARE = 0.5
@@ -159,17 +164,17 @@ def main() -> int:
         texts = pages_of(question)
         titles = titles_of(question)
         base += bool(texts) and hit(texts[0].split("\n", 1)[0])
-        stats = TermStats()
+        pages: list[tuple[TermStats, list[str]]] = []
         kept: list[Candidate] = []
         every_chunk = []
         for rank, (text, title) in enumerate(zip(texts, titles, strict=True)):
             chunks = chunk_text(text)
             every_chunk += chunks
             scored, page_stats = score_with_stats(chunks, question["question"])
-            stats += page_stats
             if scored:
                 own_best.append(scored[0].score)
             picked = [s for s in scored if s.score >= PAGE_MIN_SCORE][:SNIPPETS_PER_PAGE]
+            pages.append((page_stats, [s.chunk.text for s in picked]))
             kept += [
                 Candidate(s.chunk.text, question["question"], title, rank, s.chunk.offset)
                 for s in picked
@@ -180,6 +185,7 @@ def main() -> int:
                 scored = score_chunks(chunk_text(text), unrelated)
                 if scored:
                     other_best.append(scored[0].score)
+        stats = pages_stats(pages)
         order = rerank(kept, stats)
         firsts = [kept[item.index].text for item in order[:3]]
         for k in range(3):

@@ -69,6 +69,7 @@ from answerability import (
     Embeddings,
     analysed_sets,
     condition,
+    gathered,
     report,
     service_decision,
 )
@@ -81,8 +82,7 @@ from external_query_service.text._answerability import (
     answerability_features,
 )
 from external_query_service.text._ranker import RankerPassage
-from external_query_service.text._rerank import Candidate, Similarity, rerank
-from external_query_service.text._score import TermStats
+from external_query_service.text._rerank import Similarity, rerank
 
 PENALTIES = (0.00003, 0.0001, 0.0003, 0.001, 0.01)
 STEPS = 1500
@@ -120,18 +120,8 @@ def rows_of(
     """Every kept snippet of ``item`` asked with ``pages``, in the ranker's order (first the
     one the service quotes first): its features and label (with ``similarity``,
     ``SEMANTIC_FEATURES``)."""
-    stats = TermStats()
-    candidates: list[Candidate] = []
-    labels: list[bool] = []
-    for rank, index in enumerate(pages):
-        if index not in item.snippets:
-            continue
-        stats += item.stats[index]
-        for snippet in item.snippets[index]:
-            candidates.append(
-                Candidate(snippet.text, item.question, snippet.title, rank, snippet.offset)
-            )
-            labels.append(snippet.holds)
+    stats, kept, candidates = gathered(item, pages)
+    labels = [snippet.holds for snippet in kept]
     if not candidates:
         return [], []
     order = [r.index for r in rerank(candidates, stats, judged=False)]

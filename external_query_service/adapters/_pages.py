@@ -91,7 +91,7 @@ from ..text._currencies import currency_aliases, currency_code
 from ..text._dates import find_dates
 from ..text._parts import question_parts
 from ..text._rerank import Candidate, answered, rerank
-from ..text._score import TermStats, best_snippets
+from ..text._score import TermStats, best_snippets, pages_stats
 from ._base import AdapterRuntime, evidence_id
 from ._page_walk import (
     CUT_OFF,
@@ -318,7 +318,7 @@ async def harvest_pages(
         ranks += [rank] * (len(evidence) - len(ranks))
         if not (read.failure or "").startswith("cut_off"):
             rank += 1
-    stats = sum((read.stats for _, read in reads), TermStats())
+    stats = pages_stats((read.stats, [e.snippet for e in read.evidence]) for _, read in reads)
     evidence = await _best_first(evidence, ranks, plan, stats, semantic=runtime.semantic)
     failures = tuple((hit.url, read.failure) for hit, read in reads if read.failure)
     received = sum(read.received for _, read in reads)
@@ -336,13 +336,13 @@ async def _best_first(
     *,
     semantic: bool = False,
 ) -> list[Evidence]:
-    """The second pass: every snippet ranked over ``stats`` (all the pages' chunks) by the
-    answerability judgment and the fitted ranker (``ranks``: each snippet's hit's place in the
-    walk, the search engine's order, a hint the ranker weighs), best first; equal scores keep
-    the hits' order. None at all when the answerability judgment finds that the snippet
-    ranked first does not answer (``text._rerank.answered``): quotes that only mention the
-    question are no evidence (the outcome is then ``insufficient_evidence /
-    no_matching_evidence``).
+    """The second pass: every snippet ranked over ``stats`` (all the pages' chunks, a copied
+    page's once: ``pages_stats``) by the answerability judgment and the fitted ranker
+    (``ranks``: each snippet's hit's place in the walk, the search engine's order, a hint
+    the ranker weighs), best first; equal scores keep the hits' order. None at all when the
+    answerability judgment finds that the snippet ranked first does not answer
+    (``text._rerank.answered``): quotes that only mention the question are no evidence (the
+    outcome is then ``insufficient_evidence / no_matching_evidence``).
 
     With ``semantic`` (``[answerability] semantic``) the judgment is the semantic one, whose
     model reads the question and the first snippet, about 0.6 s of CPU: the pass then runs

@@ -14,8 +14,9 @@ listed it. Its features (``FEATURES``, each a number in 0..1):
   passage holds. Segmentation cuts a name or a compound one way in the question and another
   way in a passage (``BX700Pro`` and ``BX 700 Pro``), and a colloquial word meets its written
   form in one character of two: bigrams survive both. Rarity is counted over the question's
-  own passages, so a bigram every passage holds (the topic) weighs little and one only some
-  hold (what is asked about it) much;
+  own distinct passages (a passage copied on several pages counts once), so a bigram every
+  passage holds (the topic) weighs little and one only some hold (what is asked about it)
+  much;
 - ``gram_proximity``: the largest such share found within ``WINDOW`` characters: the
   question's specifics stated together, as an answer states them;
 - ``gram_answering``: ``gram_coverage`` counting only bigrams outside spans that restate the
@@ -178,11 +179,13 @@ def answerability_features(
     # The ranker cut each passage already (``text_terms`` keeps the cut): its folded text.
     folded = [text_terms(p.text).folded for p in passages]
     held = [{g for g in grams if g in text} for text in folded]
-    n = len(passages)
+    # Rarity over the distinct passages: a passage copied on several pages counts once.
+    distinct = list(dict(zip(folded, held, strict=True)).values())
+    n = len(distinct)
     weight = {
         g: math.log(1 + (n - df + 0.5) / (df + 0.5))
         for g in grams
-        for df in (sum(g in h for h in held),)
+        for df in (sum(g in h for h in distinct),)
     }
     total = sum(weight.values())
     out: list[list[float]] = []

@@ -81,11 +81,12 @@ def rerank(
     similarity: Similarity = similarities,
 ) -> list[Reranked]:
     """Every passage once, best first (by score, then by the ranker's fitted score); equal
-    scores keep the input order (deterministic). ``model`` and ``judge`` default to the
-    packaged ranker and answerability judgment (the semantic one when ``semantic``: only the
-    first passage is then judged, read by ``similarity`` once, about 0.4 s of CPU with the
-    embedding model, and the others' ``reaches`` is False; ``SemanticUnavailable`` without
-    the ``[semantic]`` extra).
+    scores keep the input order (deterministic), and a passage whose text an earlier one has
+    (a copy of a page) comes after every passage of another text. ``model`` and ``judge``
+    default to the packaged ranker and answerability judgment (the semantic one when
+    ``semantic``: only the first passage is then judged, read by ``similarity`` once, about
+    0.4 s of CPU with the embedding model, and the others' ``reaches`` is False;
+    ``SemanticUnavailable`` without the ``[semantic]`` extra).
 
     ``parts`` are the things a question asks about one by one (a comparison's targets): a
     passage that names some of them and not the others answers its part, so it is judged
@@ -113,6 +114,12 @@ def rerank(
             ranked[i] = (max(0, min(10000, round(10000 * probability * scale))), model.score(row))
             reaches[i] = not judged and probability >= model.threshold
     order = sorted(ranked, key=lambda i: (-ranked[i][0], -ranked[i][1], i))
+    # A passage another page already gave (the same article on another site) goes after
+    # every passage not yet given: the first ones quoted are then all different.
+    first = {passages[i].text: i for i in reversed(order)}
+    order = [i for i in order if first[passages[i].text] == i] + [
+        i for i in order if first[passages[i].text] != i
+    ]
     if judged and order:
         judging = {c.query for c in passages} if not semantic else {passages[order[0]].query}
         for query in judging:

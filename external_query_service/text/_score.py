@@ -77,6 +77,7 @@ __all__ = [
     "best_snippets",
     "coverage_points",
     "kept_terms_bytes",
+    "pages_stats",
     "remember_terms",
     "score_chunks",
     "score_with_stats",
@@ -294,6 +295,23 @@ class _Summed(Mapping[str, int]):
             for term, n in part.items():
                 out[term] = out.get(term, 0) + n
         return out
+
+
+def pages_stats(pages: Iterable[tuple[TermStats, Collection[str]]]) -> TermStats:
+    """The term statistics of a question's pages, given as each page's ``TermStats`` and the
+    snippets it kept: every page's added once, except a copy of an earlier page (one whose
+    snippets, some at least, are all snippets an earlier page kept: the same article
+    syndicated or mirrored on another site). Counted again, a copy would make every word it
+    repeats look as common as the question's topic, and the passages that state the answer
+    would weigh it less the more pages agree on it."""
+    total = TermStats()
+    seen: set[str] = set()
+    for stats, snippets in pages:
+        if snippets and seen.issuperset(snippets):
+            continue
+        seen.update(snippets)
+        total += stats
+    return total
 
 
 def term_stats(term_lists: Iterable[Collection[str]]) -> TermStats:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from external_query_service.testing import LoopbackServer, World
+from external_query_service.testing import LoopbackServer, World, article, hit
 from tests.support.world import make_service, serve_articles
 
 QUESTION = "蓝湾大桥的主跨长度是多少米？"
@@ -90,3 +90,33 @@ def test_a_name_the_page_spells_apart_still_answers(world: World) -> None:
     assert answer.status == "answered"  # type: ignore[attr-defined]
     assert answer.evidence[0].url == urls[0]  # type: ignore[attr-defined]
     assert "38节" in answer.text  # type: ignore[attr-defined]
+
+
+#: An article that states the span in words other than the question's ("两塔之间的一跨",
+#: not "主跨长度"): answerable, and not by a wide margin.
+SYNDICATED = [
+    "蓝湾大桥于2019年建成通车，连接滨海新区东西两岸。",
+    "大桥由省交通设计院设计，为双塔斜拉桥，两塔之间的一跨长达680米，桥面宽33米。",
+    "通车以来，大桥日均车流量超过五万辆。",
+]
+
+
+@pytest.mark.parametrize("sites", [1, 5])
+def test_an_article_syndicated_on_five_sites_is_answered_as_when_on_one(
+    world: World, sites: int
+) -> None:
+    # Counted once a page, the five copies made every word the article repeats look as
+    # common as the bridge's name, and the copies were refused where one page was answered.
+    urls = [
+        world.page(
+            f"paper{n}.test",
+            "/bridge",
+            article("蓝湾大桥建成五周年", SYNDICATED, published="2026-11-29", site_name=f"报{n}"),
+        )
+        for n in range(sites)
+    ]
+    world.results(QUESTION, [hit(url, "蓝湾大桥", "滨海新区") for url in urls])
+    answer = ask(world, QUESTION)
+    assert answer.status == "answered"  # type: ignore[attr-defined]
+    assert "680米" in answer.text  # type: ignore[attr-defined]
+    assert {e.url for e in answer.evidence} == set(urls)  # type: ignore[attr-defined]

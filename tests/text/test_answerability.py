@@ -86,6 +86,19 @@ def test_a_name_the_segmenter_cuts_apart_still_counts_by_its_characters() -> Non
     assert spaced_grams > 2 * other_grams
 
 
+def test_a_passage_copied_on_several_pages_reads_as_when_given_once() -> None:
+    # The same report on five sites: its bigrams are as rare among the question's distinct
+    # passages as when it is given once.
+    passage = RankerPassage(ANSWER)
+    aside = RankerPassage(ASIDE)
+    stats = stats_of(ANSWER, ASIDE)
+    once = answerability_features(QUESTION, [passage, aside], stats)
+    copied = answerability_features(QUESTION, [passage] * 5 + [aside], stats)
+    assert copied[0] == once[0]
+    assert copied[-1] == once[-1]
+    assert all(row == copied[0] for row in copied[:5])
+
+
 def test_the_terms_a_passage_misses_are_counted() -> None:
     rows = answerability_features(
         QUESTION,

@@ -28,6 +28,7 @@ from external_query_service.text._score import (
     TermStats,
     best_snippets,
     kept_terms_bytes,
+    pages_stats,
     score_chunks,
     score_with_stats,
     term_stats,
@@ -313,6 +314,28 @@ def test_summed_term_stats_count_as_a_scan_of_every_chunk_would(
     lengths = [len(chunk) for chunk in sets]
     if lengths:
         assert summed.term_total / summed.chunks == sum(lengths) / len(lengths)
+
+
+def test_a_copy_of_a_page_adds_no_term_statistics() -> None:
+    article = [terms("湛江港今年货物吞吐量达到2.6亿吨。"), terms("湛江港位于广东西南部。")]
+    other = [terms("茂名港今年吞吐量下降。")]
+    kept = ["湛江港今年货物吞吐量达到2.6亿吨。"]
+    once = pages_stats([(term_stats(article), kept), (term_stats(other), ["茂名港"])])
+    copied = pages_stats(
+        [(term_stats(article), kept), (term_stats(other), ["茂名港"])]
+        + [(term_stats(article), kept)] * 4
+    )
+    assert copied == once == term_stats(article) + term_stats(other)
+
+
+def test_pages_that_repeat_some_snippets_or_kept_none_still_count() -> None:
+    # A page counts as a copy only when every snippet it kept, one at least, was kept before.
+    first = (term_stats([terms("北京明天多云。")]), ["北京明天多云。"])
+    overlapping = (term_stats([terms("北京明天多云，后天雨。")]), ["北京明天多云。", "后天雨。"])
+    empty = (term_stats([terms("上海晴。")]), [])
+    total = pages_stats([first, overlapping, empty, empty])
+    assert total == first[0] + overlapping[0] + empty[0] + empty[0]
+    assert pages_stats([]) == TermStats()
 
 
 def test_score_with_stats_returns_the_stats_of_its_own_chunks() -> None:
