@@ -1,14 +1,15 @@
 """Fit the answerability judgment on the fitting halves of bench/answerability.py.
 
     python tools/fit_answerability.py [bench/answerability.py's arguments] [--out FILE]
+                                      [--learner trees|linear]
                                       [--semantic --embeddings FILE]
 
-A dev-only script (nothing in the package imports it; it needs numpy, in the ``fit``
-extra). The sets are found and served as ``bench/answerability.py`` finds and serves them
+A dev-only script (nothing in the package imports it; it needs numpy and LightGBM, in the
+``fit`` extra). The sets are found and served as ``bench/answerability.py`` finds and serves them
 (``--cache`` as there); only the questions of each set's *fitting* half are fitted on. Under
 each of the bench's four conditions (five passages, none, one, three or all answering) every
 snippet the page chain kept is a row of ``text._answerability.FEATURES`` computed over that
-condition's passages, labelled by whether it holds a gold answer. Three steps, deterministic:
+condition's passages, labelled by whether it holds a gold answer. Four steps, deterministic:
 
 1. **Logistic regression of the decision**: the service answers a question when the passage
    it quotes first, the ranker's first, is judged to answer (``text._rerank.answered``), so
@@ -27,10 +28,20 @@ condition's passages, labelled by whether it holds a gold answer. Three steps, d
    is on the wrong side, the worst such feature is held at 0 and the rest fitted again.
 2. **The penalty by cross-validation** on the fitting halves: ``FOLDS`` folds by a hash of
    the question id; each penalty of ``PENALTIES`` is fitted on the other folds (weights and
-   threshold) and scored by its merit (step 3) on the held-out one, and the largest penalty
+   threshold) and scored by its merit (step 4) on the held-out one, and the largest penalty
    within one standard error of the best mean is kept (``choose_penalty``). The held-out log
    loss, used before, prefers a penalty whose weights put fewer questions on the right side.
-3. **The threshold** a question's first snippet must reach: among the fitted probabilities,
+3. **Trees** (``--learner trees``; the default, ``linear``, has none): gradient-boosted
+   regression trees on the same rows, weights and log loss, started from the linear part's
+   margin (LightGBM's ``init_score``), so they learn what a weighted sum of the features
+   misses. Their depth and number are chosen among ``TREE_GRID`` (``(0, 0)``, no trees,
+   among them) by the merit over the same folds (``choose_trees``: each fold's linear part,
+   trees and threshold fitted on the other folds). They are written flat and evaluated in
+   pure Python by ``text._ranker.Tree``; the script checks that its evaluation gives
+   LightGBM's own values (``checked_trees``). The packaged judgment has none: the trees
+   raised the merit by a point on the checking halves but judged short passages of a few
+   lines worse (docs/architecture/ranking.md).
+4. **The threshold** a question's first snippet must reach: among the fitted probabilities,
    the one that maximises, on the fitting halves, the *merit*: per set, the share of
    negatives-only questions declined and the mean share of one-answering and all-answering
    questions answered with an answer quoted, half each (declining what no passage answers
@@ -54,8 +65,9 @@ import hashlib
 import json
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +86,7 @@ from answerability import (
     service_decision,
 )
 from answerability import parse as bench_parse
+from fit_ranker import flat_trees
 
 from external_query_service.text import _answerability
 from external_query_service.text._answerability import (
@@ -81,7 +94,7 @@ from external_query_service.text._answerability import (
     SEMANTIC_FEATURES,
     answerability_features,
 )
-from external_query_service.text._ranker import RankerPassage
+from external_query_service.text._ranker import RankerPassage, tree_from_json
 from external_query_service.text._rerank import Similarity, rerank
 
 PENALTIES = (0.00003, 0.0001, 0.0003, 0.001, 0.01)
@@ -106,6 +119,15 @@ SIGNS: dict[str, int] = dict.fromkeys(
     -1,
 )
 VERSION = 3
+#: The trees' settings the cross-validation chooses among (step 3): (depth, number of trees);
+#: ``(0, 0)`` is the linear model alone. Every tree is grown at ``TREE_RATE`` with at least
+#: ``TREE_LEAF`` fitting rows a leaf, by LightGBM single-threaded in its deterministic mode.
+TREE_GRID = ((0, 0), (2, 100), (2, 200), (3, 100), (3, 200), (4, 100))
+TREE_RATE = 0.05
+TREE_LEAF = 100
+SEED = 7
+#: A question's first passages' rows → their margins (log-odds of answering).
+Margin = Callable[[np.ndarray], np.ndarray]
 #: The sets fitted on: those whose gold answers are exact spans. DuReader's are judged by a
 #: bigram rule against an annotator's summary, which calls many a search result that does
 #: answer a miss; with every set weighing the same, its forty-odd fitting questions (two of
@@ -242,8 +264,9 @@ def choose_penalty(data: list[Block]) -> float:
         for k in range(FOLDS):
             rest = [b for b in data if _fold(b) != k]
             w = fit(rest, penalty)
-            threshold = choose_threshold(rest, w)
-            held.append(Decisions([b for b in data if _fold(b) == k], w).merit([threshold])[0])
+            threshold = choose_threshold(rest, linear(w))
+            left_out = [b for b in data if _fold(b) == k]
+            held.append(Decisions(left_out, linear(w)).merit([threshold])[0])
         merits[penalty] = np.array(held)
         print(f"  penalty {penalty:g}: held-out merit {merits[penalty].mean():.4f}")
     best = max(merits, key=lambda p: merits[p].mean())
@@ -251,23 +274,102 @@ def choose_penalty(data: list[Block]) -> float:
     return max(p for p in merits if merits[p].mean() >= floor)
 
 
-def choose_threshold(data: list[Block], w: np.ndarray) -> float:
-    """The threshold of step 3 (module docstring): the least of the best."""
-    decisions = Decisions(data, w)
+def fit_trees(data: list[Block], w: np.ndarray, depth: int, rounds: int) -> Any:
+    """A LightGBM booster of ``rounds`` regression trees of ``depth`` over step 1's rows of
+    ``data``, weighted as there, started from the linear margin of ``w`` (step 3)."""
+    try:
+        import lightgbm
+    except ImportError:
+        raise SystemExit(
+            "the trees need LightGBM: pip install -e '.[fit]' (or pass --learner linear)"
+        ) from None
+    rows = Rows(data)
+    x = rows.x[:, :-1]
+    dataset = lightgbm.Dataset(
+        x,
+        rows.y,
+        weight=rows.weight * len(rows.y),
+        init_score=linear(w)(x),
+    )
+    params = {
+        "objective": "binary",
+        "max_depth": depth,
+        "num_leaves": 2**depth,
+        "min_child_samples": TREE_LEAF,
+        "learning_rate": TREE_RATE,
+        "lambda_l2": 1.0,
+        "seed": SEED,
+        "deterministic": True,
+        "force_row_wise": True,
+        "num_threads": 1,
+        "verbosity": -1,
+    }
+    return lightgbm.train(params, dataset, num_boost_round=rounds)
+
+
+def boosted(w: np.ndarray, booster: Any, rounds: int) -> Margin:
+    """The margin of ``w`` plus the booster's first ``rounds`` trees."""
+    if not rounds:
+        return linear(w)
+    return lambda x: linear(w)(x) + booster.predict(x, raw_score=True, num_iteration=rounds)
+
+
+def choose_trees(data: list[Block], penalty: float) -> tuple[int, int]:
+    """Step 3's (depth, number of trees): the setting of ``TREE_GRID`` whose mean held-out
+    merit over ``FOLDS`` folds is best (each fold's linear part, trees and threshold fitted
+    on the other folds)."""
+    held: dict[tuple[int, int], list[float]] = {setting: [] for setting in TREE_GRID}
+    for k in range(FOLDS):
+        rest = [b for b in data if _fold(b) != k]
+        left_out = [b for b in data if _fold(b) == k]
+        w = fit(rest, penalty)
+        for depth in sorted({d for d, _ in TREE_GRID}):
+            counts = [r for d, r in TREE_GRID if d == depth]
+            booster = fit_trees(rest, w, depth, max(counts)) if depth else None
+            for rounds in counts:
+                margin = boosted(w, booster, rounds)
+                threshold = choose_threshold(rest, margin)
+                held[depth, rounds].append(Decisions(left_out, margin).merit([threshold])[0])
+    for (depth, rounds), merits in held.items():
+        print(f"  trees: depth {depth}, {rounds:>3} trees: held-out merit {np.mean(merits):.4f}")
+    return max(TREE_GRID, key=lambda setting: (np.mean(held[setting]), -setting[1]))
+
+
+def checked_trees(data: list[Block], w: np.ndarray, booster: Any) -> list[dict[str, Any]]:
+    """The booster's trees flat, once ``text._ranker.Tree``'s pure-Python evaluation of them
+    gives LightGBM's own values on every fitting row."""
+    trees = flat_trees(booster)
+    read = [tree_from_json(tree, len(w) - 1) for tree in trees]
+    x = Rows(data).x[:, :-1]
+    ours = np.array([sum(tree.value(row) for tree in read) for row in x.tolist()])
+    worst = float(np.max(np.abs(ours - booster.predict(x, raw_score=True)), initial=0.0))
+    if worst > 1e-9:
+        raise SystemExit(f"the flat trees score {worst} away from LightGBM's: not written")
+    return trees
+
+
+def linear(w: np.ndarray) -> Margin:
+    """The margin of weights then bias ``w``."""
+    return lambda x: x @ w[:-1] + w[-1]
+
+
+def choose_threshold(data: list[Block], margin: Margin) -> float:
+    """The threshold of step 4 (module docstring): the least of the best."""
+    decisions = Decisions(data, margin)
     candidates = np.unique(np.round(decisions.firsts, 4))
     return float(candidates[int(np.argmax(decisions.merit(candidates)))])
 
 
 class Decisions:
-    """What the service decides of each question-condition with weights ``w``: its first
+    """What the service decides of each question-condition under ``margin``: its first
     snippet's probability and whether a snippet it would quote holds an answer, by set and
-    condition; ``merit`` of thresholds, step 3's mean."""
+    condition; ``merit`` of thresholds, step 4's mean."""
 
-    def __init__(self, data: list[Block], w: np.ndarray) -> None:
+    def __init__(self, data: list[Block], margin: Margin) -> None:
         per: dict[tuple[str, str], list[tuple[float, bool]]] = {}
-        for name, _, cond, x, y in data:
-            first = float(1 / (1 + np.exp(-(x[0] @ w[:-1] + w[-1]))))
-            per.setdefault((name, cond), []).append((first, bool(y[:QUOTED].any())))
+        firsts = 1 / (1 + np.exp(-margin(np.array([x[0] for *_, x, _ in data]))))
+        for (name, _, cond, _, y), first in zip(data, firsts, strict=True):
+            per.setdefault((name, cond), []).append((float(first), bool(y[:QUOTED].any())))
         self.firsts = np.array([f for values in per.values() for f, _ in values])
         # A condition of a set counts when at least MERIT_MIN questions were asked under it:
         # a handful would move the threshold by chance.
@@ -297,6 +399,12 @@ class Decisions:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", help="where to write the weights file")
+    parser.add_argument(
+        "--learner",
+        choices=("trees", "linear"),
+        default="linear",
+        help="boost trees on the linear part (step 3; needs LightGBM) or not (the default)",
+    )
     own, rest = parser.parse_known_args(argv)
     args = bench_parse(rest)
     sets = analysed_sets(args)
@@ -309,15 +417,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     fitting = blocks(sets, "fitting", similarity)
     print(f"fitting on {len(fitting)} question-conditions")
     penalty = choose_penalty(fitting)
-    w = fit(fitting, penalty)
-    threshold = choose_threshold(fitting, w)
+    # The weights are written rounded: the trees and the threshold are fitted on them so.
+    w = np.round(fit(fitting, penalty), 6)
+    depth, rounds = choose_trees(fitting, penalty) if own.learner == "trees" else (0, 0)
+    booster = fit_trees(fitting, w, depth, rounds) if rounds else None
+    trees = checked_trees(fitting, w, booster) if rounds else []
+    threshold = choose_threshold(fitting, boosted(w, booster, rounds))
     document = {
         "version": VERSION,
         "features": list(names),
-        "weights": {name: round(float(v), 6) for name, v in zip(names, w[:-1], strict=True)},
-        "bias": round(float(w[-1]), 6),
+        "weights": {name: float(v) for name, v in zip(names, w[:-1], strict=True)},
+        "bias": float(w[-1]),
+        "trees": trees,
         "threshold": threshold,
-        "fitted": {"penalty": penalty, "sets": [name for name, _ in sets]},
+        "fitted": {
+            "penalty": penalty,
+            "trees": {"depth": depth, "number": rounds, "rate": TREE_RATE, "leaf": TREE_LEAF},
+            "sets": [name for name, _ in sets],
+        },
     }
     packaged = _answerability.SEMANTIC_FILE if args.semantic else _answerability.ANSWERABILITY_FILE
     out = Path(own.out) if own.out else Path(_answerability.__file__).with_name(packaged)

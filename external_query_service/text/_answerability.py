@@ -64,7 +64,7 @@ from rapidfuzz import fuzz
 
 from ._echo import fold, question_spans
 from ._ranker import FEATURES as RANKER_FEATURES
-from ._ranker import RankerPassage
+from ._ranker import RankerPassage, Tree, tree_from_json
 from ._ranker import features as ranker_features
 from ._score import MAX_QUERY_CHARS, TermStats, text_terms
 from ._tokens import query_terms
@@ -118,26 +118,29 @@ _SHARED_INDEX: Final = tuple(RANKER_FEATURES.index(name) for name in _SHARED)
 
 @dataclass(frozen=True)
 class AnswerabilityModel:
-    """A weight per feature and a bias, and ``threshold``: the probability a question's first
-    passage (in the ranker's order) must reach for the question to be answered.
-    ``semantic``: the weights are for ``SEMANTIC_FEATURES`` (else ``FEATURES``)."""
+    """A weight per feature and a bias, the regression trees boosted on top of them (none
+    for a linear model), and ``threshold``: the probability a question's first passage (in
+    the ranker's order) must reach for the question to be answered. ``semantic``: the weights
+    are for ``SEMANTIC_FEATURES`` (else ``FEATURES``)."""
 
     version: int
     weights: tuple[float, ...]
     bias: float
     threshold: float
     semantic: bool = False
+    trees: tuple[Tree, ...] = ()
 
     def probability(self, values: Sequence[float]) -> float:
         """The calibrated probability that a passage with these feature values answers."""
         z = self.bias + sum(w * x for w, x in zip(self.weights, values, strict=True))
+        z += sum(tree.value(values) for tree in self.trees)
         return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
 def model_from_json(data: str) -> AnswerabilityModel:
     """An ``AnswerabilityModel`` from the JSON ``tools/fit_answerability.py`` writes, for the
-    features it names; ``ValueError`` when they are neither ``FEATURES`` nor
-    ``SEMANTIC_FEATURES``."""
+    features it names (``trees`` may be absent: a linear model); ``ValueError`` when they
+    are neither ``FEATURES`` nor ``SEMANTIC_FEATURES``, or a tree is malformed."""
     document = json.loads(data)
     named = tuple(document["features"])
     if named not in (FEATURES, SEMANTIC_FEATURES):
@@ -150,6 +153,7 @@ def model_from_json(data: str) -> AnswerabilityModel:
         bias=float(document["bias"]),
         threshold=float(document["threshold"]),
         semantic=named == SEMANTIC_FEATURES,
+        trees=tuple(tree_from_json(tree, len(named)) for tree in document.get("trees", ())),
     )
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "load_model",
     "model_from_json",
     "rank_probabilities",
+    "tree_from_json",
 ]
 
 #: The features, in the order of the weights in ``WEIGHTS_FILE``.
@@ -168,7 +169,10 @@ class RankerModel:
         return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
-def _tree(data: Mapping[str, Sequence[float]]) -> Tree:
+def tree_from_json(data: Mapping[str, Sequence[float]], features: int = len(FEATURES)) -> Tree:
+    """A ``Tree`` from its flat JSON form, over ``features`` features (the ranker's by
+    default); ``ValueError`` when it is malformed: its lists of different lengths, a feature
+    or a child out of range, or a child before its parent (so every walk ends at a leaf)."""
     tree = Tree(
         features=tuple(int(i) for i in data["features"]),
         thresholds=tuple(float(t) for t in data["thresholds"]),
@@ -184,7 +188,7 @@ def _tree(data: Mapping[str, Sequence[float]]) -> Tree:
         or len(tree.left) != nodes
         or len(tree.right) != nodes
         or leaves != nodes + 1
-        or any(not 0 <= i < len(FEATURES) for i in tree.features)
+        or any(not 0 <= i < features for i in tree.features)
         or any(not -leaves <= child < nodes for child in children)
         # Children sit after their parent, so a walk always ends at a leaf.
         or any(
@@ -193,7 +197,7 @@ def _tree(data: Mapping[str, Sequence[float]]) -> Tree:
             for child in (tree.left[node], tree.right[node])
         )
     ):
-        raise ValueError("a ranker tree is malformed")
+        raise ValueError("a tree is malformed")
     return tree
 
 
@@ -210,7 +214,7 @@ def model_from_json(data: str) -> RankerModel:
         scale=float(document["calibration"]["scale"]),
         bias=float(document["calibration"]["bias"]),
         threshold=float(document["threshold"]),
-        trees=tuple(_tree(tree) for tree in document.get("trees", ())),
+        trees=tuple(tree_from_json(tree) for tree in document.get("trees", ())),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from importlib.resources import files
 
 import pytest
@@ -52,6 +53,47 @@ def test_weights_for_other_features_are_refused(name: str) -> None:
     document["features"] = [*document["features"], "page_position"]
     with pytest.raises(ValueError, match="other features"):
         model_from_json(json.dumps(document))
+
+
+def _packaged() -> dict[str, object]:
+    text = files(answerability_module.__package__).joinpath(ANSWERABILITY_FILE).read_text("utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def test_trees_in_a_judgment_file_add_their_leaf_to_the_linear_margin() -> None:
+    # One split on ``alignment``: passages aligning above 0.5 gain 2 in log-odds.
+    document = _packaged()
+    linear = model_from_json(json.dumps({**document, "trees": []}))
+    tree = {
+        "features": [FEATURES.index("alignment")],
+        "thresholds": [0.5],
+        "left": [-1],
+        "right": [-2],
+        "leaves": [0.0, 2.0],
+    }
+    boosted = model_from_json(json.dumps({**document, "trees": [tree]}))
+    stats = stats_of(ANSWER, ASIDE)
+    rows = answerability_features(QUESTION, [RankerPassage(ANSWER), RankerPassage(ASIDE)], stats)  # type: ignore[arg-type]
+    for row in rows:
+        gain = 2.0 if row[FEATURES.index("alignment")] > 0.5 else 0.0
+        odds = boosted.probability(row) / (1 - boosted.probability(row))
+        base = linear.probability(row) / (1 - linear.probability(row))
+        assert odds == pytest.approx(base * math.exp(gain))
+    assert load_answerability().trees == ()
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"features": [99], "thresholds": [0.5], "left": [-1], "right": [-2], "leaves": [0, 1]},
+        {"features": [0], "thresholds": [0.5], "left": [0], "right": [-2], "leaves": [0, 1]},
+        {"features": [0], "thresholds": [], "left": [-1], "right": [-2], "leaves": [0, 1]},
+    ],
+    ids=["feature-out-of-range", "child-loops-back", "lists-of-other-lengths"],
+)
+def test_a_malformed_tree_is_refused(tree: dict[str, list[float]]) -> None:
+    with pytest.raises(ValueError, match="malformed"):
+        model_from_json(json.dumps({**_packaged(), "trees": [tree]}))
 
 
 def test_features_never_read_where_the_engine_listed_the_page() -> None:
