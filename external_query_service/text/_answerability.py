@@ -171,10 +171,15 @@ def answerability_features(
     stats: TermStats,
     ranker_rows: Sequence[Sequence[float]] | None = None,
     semantic: Sequence[float] | None = None,
+    *,
+    judged: Sequence[int] | None = None,
 ) -> list[list[float]]:
-    """``FEATURES`` of each passage for ``query``; ``ranker_rows``, the ranker's features of
-    the same passages when already computed, are reused. With ``semantic``, each passage's
-    similarity to ``query`` (``_semantic.similarities``), ``SEMANTIC_FEATURES``."""
+    """``FEATURES`` of each passage for ``query`` (of the passages at the indexes
+    ``judged`` only, in that order, when given: the others still count in the bigrams'
+    rarity and the terms no passage holds); ``ranker_rows``, the ranker's features of the
+    same passages when already computed, are reused. With ``semantic``, each judged
+    passage's similarity to ``query`` (``_semantic.similarities``), ``SEMANTIC_FEATURES``."""
+    chosen = range(len(passages)) if judged is None else judged
     rows = ranker_rows if ranker_rows is not None else ranker_features(query, passages, stats)
     question = fold(query[:MAX_QUERY_CHARS])
     letters = _letters(question)
@@ -192,32 +197,30 @@ def answerability_features(
         for df in (sum(g in h for h in distinct),)
     }
     total = sum(weight.values())
-    out: list[list[float]] = []
-    for row, text, have in zip(rows, folded, held, strict=True):
-        asked = _asked(text, question)
-        told = {g for g in have if any(not asked[i] for i in _places(text, g))}
-        out.append(
-            [
-                *(row[i] for i in _SHARED_INDEX),
-                _share(have, weight, total),
-                _window(text, have, weight, total),
-                _share(told, weight, total),
-                _alignment(letters, text, asked),
-            ]
-        )
     nowhere = [t for t in named if not any(t in text for text in folded)]
     question_wide = [
         len(nowhere) / len(named) if named else 0.0,
         min(max((len(t) for t in nowhere), default=0), _MISSING_CAP) / _MISSING_CAP,
     ]
-    for r, text in zip(out, folded, strict=True):
+    out: list[list[float]] = []
+    for index in chosen:
+        text, have = folded[index], held[index]
+        asked = _asked(text, question)
+        told = {g for g in have if any(not asked[i] for i in _places(text, g))}
         missing = [t for t in named if t not in text]
-        r += [
-            1 - len(missing) / len(named) if named else 0.0,
-            min(len(missing), _MISSING_CAP) / _MISSING_CAP,
-            min(max((len(t) for t in missing), default=0), _MISSING_CAP) / _MISSING_CAP,
-            *question_wide,
-        ]
+        out.append(
+            [
+                *(rows[index][i] for i in _SHARED_INDEX),
+                _share(have, weight, total),
+                _window(text, have, weight, total),
+                _share(told, weight, total),
+                _alignment(letters, text, asked),
+                1 - len(missing) / len(named) if named else 0.0,
+                min(len(missing), _MISSING_CAP) / _MISSING_CAP,
+                min(max((len(t) for t in missing), default=0), _MISSING_CAP) / _MISSING_CAP,
+                *question_wide,
+            ]
+        )
     if semantic is not None:
         for r, similarity in zip(out, semantic, strict=True):
             r += [similarity, similarity * similarity]

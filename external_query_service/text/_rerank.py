@@ -7,12 +7,12 @@ statistics of every chunk of every page gathered for the question — and ranks 
 fitted ranker (``ranker``): its calibrated probability that the snippet holds the answer is the
 snippet's score (basis points), scaled by the share of the plan's targets the snippet names
 (``(6 + 4 × share) / 10``, the target weight of ``score``) when there are targets. Nothing is
-dropped here; ``Reranked.reaches`` says whether a snippet reaches the answerability
-judgment's threshold, and ``answered`` whether the question is answered: when the snippet
-ranked first, the one quoted first, answers it. With
-``semantic``, the judgment is the semantic one (``_answerability``'s docstring): each
-snippet's similarity to its query is computed once, by the embedding model, and the ranker's
-order is unchanged.
+dropped here; ``answered`` says whether the question is answered: when the snippet ranked
+first, the one quoted first, answers it. That snippet alone is judged (``Reranked.reaches``;
+the others' is False): the decision reads no other, and the judgment is most of the pass's
+cost. With ``semantic``, the judgment is the semantic one (``_answerability``'s docstring):
+the first snippet's similarity to its query is computed by the embedding model, and the
+ranker's order is unchanged.
 
 A target may go by several names (an exchange-rate plan's currencies: ``USD``, 美元, US$):
 with ``spellings``, a passage that names a target only by another of its names is judged
@@ -59,8 +59,9 @@ class Candidate:
 @dataclass(frozen=True)
 class Reranked:
     """``passages[index]`` scores ``score`` basis points in the second pass; ``reaches`` when
-    the answerability judgment says it answers (its probability reaches the judgment's
-    ``threshold``)."""
+    it is the passage judged (the one ranked first) and the answerability judgment says it
+    answers (its probability reaches the judgment's ``threshold``), or, unjudged, when the
+    ranker's probability reaches the ranker's threshold."""
 
     index: int
     score: int
@@ -84,9 +85,9 @@ def rerank(
     scores keep the input order (deterministic), and a passage whose text an earlier one has
     (a copy of a page) comes after every passage of another text. ``model`` and ``judge``
     default to the packaged ranker and answerability judgment (the semantic one when
-    ``semantic``: only the first passage is then judged, read by ``similarity`` once, about
-    0.4 s of CPU with the embedding model, and the others' ``reaches`` is False;
-    ``SemanticUnavailable`` without the ``[semantic]`` extra).
+    ``semantic``: the first passage is read by ``similarity`` once, about 0.4 s of CPU with
+    the embedding model; ``SemanticUnavailable`` without the ``[semantic]`` extra). Only the
+    first passage is judged; the others' ``reaches`` is False.
 
     ``parts`` are the things a question asks about one by one (a comparison's targets): a
     passage that names some of them and not the others answers its part, so it is judged
@@ -116,26 +117,21 @@ def rerank(
     order = sorted(ranked, key=lambda i: (-ranked[i][0], -ranked[i][1], i))
     # A passage another page already gave (the same article on another site) goes after
     # every passage not yet given: the first ones quoted are then all different.
-    first = {passages[i].text: i for i in reversed(order)}
-    order = [i for i in order if first[passages[i].text] == i] + [
-        i for i in order if first[passages[i].text] != i
+    earliest = {passages[i].text: i for i in reversed(order)}
+    order = [i for i in order if earliest[passages[i].text] == i] + [
+        i for i in order if earliest[passages[i].text] != i
     ]
     if judged and order:
-        judging = {c.query for c in passages} if not semantic else {passages[order[0]].query}
-        for query in judging:
-            indexes, described, rows = groups[query]
-            # With ``semantic`` only the first passage is read by the model: the decision
-            # (``answered``) reads no other, and each costs a model call.
-            semantic_values = None
-            if semantic:
-                at = indexes.index(order[0])
-                semantic_values = [0.0] * len(indexes)
-                semantic_values[at] = similarity(query, [described[at].text])[0]
-            answers = _answers(
-                query, described, stats, rows, parts, spellings or {}, judge, semantic_values
-            )
-            for i, answering in zip(indexes, answers, strict=True):
-                reaches[i] = answering and (not semantic or i == order[0])
+        # Only the passage ranked first is judged: the decision (``answered``) reads no
+        # other, and the judgment costs most of the pass (with ``semantic``, a model call).
+        first = order[0]
+        query = passages[first].query
+        indexes, described, rows = groups[query]
+        at = indexes.index(first)
+        similar = similarity(query, [described[at].text]) if semantic else None
+        reaches[first] = _answers(
+            query, described, at, stats, rows, parts, spellings or {}, judge, similar
+        )
     return [Reranked(i, ranked[i][0], reaches[i]) for i in order]
 
 
@@ -153,31 +149,30 @@ def answered(ranked: Sequence[Reranked], *, judged: bool = True) -> bool:
 def _answers(
     query: str,
     passages: Sequence[RankerPassage],
+    at: int,
     stats: TermStats,
     rows: Sequence[Sequence[float]],
     parts: Sequence[str],
     spellings: Mapping[str, Sequence[str]],
     judge: AnswerabilityModel,
     semantic: Sequence[float] | None,
-) -> list[bool]:
-    """Whether each passage answers ``query`` (or, naming only some of ``parts``, its part);
-    ``semantic``, each passage's similarity to ``query`` for the semantic judgment (to the
+) -> bool:
+    """Whether ``passages[at]`` answers ``query`` (or, naming only some of ``parts``, its
+    part), judged among the passages judged against the same question (the bigrams' rarity
+    is theirs); ``semantic``, its similarity to ``query`` for the semantic judgment (to the
     whole question, as fitted, also for a passage judged against its part)."""
     named = _Parts(parts)
     asked = [_spelled(named.part_of(query, p.text), p.text, spellings) for p in passages]
-    out = [False] * len(passages)
-    for part in dict.fromkeys(asked):
-        picked = [i for i, q in enumerate(asked) if q == part]
-        facts = answerability_features(
-            part,
-            [passages[i] for i in picked],
-            stats,
-            [rows[i] for i in picked],
-            None if semantic is None else [semantic[i] for i in picked],
-        )
-        for i, values in zip(picked, facts, strict=True):
-            out[i] = judge.probability(values) >= judge.threshold
-    return out
+    picked = [i for i, question in enumerate(asked) if question == asked[at]]
+    (facts,) = answerability_features(
+        asked[at],
+        [passages[i] for i in picked],
+        stats,
+        [rows[i] for i in picked],
+        semantic,
+        judged=[picked.index(at)],
+    )
+    return judge.probability(facts) >= judge.threshold
 
 
 def _spelled(question: str, text: str, spellings: Mapping[str, Sequence[str]]) -> str:

@@ -159,7 +159,8 @@ def test_the_judgment_not_the_ranker_decides_which_passages_answer() -> None:
     strict = dataclasses.replace(judge, threshold=0.9999)
     lenient = dataclasses.replace(judge, threshold=0.0)
     assert not any(item.reaches for item in rerank(passages, stats, judge=strict))  # type: ignore[arg-type]
-    assert all(item.reaches for item in rerank(passages, stats, judge=lenient))  # type: ignore[arg-type]
+    # Only the passage ranked first is judged: the decision reads no other.
+    assert [item.reaches for item in rerank(passages, stats, judge=lenient)] == [True, False]  # type: ignore[arg-type]
 
 
 def test_a_comparison_passage_is_judged_against_its_own_part() -> None:
@@ -173,8 +174,11 @@ def test_a_comparison_passage_is_judged_against_its_own_part() -> None:
     score_whole = {item.index: item for item in whole}
     score_parts = {item.index: item for item in parts}
     # Each passage names one company and misses the other: judged against its own part, it
-    # misses nothing of it.
-    assert all(score_parts[i].reaches for i in (0, 1))
+    # misses nothing of it (the passage ranked first is the one judged: each in turn).
+    for text in (byd, tesla):
+        alone = rerank([Candidate(text, question)], stats, parts=("比亚迪", "特斯拉"))  # type: ignore[arg-type]
+        assert alone[0].reaches
+    assert score_parts[parts[0].index].reaches
     assert [score_whole[i].score for i in (0, 1)] == [score_parts[i].score for i in (0, 1)]
 
 
@@ -185,14 +189,16 @@ def test_a_passage_answering_one_sentence_of_a_question_in_sentences_answers_its
     people = "统计公报显示，滨海新区去年末常住人口为126万人，比上年增加三万人。"
     aside = "滨海新区还规划建设第二座跨海大桥，预计明年开工建设。"
     stats = stats_of(span, people, aside)
-    passages = [Candidate(text, question) for text in (span, people, aside)]
-    whole = {item.index: item.reaches for item in rerank(passages, stats)}  # type: ignore[arg-type]
-    by_part = {item.index: item.reaches for item in rerank(passages, stats, parts=parts)}  # type: ignore[arg-type]
+
+    def answers(text: str, parts: tuple[str, ...] = ()) -> bool:
+        # The passage ranked first is the one judged: each in turn, over the same stats.
+        return rerank([Candidate(text, question)], stats, parts=parts)[0].reaches  # type: ignore[arg-type]
+
     # Judged against the whole question, the population misses the bridge's terms; against
     # its own sentence it answers. The aside answers neither.
-    assert not whole[1]
-    assert not whole[2]
-    assert by_part == {0: True, 1: True, 2: False}
+    assert not answers(people)
+    assert not answers(aside)
+    assert [answers(text, parts) for text in (span, people, aside)] == [True, True, False]
 
 
 def test_a_restated_question_does_not_align_as_an_answer_does() -> None:
