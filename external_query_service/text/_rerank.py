@@ -96,8 +96,8 @@ def rerank(
     passage reaches when the ranker's own probability reaches the ranker's threshold (for
     questions whose answer is any report about their target, which the verifier judges)."""
     model = model or load_model()
-    judge = judge or load_answerability(semantic)
-    if judge.semantic != semantic:
+    judgment = (judge or load_answerability(semantic)) if judged else None
+    if judgment is not None and judgment.semantic != semantic:
         raise ValueError("the answerability judgment's features do not match `semantic`")
     ranked: dict[int, tuple[int, float]] = {}
     reaches: dict[int, bool] = {}
@@ -121,7 +121,7 @@ def rerank(
     order = [i for i in order if earliest[passages[i].text] == i] + [
         i for i in order if earliest[passages[i].text] != i
     ]
-    if judged and order:
+    if judgment is not None and order:
         # Only the passage ranked first is judged: the decision (``answered``) reads no
         # other, and the judgment costs most of the pass (with ``semantic``, a model call).
         first = order[0]
@@ -130,7 +130,7 @@ def rerank(
         at = indexes.index(first)
         similar = similarity(query, [described[at].text]) if semantic else None
         reaches[first] = _answers(
-            query, described, at, stats, rows, parts, spellings or {}, judge, similar
+            query, described, at, stats, rows, parts, spellings or {}, judgment, similar
         )
     return [Reranked(i, ranked[i][0], reaches[i]) for i in order]
 
