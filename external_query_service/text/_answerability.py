@@ -14,7 +14,8 @@ listed it. Its features (``FEATURES``, each a number in 0..1):
   passage holds. Segmentation cuts a name or a compound one way in the question and another
   way in a passage (``BX700Pro`` and ``BX 700 Pro``), and a colloquial word meets its written
   form in one character of two: bigrams survive both. Rarity is counted over the question's
-  own distinct passages (a passage copied on several pages counts once), so a bigram every
+  own distinct passages (a passage copied on several pages counts once: ``_score.copies``),
+  so a bigram every
   passage holds (the topic) weighs little and one only some hold (what is asked about it)
   much;
 - ``gram_proximity``: the largest such share found within ``WINDOW`` characters: the
@@ -66,7 +67,7 @@ from ._echo import fold, question_spans
 from ._ranker import FEATURES as RANKER_FEATURES
 from ._ranker import RankerPassage, Tree, tree_from_json
 from ._ranker import features as ranker_features
-from ._score import MAX_QUERY_CHARS, TermStats, text_terms
+from ._score import MAX_QUERY_CHARS, TermStats, copies, text_terms
 from ._tokens import query_terms
 
 __all__ = [
@@ -189,7 +190,7 @@ def answerability_features(
     folded = [text_terms(p.text).folded for p in passages]
     held = [{g for g in grams if g in text} for text in folded]
     # Rarity over the distinct passages: a passage copied on several pages counts once.
-    distinct = list(dict(zip(folded, held, strict=True)).values())
+    distinct = [held[i] for i, first in enumerate(copies([p.text for p in passages])) if first == i]
     n = len(distinct)
     weight = {
         g: math.log(1 + (n - df + 0.5) / (df + 0.5))

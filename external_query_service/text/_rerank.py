@@ -33,7 +33,7 @@ from ._echo import fold
 from ._parts import COVERED_SHARE
 from ._ranker import RankerModel, RankerPassage, load_model
 from ._ranker import features as ranker_features
-from ._score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, score_chunks, text_terms
+from ._score import QUERY_WEIGHT, TARGET_WEIGHT, TermStats, copies, score_chunks, text_terms
 from ._semantic import similarities
 from ._tokens import query_terms
 
@@ -82,12 +82,13 @@ def rerank(
     similarity: Similarity = similarities,
 ) -> list[Reranked]:
     """Every passage once, best first (by score, then by the ranker's fitted score); equal
-    scores keep the input order (deterministic), and a passage whose text an earlier one has
-    (a copy of a page) comes after every passage of another text. ``model`` and ``judge``
-    default to the packaged ranker and answerability judgment (the semantic one when
-    ``semantic``: the first passage is read by ``similarity`` once, about 0.4 s of CPU with
-    the embedding model; ``SemanticUnavailable`` without the ``[semantic]`` extra). Only the
-    first passage is judged; the others' ``reaches`` is False.
+    scores keep the input order (deterministic), and a passage that copies one ranked above
+    it (``_score.copies``: a copy of a page) comes after every passage that copies none.
+    ``model`` and ``judge`` default to the packaged ranker and answerability judgment (the
+    semantic one when ``semantic``: the first passage is read by ``similarity`` once, about
+    0.4 s of CPU with the embedding model; ``SemanticUnavailable`` without the
+    ``[semantic]`` extra). Only the first passage is judged; the others' ``reaches`` is
+    False.
 
     ``parts`` are the things a question asks about one by one (a comparison's targets): a
     passage that names some of them and not the others answers its part, so it is judged
@@ -115,11 +116,12 @@ def rerank(
             ranked[i] = (max(0, min(10000, round(10000 * probability * scale))), model.score(row))
             reaches[i] = not judged and probability >= model.threshold
     order = sorted(ranked, key=lambda i: (-ranked[i][0], -ranked[i][1], i))
-    # A passage another page already gave (the same article on another site) goes after
-    # every passage not yet given: the first ones quoted are then all different.
-    earliest = {passages[i].text: i for i in reversed(order)}
-    order = [i for i in order if earliest[passages[i].text] == i] + [
-        i for i in order if earliest[passages[i].text] != i
+    # A passage that copies one ranked above it (the same article on another site:
+    # ``_score.copies``) goes after every passage that copies none: the first ones quoted
+    # are then all different.
+    copied = copies([passages[i].text for i in order])
+    order = [i for k, i in enumerate(order) if copied[k] == k] + [
+        i for k, i in enumerate(order) if copied[k] != k
     ]
     if judgment is not None and order:
         # Only the passage ranked first is judged: the decision (``answered``) reads no

@@ -64,6 +64,7 @@ from ._tokens import query_terms, simplified, term_counts, term_counts_all
 
 __all__ = [
     "ANSWER_WEIGHT",
+    "COPY_OVERLAP",
     "MAX_QUERY_CHARS",
     "MIN_COPIED_TERMS",
     "MIN_SCORE",
@@ -75,6 +76,7 @@ __all__ = [
     "TermStats",
     "TextTerms",
     "best_snippets",
+    "copies",
     "coverage_points",
     "kept_terms_bytes",
     "pages_stats",
@@ -297,19 +299,48 @@ class _Summed(Mapping[str, int]):
         return out
 
 
+#: Two texts whose distinct terms overlap this much (Jaccard) are one text given twice: the
+#: same article syndicated or mirrored, a byline or a line of the site's furniture apart.
+COPY_OVERLAP: Final = 0.8
+
+
+def copies(texts: Sequence[str]) -> list[int]:
+    """For each of ``texts``, the index of the first text it copies, its own when it copies
+    none: two texts are copies when their distinct terms overlap by ``COPY_OVERLAP`` or more
+    (Jaccard), each text compared with the first of every group before it."""
+    firsts: list[tuple[int, AbstractSet[str]]] = []
+    out: list[int] = []
+    for index, text in enumerate(texts):
+        terms = text_terms(text).present
+        copied = next((i for i, seen in firsts if _overlap(terms, seen) >= COPY_OVERLAP), None)
+        if copied is None:
+            firsts.append((index, terms))
+        out.append(index if copied is None else copied)
+    return out
+
+
+def _overlap(a: AbstractSet[str], b: AbstractSet[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
 def pages_stats(pages: Iterable[tuple[TermStats, Collection[str]]]) -> TermStats:
     """The term statistics of a question's pages, given as each page's ``TermStats`` and the
     snippets it kept: every page's added once, except a copy of an earlier page (one whose
-    snippets, some at least, are all snippets an earlier page kept: the same article
-    syndicated or mirrored on another site). Counted again, a copy would make every word it
-    repeats look as common as the question's topic, and the passages that state the answer
-    would weigh it less the more pages agree on it."""
+    snippets, some at least, each copy a snippet an earlier page kept, by ``copies``: the
+    same article syndicated or mirrored on another site). Counted again, a copy would make
+    every word it repeats look as common as the question's topic, and the passages that state
+    the answer would weigh it less the more pages agree on it."""
+    listed = [(stats, list(snippets)) for stats, snippets in pages]
+    owner = [page for page, (_, snippets) in enumerate(listed) for _ in snippets]
+    first = copies([snippet for _, snippets in listed for snippet in snippets])
     total = TermStats()
-    seen: set[str] = set()
-    for stats, snippets in pages:
-        if snippets and seen.issuperset(snippets):
+    at = 0
+    for page, (stats, snippets) in enumerate(listed):
+        mine = range(at, at + len(snippets))
+        at += len(snippets)
+        if snippets and all(owner[first[i]] < page for i in mine):
             continue
-        seen.update(snippets)
         total += stats
     return total
 

@@ -96,22 +96,29 @@ def test_a_name_the_page_spells_apart_still_answers(world: World) -> None:
 #: not "主跨长度"): answerable, and not by a wide margin.
 SYNDICATED = [
     "蓝湾大桥于2019年建成通车，连接滨海新区东西两岸。",
-    "大桥由省交通设计院设计，为双塔斜拉桥，两塔之间的一跨长达680米，桥面宽33米。",
+    "大桥为双塔斜拉桥，两塔之间的一跨长达680米。",
     "通车以来，大桥日均车流量超过五万辆。",
 ]
 
 
+@pytest.mark.parametrize("bylined", [False, True], ids=["verbatim", "own-byline"])
 @pytest.mark.parametrize("sites", [1, 5])
 def test_an_article_syndicated_on_five_sites_is_answered_as_when_on_one(
-    world: World, sites: int
+    world: World, sites: int, bylined: bool
 ) -> None:
     # Counted once a page, the five copies made every word the article repeats look as
-    # common as the bridge's name, and the copies were refused where one page was answered.
+    # common as the bridge's name, and the copies were refused where one page was answered;
+    # each site may open the article with a byline of its own.
     urls = [
         world.page(
             f"paper{n}.test",
             "/bridge",
-            article("蓝湾大桥建成五周年", SYNDICATED, published="2026-11-29", site_name=f"报{n}"),
+            article(
+                "蓝湾大桥建成五周年",
+                [f"本报讯 记者 张{n}", *SYNDICATED] if bylined else SYNDICATED,
+                published="2026-11-29",
+                site_name=f"报{n}",
+            ),
         )
         for n in range(sites)
     ]

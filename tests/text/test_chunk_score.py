@@ -27,6 +27,7 @@ from external_query_service.text._score import (
     TERMS_KEPT_BYTES,
     TermStats,
     best_snippets,
+    copies,
     kept_terms_bytes,
     pages_stats,
     score_chunks,
@@ -326,6 +327,21 @@ def test_a_copy_of_a_page_adds_no_term_statistics() -> None:
         + [(term_stats(article), kept)] * 4
     )
     assert copied == once == term_stats(article) + term_stats(other)
+
+
+def test_a_page_copied_with_its_own_byline_adds_no_term_statistics() -> None:
+    report = "湛江港今年货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
+    bylined = "湛江日报讯 " + report
+    first = (term_stats([terms(report)]), [report])
+    again = (term_stats([terms(bylined)]), [bylined])
+    assert pages_stats([first, again]) == first[0]
+
+
+def test_copies_are_texts_that_share_most_of_their_terms() -> None:
+    report = "湛江港今年货物吞吐量达到2.6亿吨，同比增长百分之八，集装箱航线继续增加。"
+    other = "湛江港今年集装箱吞吐量下降，航线减少，码头工人担心明年的收入。"
+    assert copies([report, other, "本报讯 " + report, other, "天气晴"]) == [0, 1, 0, 1, 4]
+    assert copies([]) == []
 
 
 def test_pages_that_repeat_some_snippets_or_kept_none_still_count() -> None:

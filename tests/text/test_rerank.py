@@ -34,22 +34,28 @@ def test_snippets_of_several_pages_come_back_best_first() -> None:
 
 
 def test_equal_scores_keep_the_input_order() -> None:
-    # Two reports that differ only in their figure score the same.
-    other = ANSWER.replace("2.6", "2.7")
-    passages = [Candidate(text, QUESTION) for text in (ANSWER, other, "无关")]
-    ranked = rerank(passages, stats_of(ANSWER, other, "无关"))
-    assert [item.index for item in ranked] == [0, 1, 2]
-    assert ranked[0].score == ranked[1].score
+    # Two reports, no copy of each other, that state the figure alike and add as many other
+    # words score the same, in either order.
+    spring = "湛江港今年货物吞吐量达到2.6亿吨，春天桃花盛开。"
+    autumn = "湛江港今年货物吞吐量达到2.6亿吨，秋天枫叶飘落。"
+    stats = stats_of(spring, autumn, "无关")
+    for first, second in ((spring, autumn), (autumn, spring)):
+        passages = [Candidate(text, QUESTION) for text in (first, second, "无关")]
+        ranked = rerank(passages, stats)
+        assert [item.index for item in ranked] == [0, 1, 2]
+        assert ranked[0].score == ranked[1].score
 
 
 def test_a_copy_of_a_passage_comes_after_every_passage_of_another_text() -> None:
-    # The same report on three sites, and a weaker one of its own: the first two quoted
-    # are the two different reports, the copies after them.
+    # The same report on three sites (one with its own byline), and a weaker one of its own:
+    # the first two quoted are the two different reports, the copies after them.
     weaker = "湛江港货物吞吐量稳步增长。"
-    passages = [Candidate(ANSWER, QUESTION) for _ in range(3)] + [Candidate(weaker, QUESTION)]
-    ranked = rerank(passages, stats_of(ANSWER, weaker))
-    assert [item.index for item in ranked] == [0, 3, 1, 2]
-    assert ranked[0].score > ranked[1].score
+    bylined = "湛江日报讯 " + ANSWER
+    texts = [ANSWER, bylined, ANSWER, weaker]
+    ranked = rerank([Candidate(t, QUESTION) for t in texts], stats_of(ANSWER, weaker))
+    assert texts[ranked[1].index] == weaker
+    assert sorted(item.index for item in (ranked[0], *ranked[2:])) == [0, 1, 2]
+    assert min(ranked[0].score, ranked[2].score, ranked[3].score) > ranked[1].score
 
 
 def test_each_passage_is_scored_against_its_own_query_with_the_shared_stats() -> None:
