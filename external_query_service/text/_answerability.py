@@ -15,9 +15,8 @@ listed it. Its features (``FEATURES``, each a number in 0..1):
   way in a passage (``BX700Pro`` and ``BX 700 Pro``), and a colloquial word meets its written
   form in one character of two: bigrams survive both. Rarity is counted over the question's
   own distinct passages (a passage copied on several pages counts once: ``_score.copies``),
-  so a bigram every
-  passage holds (the topic) weighs little and one only some hold (what is asked about it)
-  much;
+  so a bigram every passage holds (the topic) weighs little and one only some hold (what is
+  asked about it) much;
 - ``gram_proximity``: the largest such share found within ``WINDOW`` characters: the
   question's specifics stated together, as an answer states them;
 - ``gram_answering``: ``gram_coverage`` counting only bigrams outside spans that restate the
