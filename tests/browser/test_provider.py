@@ -488,12 +488,15 @@ def test_webrtc_sends_nothing_to_stun_or_turn_servers_a_page_names(
 def test_a_page_allocating_in_a_loop_is_refused_and_the_browser_stays_usable(
     world: World, chromium: str, allocate: str
 ) -> None:
+    # The page also writes a number a round, so the rendering waits on it (its text is not
+    # settled) while it allocates: a page whose DOM stood still would be read as soon as
+    # it settled, before a loaded machine's renderer reached the limit.
     hog = world.page(
         "port.test",
         "/hog",
         f"<p>{STORY[0]}</p><script>const hold = []; let n = 0;"
         f"function grow() {{ for (let i = 0; i < 8; i++) {{ n++; {allocate}; }}"
-        " setTimeout(grow, 0); } grow();</script>",
+        " document.body.append(String(n)); setTimeout(grow, 0); } grow();</script>",
     )
     plain = world.page("port.test", "/plain", f"<p>{STORY[1]}</p>")
     provider = BrowserProvider(BrowserSettings(page_timeout_s=8.0), world.settings().network)
