@@ -12,7 +12,7 @@ import pytest
 from hypothesis import settings
 
 from external_query_service.storage import LedgerTarget, migrate_ledger, open_ledger
-from external_query_service.testing import LoopbackServer
+from external_query_service.testing import LoopbackServer, World
 from tests.support.llm_chat import ChatServer
 from tests.support.services import REQUIRE_SERVICES, service_missing
 
@@ -34,6 +34,13 @@ def loopback() -> Iterator[LoopbackServer]:
     """A started loopback server on 127.0.0.1 (routes by Host header and path)."""
     with LoopbackServer() as server:
         yield server
+
+
+@pytest.fixture
+def world(loopback: LoopbackServer) -> World:
+    """A loopback world (search engine, pages, APIs) on ``loopback``; a module that needs
+    another clock or routes ready-made defines its own."""
+    return World(loopback)
 
 
 @pytest.fixture

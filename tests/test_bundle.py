@@ -15,13 +15,8 @@ from external_query_service._bundle import (
     read_bundle,
 )
 from external_query_service._canonical import canonical_json, content_id
-from external_query_service.testing import LoopbackServer, World
+from external_query_service.testing import World
 from tests.support.bundles import answer_airshow
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def test_a_bundles_id_is_the_digest_of_its_canonical_form_and_the_text_is_that_form(

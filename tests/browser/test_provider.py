@@ -43,11 +43,6 @@ window.addEventListener("load", () => {
 
 
 @pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
-
-
-@pytest.fixture
 def refused() -> Iterator[LoopbackServer]:
     """A server on 127.0.0.2: reachable on this machine, outside the tests' allowed
     network (127.0.0.1/32), so the policy refuses every request to it."""

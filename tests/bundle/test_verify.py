@@ -17,7 +17,6 @@ from external_query_service.bundle._verify import closest_passage, locate
 from external_query_service.errors import EvidenceInputError
 from external_query_service.storage import open_ledger
 from external_query_service.testing import (
-    LoopbackServer,
     Reply,
     World,
     hit,
@@ -34,11 +33,6 @@ from tests.support.bundles import (
 )
 from tests.support.paths import REPO
 from tests.support.world import closed_port, make_service
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def _edited(bundle: str, old: str, new: str) -> str:

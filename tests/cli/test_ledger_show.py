@@ -11,13 +11,8 @@ import pytest
 from external_query_service import verify_bundle
 from external_query_service.cli import main
 from external_query_service.storage import LedgerTarget
-from external_query_service.testing import LoopbackServer, World
+from external_query_service.testing import World
 from tests.support.bundles import answer_airshow
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

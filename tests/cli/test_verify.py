@@ -10,16 +10,11 @@ import pytest
 
 from external_query_service.cli import main
 from external_query_service.cli.verify import EXIT_CODES
-from external_query_service.testing import LoopbackServer, World
+from external_query_service.testing import World
 from tests.support.bundles import Answered, answer_airshow
 from tests.support.world import docs_folder
 
 NOW = "2026-11-30T10:00:00+08:00"
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from external_query_service.testing import LoopbackServer
 from tests.support.world import World, article, hit, make_service
 
 PAYLOAD = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def test_a_page_spelling_markup_with_entities_is_quoted_as_text(world: World) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.testing import World, article, hit
 from tests.support.world import make_service, serve_articles
 
 QUESTION = "蓝湾大桥的主跨长度是多少米？"
@@ -21,11 +21,6 @@ RELATED = (
     "滨海新区还规划建设第二座跨海大桥，预计明年开工建设，目前正在进行环境影响评估。",
 )
 SPAN = "设计资料显示，蓝湾大桥是一座双塔斜拉桥，主跨长度为680米，桥面宽33米，设计时速80公里。"
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def serve(world: World, question: str, texts: tuple[str, ...]) -> list[str]:

@@ -14,7 +14,6 @@ from external_query_service.models import ExternalAnswer
 from external_query_service.testing import (
     FORECAST,
     SEARX,
-    LoopbackServer,
     World,
     article,
     hit,
@@ -38,11 +37,6 @@ WEATHER = {
     "time_range": {"start": TOMORROW, "end": TOMORROW},
 }
 WEATHER_QUESTION = "湛江明天天气怎么样？"
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def weather_page(world: World) -> str:

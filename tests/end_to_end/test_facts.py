@@ -5,25 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.storage import SQLiteLedger as Ledger
 from external_query_service.testing import (
     FORECAST,
     FX,
-    LoopbackServer,
     RecordedRequest,
     Reply,
     World,
     json_reply,
 )
 from tests.support.world import NOW, forecast_reply
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def place(name: str, admin1: str, lat: float, lon: float) -> dict[str, Any]:

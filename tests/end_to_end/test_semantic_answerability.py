@@ -12,14 +12,9 @@ from typing import Any
 import pytest
 
 from external_query_service import Settings, SettingsError
-from external_query_service.testing import LoopbackServer, World
+from external_query_service.testing import World
 from tests.support.tower import ABOUT_THE_TOWER, HEIGHT, TOWER
 from tests.support.world import NOW, make_service, serve_articles
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def serve(world: World, texts: tuple[str, ...]) -> list[str]:

@@ -10,16 +10,11 @@ import pytest
 
 from external_query_service import ExternalQueryService, fixed_clock
 from external_query_service.models import CheckResult, ExternalAnswer
-from external_query_service.testing import FX, LoopbackServer, World, article, hit
+from external_query_service.testing import FX, World, article, hit
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone(timedelta(hours=8)))
 RATE_QUESTION = "美元兑人民币汇率是多少"
 RATE = {"query_kind": "exchange_rate", "entities": ["USD", "CNY"]}
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def service(world: World, *adapters: dict[str, Any]) -> ExternalQueryService:

@@ -13,14 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from external_query_service import ExternalQueryService
-from external_query_service.testing import LoopbackServer, World
+from external_query_service.testing import World
 
 from .support import news_service
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from external_query_service.errors import ExtractionFailed
-from external_query_service.testing import LoopbackServer, World, hit
+from external_query_service.testing import World, hit
 from external_query_service.text._analyse import (
     PageAnalysis,
     analyse_page,
@@ -41,11 +41,6 @@ from tests.support.world import make_service
 QUESTION = "湛江港今年货物吞吐量是多少？"
 NOTICE = "湛江港集团公告：今年前十个月湛江港货物吞吐量达到2.6亿吨，同比增长百分之八。"
 PDF = "application/pdf"
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def notice_pdf() -> bytes:

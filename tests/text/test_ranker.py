@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.testing import World, article, hit
 from external_query_service.text import _ranker as ranker_module
 from external_query_service.text._ranker import (
     FEATURES,
@@ -223,11 +223,6 @@ def test_unjudged_passages_reach_by_the_rankers_own_threshold() -> None:
 
 
 # -- end to end: nothing that answers is said so -------------------------------------------
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def test_quotes_that_do_not_answer_are_no_evidence(world: World) -> None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
 from external_query_service import ExternalQueryService, fixed_clock
-from external_query_service.testing import LoopbackServer, World, article, hit
+from external_query_service.testing import World, article, hit
 from external_query_service.text._ranker import RankerPassage, rank_probabilities
 from external_query_service.text._rerank import Candidate, Reranked, rerank
 from external_query_service.text._score import TermStats, term_stats
@@ -118,11 +116,6 @@ def test_no_passages_rank_to_nothing() -> None:
 
 
 # -- end to end over loopback ---------------------------------------------------------------
-
-
-@pytest.fixture
-def world(loopback: LoopbackServer) -> World:
-    return World(loopback)
 
 
 def test_the_answer_from_the_second_page_is_quoted_among_the_first_two(
