@@ -37,7 +37,16 @@ all        every passage answers (noise ratio 0)
 and ``all×3`` and ``all×5``: the ``all`` condition with every page given three and five
 times, as one article syndicated on several sites is (``pages_stats`` counts a copied page's
 term statistics once, and the judgment a copied passage's rarity once: it must be answered
-as often as the pages given once).
+as often as the pages given once); and ``negatives+q``, ``one+q`` and ``all+q``: those
+conditions with every page titled with the question itself, as a forum thread or a Q&A page
+restates its question above whatever follows (the question's words on a page are no sign that
+it answers: five such pages none of which answers must be declined as five plain ones are);
+and two conditions of pages that only ask (titled with the question, their text the question
+again and the first sentence of a passage that does not answer, as an unanswered forum thread
+or a page written to be found reads): ``asked``, five of them, to be declined, and
+``one+asked``, the answering page (as it is) among four of them, to be quoted first. Every
+passage therefore goes through the page chain three times (a cache of 2,400 questions a set
+takes about twelve minutes to build).
 
 Every passage is its own page, rendered as a real HTML article (``testing.article``), the
 order shuffled by a hash of the question and condition: the answer is as often last as first.
@@ -91,9 +100,25 @@ from external_query_service.text._semantic import similarities
 from external_query_service.text._tokens import terms
 
 CONDITIONS = {"negatives": 0, "one": 1, "three": 3, "all": 5}
+#: The conditions asked again with every page titled with the question itself (``one+q``):
+#: a forum thread or a Q&A page restates its question above whatever follows, so the
+#: question's words on a page are no sign that the page answers it.
+RESTATED = ("negatives", "one", "all")
+#: Pages that only ask: titled with the question, their text the question again and one
+#: sentence of a passage that does not answer (an unanswered forum thread). ``asked``: five
+#: such pages, to be declined; ``one+asked``: the answering page among four of them, to be
+#: quoted first.
+ASKED_ONLY = ("asked", "one+asked")
 #: The ``all`` condition asked again with every page given this many times (``all×3``): the
 #: same article syndicated or mirrored on other sites. It must be answered as often as once.
 COPIES = (3, 5)
+#: Every condition the bench asks, in the order it prints them.
+EVERY_CONDITION = (
+    *CONDITIONS,
+    *(f"all×{times}" for times in COPIES),
+    *(f"{c}+q" for c in RESTATED),
+    *ASKED_ONLY,
+)
 PASSAGES = 5
 SAMPLE = 600
 QUOTED = 3
@@ -142,6 +167,10 @@ class Analysed:
     pool: int
     snippets: dict[int, list[Snippet]] = field(default_factory=dict)
     stats: dict[int, TermStats] = field(default_factory=dict)
+    #: Each passage was also served titled with the question, at pool index ``pool + i``,
+    #: and as a page that only asks, at ``2 * pool + i`` (a cache written before these
+    #: conditions has neither: they are then not asked).
+    restated: bool = False
 
     @property
     def half(self) -> str:
@@ -244,16 +273,24 @@ def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Pooled]]]:
 
 
 def analyse(pooled: Pooled) -> Analysed:
-    """Every pooled passage through the page chain once (its snippets and term statistics);
-    conditions are combined from them."""
+    """Every pooled passage through the page chain three times: as it is, titled with the
+    question (``RESTATED``) and as a page that only asks (``ASKED_ONLY``), its snippets and
+    term statistics each time; conditions are combined from them."""
+    passages = (*pooled.answering, *pooled.other)
     done = Analysed(
         pooled.set,
         pooled.qid,
         pooled.question,
         len(pooled.answering),
-        len(pooled.answering) + len(pooled.other),
+        len(passages),
+        restated=True,
     )
-    for index, (title, text) in enumerate((*pooled.answering, *pooled.other)):
+    titled = [
+        *passages,
+        *((pooled.question, text) for _, text in passages),
+        *((pooled.question, f"{pooled.question}\n{_first_sentence(text)}") for _, text in passages),
+    ]
+    for index, (title, text) in enumerate(titled):
         analysis = article_analysis(title, text.split("\n"), index, pooled.question)
         if analysis is None:
             continue
@@ -271,9 +308,31 @@ def analyse(pooled: Pooled) -> Analysed:
     return done
 
 
+def _first_sentence(text: str) -> str:
+    """``text``'s first sentence (up to its first full stop, question or exclamation mark)."""
+    for index, char in enumerate(text):
+        if char in "。！？!?" or (char == "." and text[index + 1 : index + 2] in ("", " ")):
+            return text[: index + 1]
+    return text
+
+
 def condition(item: Analysed, name: str) -> list[int] | None:
     """The pool indexes asked under condition ``name``, in page order; None when the
-    question has too few passages for it."""
+    question has too few passages for it. ``name+q`` (``RESTATED``): the same pages,
+    each titled with the question; ``asked`` and ``one+asked`` (``ASKED_ONLY``): the
+    pages of ``negatives`` and ``one``, each one that does not answer served as a page that
+    only asks."""
+    if name in ASKED_ONLY:
+        pages = (
+            condition(item, "negatives" if name == "asked" else "one") if item.restated else None
+        )
+        if pages is None:
+            return None
+        return [i if i < item.answering else 2 * item.pool + i for i in pages]
+    base, restated, _ = name.partition("+q")
+    if restated:
+        pages = condition(item, base) if item.restated else None
+        return None if pages is None else [item.pool + index for index in pages]
     wanted = CONDITIONS[name]
     answering = list(range(item.answering))
     other = list(range(item.answering, item.pool))
@@ -448,7 +507,7 @@ def report(name: str, analysed: list[Analysed], decide: Decide) -> dict[str, dic
     for which in HALVES:
         part = [a for a in analysed if a.half == which]
         print(f"{name} {which} half ({len(part)} questions):")
-        for cond in (*CONDITIONS, *(f"all×{times}" for times in COPIES)):
+        for cond in EVERY_CONDITION:
             outcomes = []
             for item in part:
                 pages = copied(item, cond)
@@ -456,7 +515,7 @@ def report(name: str, analysed: list[Analysed], decide: Decide) -> dict[str, dic
                     outcomes.append(ask(item, pages, decide))
             n = len(outcomes)
             if not n:
-                print(f"  {cond:<9} no question has the passages for it")
+                print(f"  {cond:<11} no question has the passages for it")
                 continue
             counts = {
                 key: sum(getattr(o, key) for o in outcomes)
@@ -471,7 +530,7 @@ def report(name: str, analysed: list[Analysed], decide: Decide) -> dict[str, dic
             }
             figures[f"{which}:{cond}"] = {"n": n, **counts}
             print(
-                f"  {cond:<9} n {n:>4}  declined {_pc(counts['declined'], n)}  "
+                f"  {cond:<11} n {n:>4}  declined {_pc(counts['declined'], n)}  "
                 f"answered with it {_pc(counts['quoted_holds'], n)}  "
                 f"top-1 {_pc(counts['top1'], n)} (BM25 {_pc(counts['bm25_top1'], n)})  "
                 f"nowhere {_pc(counts['nowhere'], n)}  "
