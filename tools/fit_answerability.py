@@ -252,6 +252,20 @@ def _fold(block: Block) -> int:
     return hashlib.sha256(f"{block[0]}:{block[1]}".encode()).digest()[1] % FOLDS
 
 
+def _folds(data: list[Block]) -> list[tuple[list[Block], list[Block]]]:
+    """Each of the ``FOLDS`` folds (by a hash of the question id) as (the other folds' blocks,
+    its own)."""
+    return [
+        ([b for b in data if _fold(b) != k], [b for b in data if _fold(b) == k])
+        for k in range(FOLDS)
+    ]
+
+
+def _held_out_merit(rest: list[Block], left_out: list[Block], margin: Margin) -> float:
+    """The merit on ``left_out`` at the threshold chosen on ``rest`` (step 4), by ``margin``."""
+    return float(Decisions(left_out, margin).merit([choose_threshold(rest, margin)])[0])
+
+
 def choose_penalty(data: list[Block]) -> float:
     """The penalty of step 2: the largest whose mean held-out merit over ``FOLDS`` folds
     (each fold's threshold chosen on the other folds) is within one standard error of the
@@ -261,12 +275,8 @@ def choose_penalty(data: list[Block]) -> float:
     merits: dict[float, np.ndarray] = {}
     for penalty in PENALTIES:
         held = []
-        for k in range(FOLDS):
-            rest = [b for b in data if _fold(b) != k]
-            w = fit(rest, penalty)
-            threshold = choose_threshold(rest, linear(w))
-            left_out = [b for b in data if _fold(b) == k]
-            held.append(Decisions(left_out, linear(w)).merit([threshold])[0])
+        for rest, left_out in _folds(data):
+            held.append(_held_out_merit(rest, left_out, linear(fit(rest, penalty))))
         merits[penalty] = np.array(held)
         print(f"  penalty {penalty:g}: held-out merit {merits[penalty].mean():.4f}")
     best = max(merits, key=lambda p: merits[p].mean())
@@ -319,17 +329,14 @@ def choose_trees(data: list[Block], penalty: float) -> tuple[int, int]:
     merit over ``FOLDS`` folds is best (each fold's linear part, trees and threshold fitted
     on the other folds)."""
     held: dict[tuple[int, int], list[float]] = {setting: [] for setting in TREE_GRID}
-    for k in range(FOLDS):
-        rest = [b for b in data if _fold(b) != k]
-        left_out = [b for b in data if _fold(b) == k]
+    for rest, left_out in _folds(data):
         w = fit(rest, penalty)
         for depth in sorted({d for d, _ in TREE_GRID}):
             counts = [r for d, r in TREE_GRID if d == depth]
             booster = fit_trees(rest, w, depth, max(counts)) if depth else None
             for rounds in counts:
                 margin = boosted(w, booster, rounds)
-                threshold = choose_threshold(rest, margin)
-                held[depth, rounds].append(Decisions(left_out, margin).merit([threshold])[0])
+                held[depth, rounds].append(_held_out_merit(rest, left_out, margin))
     for (depth, rounds), merits in held.items():
         print(f"  trees: depth {depth}, {rounds:>3} trees: held-out merit {np.mean(merits):.4f}")
     return max(TREE_GRID, key=lambda setting: (np.mean(held[setting]), -setting[1]))
