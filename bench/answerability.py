@@ -88,7 +88,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranking import _contains_any, _Okapi, article_analysis, fold, half, ranker_of, read_squad
+from ranking import (
+    Page,
+    _contains_any,
+    _Okapi,
+    article_analysis,
+    asking_page,
+    fold,
+    half,
+    ranker_of,
+    read_squad,
+)
 from snippet_quality import make_judge
 
 from external_query_service.text._answerability import AnswerabilityModel
@@ -288,7 +298,7 @@ def analyse(pooled: Pooled) -> Analysed:
     titled = [
         *passages,
         *((pooled.question, text) for _, text in passages),
-        *((pooled.question, f"{pooled.question}\n{_first_sentence(text)}") for _, text in passages),
+        *(_joined(asking_page(pooled.question, text)) for _, text in passages),
     ]
     for index, (title, text) in enumerate(titled):
         analysis = article_analysis(title, text.split("\n"), index, pooled.question)
@@ -308,12 +318,10 @@ def analyse(pooled: Pooled) -> Analysed:
     return done
 
 
-def _first_sentence(text: str) -> str:
-    """``text``'s first sentence (up to its first full stop, question or exclamation mark)."""
-    for index, char in enumerate(text):
-        if char in "。！？!?" or (char == "." and text[index + 1 : index + 2] in ("", " ")):
-            return text[: index + 1]
-    return text
+def _joined(page: Page) -> tuple[str, str]:
+    """A page's title and its paragraphs as one text, a line each (as the pool holds them)."""
+    title, paragraphs = page
+    return title, "\n".join(paragraphs)
 
 
 def condition(item: Analysed, name: str) -> list[int] | None:

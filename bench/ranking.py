@@ -25,7 +25,14 @@ paragraph's page plus distractors — the other paragraphs of its article, then 
 of other articles closest to the question by BM25, ``PAGES`` in all, in an order shuffled by
 a hash (CMRC, DRCD; ``--sample`` questions of each, chosen by a hash of their ids): an
 engine's order is a hint to weigh, not an answer key, while DuReader's pages keep the order
-its search engine gave them. Every page
+its search engine gave them. CMRC and DRCD are also served a second time as the sets
+``cmrc+asked`` and ``drcd+asked`` (``ASKED``): the same questions and pages, two of the pages
+without the answer replaced by pages that only ask (``asking_page``: titled with the question,
+their text the question again and the first sentence of the page they replace, as an
+unanswered forum thread or a page written to be found reads), and for half the questions (by
+a hash) every other page titled with the question, as a Q&A site restates it, so that a
+question for a title is no sign either way. Such a set is measured apart and fitted on as
+more questions of its own set (``family``). Every page
 is rendered as a real HTML article with navigation, a cookie banner, a sidebar and a footer
 around the text (``testing.article``) and goes through the page chain: ``analyse_page``
 (decode, extract, chunk, score; the page keeps its best snippets at ``PAGE_MIN_SCORE``), then
@@ -90,7 +97,13 @@ METHODS = ("today", "bm25", "ranker")
 #: Further DuReader train questions (``--dureader-extra``): measured apart, fitted with the
 #: trainset's own.
 EXTRA = "dureader_extra"
+#: The suffix of a set served with pages that only ask (module docstring).
+ASKED = "+asked"
+#: How many of a question's pages without the answer only ask, in an ``ASKED`` set.
+ASKING_PAGES = 2
 CPU_RUNS = 3
+
+Page = tuple[str, tuple[str, ...]]  # (title, paragraphs)
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ class Question:
     set: str
     qid: str
     question: str
-    pages: tuple[tuple[str, tuple[str, ...]], ...]
+    pages: tuple[Page, ...]
     hit: Callable[[str], bool]
 
 
@@ -134,8 +147,8 @@ def half(name: str, qid: str) -> str:
 
 def family(name: str) -> str:
     """The set whose split and fitting weight a set shares: further DuReader train questions
-    are more of the DuReader set."""
-    return "dureader" if name == EXTRA else name
+    are more of the DuReader set, and a set served with pages that only ask more of its own."""
+    return "dureader" if name == EXTRA else name.removesuffix(ASKED)
 
 
 def fold(text: str) -> str:
@@ -206,8 +219,10 @@ def read_squad(paths: Sequence[Path]) -> tuple[list[Paragraph], list[Asked]]:
     return paragraphs, asked
 
 
-def squad(path: Path, name: str, sample: int) -> list[Question]:
-    """``sample`` questions of a SQuAD-style file, each with ``PAGES`` pages (module doc)."""
+def squad(path: Path, name: str, sample: int, asking: bool = False) -> list[Question]:
+    """``sample`` questions of a SQuAD-style file, each with ``PAGES`` pages; with ``asking``,
+    ``ASKING_PAGES`` of those without the answer only ask, and for half the questions every
+    other page is titled with the question (module docstring)."""
     paragraphs, asked = read_squad([path])
     index = _Okapi([terms(context) for _, _, context in paragraphs])
     questions = []
@@ -227,9 +242,46 @@ def squad(path: Path, name: str, sample: int) -> list[Question]:
         # pages keep the order its engine gave them.
         chosen.sort(key=lambda i: _digest(f"{qid}:{i}"))
         pages = tuple((paragraphs[i][1], (paragraphs[i][2],)) for i in chosen)
+        if asking:
+            pages = _with_asking_pages(qid, question, pages, chosen.index(own))
         golds = [fold(answer) for answer in answers]
         questions.append(Question(name, qid, question, pages, _contains_any(golds)))
     return questions
+
+
+def _with_asking_pages(
+    qid: str, question: str, pages: tuple[Page, ...], answering: int
+) -> tuple[Page, ...]:
+    """``pages`` with ``ASKING_PAGES`` of those other than ``answering`` made pages that only
+    ask, chosen by a hash, and for half the questions (by a hash) the rest titled with the
+    question."""
+    others = sorted(
+        (i for i in range(len(pages)) if i != answering),
+        key=lambda i: _digest(f"asking:{qid}:{i}"),
+    )
+    asking = set(others[:ASKING_PAGES])
+    restated = _digest(f"restated:{qid}")[0] in "01234567"
+    return tuple(
+        asking_page(question, " ".join(paragraphs))
+        if i in asking
+        else (question if restated else title, paragraphs)
+        for i, (title, paragraphs) in enumerate(pages)
+    )
+
+
+def asking_page(question: str, text: str) -> Page:
+    """A page that only asks ``question``: titled with it, its text the question again and
+    ``text``'s first sentence, as an unanswered forum thread or a page written to be found
+    reads."""
+    return question, (question, first_sentence(text))
+
+
+def first_sentence(text: str) -> str:
+    """``text``'s first sentence (up to its first full stop, question or exclamation mark)."""
+    for index, char in enumerate(text):
+        if char in "。！？!?" or (char == "." and text[index + 1 : index + 2] in ("", " ")):
+            return text[: index + 1]
+    return text
 
 
 def _contains_any(golds: list[str]) -> Callable[[str], bool]:
@@ -428,6 +480,7 @@ def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Question]]]:
         path = given or os.environ.get(env)
         if path and Path(path).is_file():
             yield name, squad(Path(path), name, args.sample)
+            yield name + ASKED, squad(Path(path), name + ASKED, args.sample, asking=True)
         else:
             print(f"{name} dev set absent (--{name} or ${env}): not measured")
 
