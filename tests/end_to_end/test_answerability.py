@@ -72,6 +72,36 @@ def test_an_answer_the_engine_lists_fourth_comes_before_a_passage_it_lists_first
     assert "680米" in answer.text  # type: ignore[attr-defined]
 
 
+def test_pages_that_only_ask_the_question_come_after_the_page_that_answers_it(
+    world: World,
+) -> None:
+    # Forum threads titled with the question ask it again above one sentence about the
+    # bridge: every word of the question and nothing it asks. The engine lists them first.
+    asking = [
+        world.page(
+            f"forum{n}.test",
+            "/thread",
+            article(QUESTION, [QUESTION, RELATED[n]], published="2026-11-29", site_name=f"论坛{n}"),
+        )
+        for n in range(3)
+    ]
+    answering = world.page(
+        "paper.test",
+        "/bridge",
+        article(
+            "滨海新区新闻",
+            ["据设计单位介绍，蓝湾大桥主跨680米，是目前省内跨度最大的斜拉桥。"],
+            published="2026-11-29",
+            site_name="滨海日报",
+        ),
+    )
+    world.results(QUESTION, [hit(url, "蓝湾大桥", "滨海新区") for url in (*asking, answering)])
+    answer = ask(world, QUESTION)
+    assert answer.status == "answered"  # type: ignore[attr-defined]
+    assert answer.evidence[0].url == answering  # type: ignore[attr-defined]
+    assert "680米" in answer.text  # type: ignore[attr-defined]
+
+
 def test_a_name_the_page_spells_apart_still_answers(world: World) -> None:
     # The question writes the model as one run of letters and digits, the page with spaces:
     # the segmenter cuts them into different terms, the characters they share still count.
