@@ -19,6 +19,8 @@ deterministic mode with a fixed seed):
    every pair of its kept passages where one holds the answer and the other does not, minimise
    ``log(1 + exp(-w · (x_hit - x_miss)))`` plus ``λ/2 · |w|²``. Each question weighs the same
    within its set and each set the same in all, so no set outweighs the others by its size.
+   A weight whose feature's meaning settles its side (``SIGNS``) stays on that side: while
+   one is on the wrong side, the worst such feature is held at 0 and the rest fitted again.
 2. **λ by cross-validation on the fitting halves**: the fitting questions are cut into
    ``FOLDS`` folds (a hash of the set and question id); for each λ of ``PENALTIES`` the
    weights are fitted on all folds but one and judged on the one left out; the λ with the best
