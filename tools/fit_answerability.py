@@ -86,7 +86,7 @@ from answerability import (
     service_decision,
 )
 from answerability import parse as bench_parse
-from fit_ranker import flat_trees
+from fit_ranker import flat_trees, signed
 
 from external_query_service.text import _answerability
 from external_query_service.text._answerability import (
@@ -218,17 +218,7 @@ def fit(data: list[Block], penalty: float) -> np.ndarray:
     while a weight has the wrong sign, the worst such feature is held at 0 and the rest
     fitted again. The blocks' columns are ``FEATURES``, then any more (the semantic ones)."""
     rows = Rows(data)
-    held: set[int] = set()
-    while True:
-        w = _fit(rows, penalty, held)
-        wrong = {
-            i: -SIGNS[name] * w[i]
-            for i, name in enumerate(FEATURES)
-            if i not in held and SIGNS.get(name, 0) * w[i] < 0
-        }
-        if not wrong:
-            return w
-        held.add(max(wrong, key=lambda i: (wrong[i], -i)))
+    return signed(lambda held: _fit(rows, penalty, held), FEATURES, SIGNS)
 
 
 def _fit(rows: Rows, penalty: float, held: set[int]) -> np.ndarray:

@@ -59,7 +59,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -97,6 +97,15 @@ Sets = list[tuple[str, list[Served]]]
 Pairs = list[tuple[list[float], float]]
 
 
+class _Weights(Protocol):
+    """Weights as a fit returns them: a list, or a NumPy array (the judgment's fit)."""
+
+    def __getitem__(self, index: int, /) -> float: ...
+
+
+W = TypeVar("W", bound=_Weights)
+
+
 def _sigmoid(z: float) -> float:
     return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
@@ -126,15 +135,21 @@ def pairs(sets: Sets) -> Pairs:
 
 def fit_weights(diffs: Pairs, penalty: float) -> list[float]:
     """The weights minimising the pairs' weighted logistic loss plus ``penalty / 2 · |w|²``,
-    each on the side ``SIGNS`` says: fitted, and while a weight is on the wrong side, the
-    worst such feature is held at 0 and the rest fitted again."""
+    each on the side ``SIGNS`` says (``signed``)."""
+    return signed(lambda held: _newton(diffs, penalty, held), FEATURES, SIGNS)
+
+
+def signed(fit: Callable[[set[int]], W], names: Sequence[str], signs: dict[str, int]) -> W:
+    """``fit(held)``, the features of the indexes in ``held`` held at 0, with every weight on
+    the side ``signs`` says: while one of ``names``' weights is on the wrong side, the worst
+    such feature is held too and the rest fitted again (shared with the judgment's fit)."""
     held: set[int] = set()
     while True:
-        w = _newton(diffs, penalty, held)
+        w = fit(held)
         wrong = {
-            i: -SIGNS[name] * w[i]
-            for i, name in enumerate(FEATURES)
-            if i not in held and SIGNS.get(name, 0) * w[i] < 0
+            i: -signs[name] * w[i]
+            for i, name in enumerate(names)
+            if i not in held and signs.get(name, 0) * w[i] < 0
         }
         if not wrong:
             return w
