@@ -88,10 +88,13 @@ TREE_GRID = tuple(
 TREE_ROUNDS = (50, 100, 200)
 SEED = 7
 #: The side a weight must be on, where the feature's meaning settles it: restating the
-#: question, navigation and lines repeating the page's title never count for a passage.
-#: (Pages that only ask have no navigation, so unchecked, the navigation share learnt to
-#: count for the pages that do not only ask.)
-SIGNS: dict[str, int] = dict.fromkeys(("question_share", "link_share", "title_lines"), -1)
+#: question, navigation and lines repeating the page's title never count for a passage, and
+#: a title naming the question's words never counts against it (what the passage itself
+#: tells decides). Pages that only ask have no navigation and are titled with the question,
+#: so unchecked, the navigation share learnt to count for a passage and the title against.
+SIGNS: dict[str, int] = dict.fromkeys(("question_share", "link_share", "title_lines"), -1) | {
+    "title": 1
+}
 
 Sets = list[tuple[str, list[Served]]]
 Pairs = list[tuple[list[float], float]]

@@ -52,14 +52,17 @@ def test_the_packaged_model_is_versioned_small_and_calibrated() -> None:
     assert all(depth(tree) <= 4 for tree in model.trees)
 
 
-def test_restating_navigation_and_title_lines_never_count_for_a_passage() -> None:
-    # Fitted with pages that only ask, which have no navigation, an unchecked fit let a
-    # passage's share of navigation lines count for it; the fit holds these three on the
-    # side their meaning settles.
+def test_restating_navigation_and_title_lines_never_count_for_a_passage_nor_its_title_against() -> (
+    None
+):
+    # Fitted with pages that only ask (no navigation, the question for a title), an unchecked
+    # fit let a passage's share of navigation lines count for it and a title naming the
+    # question's words against it; the fit holds these on the side their meaning settles.
     weights = dict(zip(FEATURES, load_model().weights, strict=True))
     assert weights["question_share"] < 0
     assert weights["link_share"] <= 0
     assert weights["title_lines"] <= 0
+    assert weights["title"] >= 0
 
 
 def depth(tree: Tree, node: int = 0) -> int:
