@@ -219,13 +219,15 @@ def read_squad(paths: Sequence[Path]) -> tuple[list[Paragraph], list[Asked]]:
     return paragraphs, asked
 
 
-def squad(path: Path, name: str, sample: int, asking: bool = False) -> list[Question]:
-    """``sample`` questions of a SQuAD-style file, each with ``PAGES`` pages; with ``asking``,
-    ``ASKING_PAGES`` of those without the answer only ask, and for half the questions every
-    other page is titled with the question (module docstring)."""
+def squad(path: Path, name: str, sample: int) -> tuple[list[Question], list[Question]]:
+    """``sample`` questions of a SQuAD-style file, each with ``PAGES`` pages; then the same
+    questions as the set ``name + ASKED``: ``ASKING_PAGES`` of the pages without the answer
+    only ask, and for half the questions every other page is titled with the question
+    (module docstring)."""
     paragraphs, asked = read_squad([path])
     index = _Okapi([terms(context) for _, _, context in paragraphs])
-    questions = []
+    questions: list[Question] = []
+    asking: list[Question] = []
     for qid, question, answers, own in asked[:sample]:
         article_no = paragraphs[own][0]
         chosen = [own] + [i for i, p in enumerate(paragraphs) if p[0] == article_no and i != own]
@@ -242,11 +244,11 @@ def squad(path: Path, name: str, sample: int, asking: bool = False) -> list[Ques
         # pages keep the order its engine gave them.
         chosen.sort(key=lambda i: _digest(f"{qid}:{i}"))
         pages = tuple((paragraphs[i][1], (paragraphs[i][2],)) for i in chosen)
-        if asking:
-            pages = _with_asking_pages(qid, question, pages, chosen.index(own))
-        golds = [fold(answer) for answer in answers]
-        questions.append(Question(name, qid, question, pages, _contains_any(golds)))
-    return questions
+        hit = _contains_any([fold(answer) for answer in answers])
+        questions.append(Question(name, qid, question, pages, hit))
+        asked_pages = _with_asking_pages(qid, question, pages, chosen.index(own))
+        asking.append(Question(name + ASKED, qid, question, asked_pages, hit))
+    return questions, asking
 
 
 def _with_asking_pages(
@@ -479,8 +481,9 @@ def load_sets(args: argparse.Namespace) -> Iterator[tuple[str, list[Question]]]:
     ):
         path = given or os.environ.get(env)
         if path and Path(path).is_file():
-            yield name, squad(Path(path), name, args.sample)
-            yield name + ASKED, squad(Path(path), name + ASKED, args.sample, asking=True)
+            plain, asking = squad(Path(path), name, args.sample)
+            yield name, plain
+            yield name + ASKED, asking
         else:
             print(f"{name} dev set absent (--{name} or ${env}): not measured")
 
