@@ -40,7 +40,7 @@ condition's passages, labelled by whether it holds a gold answer. Four steps, de
    pure Python by ``text._ranker.Tree``; the script checks that its evaluation gives
    LightGBM's own values (``checked_trees``). The packaged judgment has none: the trees
    raised the merit by a point on the checking halves but judged short passages of a few
-   lines worse (docs/architecture/ranking.md).
+   lines worse (docs/architecture/ranking-experiments.md).
 4. **The threshold** a question's first snippet must reach: among the fitted probabilities,
    the one that maximises, on the fitting halves, the *merit*: per set, the share of
    negatives-only questions declined and the mean share of one-answering and all-answering
